@@ -1,0 +1,420 @@
+/* cache.c - a bounded, thread-safe cache of rendered entities and directory listings (TTL + LRU). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+
+#define ENTRY_OVERHEAD 96   /* bytes charged per entry for bookkeeping */
+
+enum entry_kind { ENTRY_FILE, ENTRY_DIR };
+
+struct entry {
+    char *path;
+    uint64_t hash;
+    enum entry_kind kind;
+    double expires;                 /* CLOCK_MONOTONIC seconds */
+    size_t charge;                  /* bytes accounted to this entry */
+    struct cache_file file;         /* ENTRY_FILE */
+    struct cache_dirent *ents;      /* ENTRY_DIR */
+    size_t n_ents;
+    struct entry *hnext;            /* hash chain */
+    struct entry *prev, *next;      /* LRU list, head = most recent */
+};
+
+struct cache {
+    pthread_mutex_t lock;
+    struct entry **buckets;
+    size_t n_buckets, n_entries;
+    size_t bytes, max_bytes;
+    double ttl;
+    struct entry *head, *tail;
+    uint64_t hits, misses, evictions, expirations;
+};
+
+static double mono_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* FNV-1a, 64 bit. */
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    while (*s) {
+        h ^= (unsigned char)*s++;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* Create a cache; see cache.h. */
+struct cache *cache_new(size_t max_bytes, double ttl_seconds)
+{
+    struct cache *c = calloc(1, sizeof(*c));
+
+    if (!c)
+        return NULL;
+    c->n_buckets = 4096;
+    c->buckets = calloc(c->n_buckets, sizeof(*c->buckets));
+    if (!c->buckets || pthread_mutex_init(&c->lock, NULL) != 0) {
+        free(c->buckets);
+        free(c);
+        return NULL;
+    }
+    c->max_bytes = max_bytes;
+    c->ttl = ttl_seconds;
+    return c;
+}
+
+void cache_file_clear(struct cache_file *f)
+{
+    free(f->data);
+    free(f->etag);
+    memset(f, 0, sizeof(*f));
+}
+
+void cache_dirents_free(struct cache_dirent *ents, size_t n)
+{
+    for (size_t i = 0; ents && i < n; i++) {
+        free(ents[i].name);
+        free(ents[i].key);
+    }
+    free(ents);
+}
+
+static void entry_free(struct entry *e)
+{
+    free(e->path);
+    cache_file_clear(&e->file);
+    cache_dirents_free(e->ents, e->n_ents);
+    free(e);
+}
+
+static void lru_unlink(struct cache *c, struct entry *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        c->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        c->tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void lru_push_front(struct cache *c, struct entry *e)
+{
+    e->prev = NULL;
+    e->next = c->head;
+    if (c->head)
+        c->head->prev = e;
+    c->head = e;
+    if (!c->tail)
+        c->tail = e;
+}
+
+/* Unlink E from the table and the LRU list and free it. Lock held. */
+static void remove_entry(struct cache *c, struct entry *e)
+{
+    struct entry **pp = &c->buckets[e->hash % c->n_buckets];
+
+    while (*pp && *pp != e)
+        pp = &(*pp)->hnext;
+    if (*pp)
+        *pp = e->hnext;
+    lru_unlink(c, e);
+    c->bytes -= e->charge;
+    c->n_entries--;
+    entry_free(e);
+}
+
+/* Find the entry for PATH; expired entries are removed. Lock held. */
+static struct entry *find(struct cache *c, const char *path)
+{
+    uint64_t h = hash_str(path);
+
+    for (struct entry *e = c->buckets[h % c->n_buckets]; e; e = e->hnext) {
+        if (e->hash != h || strcmp(e->path, path) != 0)
+            continue;
+        if (e->expires <= mono_now()) {
+            c->expirations++;
+            remove_entry(c, e);
+            return NULL;
+        }
+        return e;
+    }
+    return NULL;
+}
+
+/* Double the bucket array when the load passes 1. Lock held; best effort. */
+static void maybe_grow(struct cache *c)
+{
+    size_t nb = c->n_buckets * 2;
+    struct entry **b;
+
+    if (c->n_entries < c->n_buckets)
+        return;
+    b = calloc(nb, sizeof(*b));
+    if (!b)
+        return;
+    for (size_t i = 0; i < c->n_buckets; i++) {
+        struct entry *e = c->buckets[i], *n;
+
+        for (; e; e = n) {
+            n = e->hnext;
+            e->hnext = b[e->hash % nb];
+            b[e->hash % nb] = e;
+        }
+    }
+    free(c->buckets);
+    c->buckets = b;
+    c->n_buckets = nb;
+}
+
+/* Insert E (replacing any entry at its path), then evict from the LRU tail
+ * until the cache fits. Takes ownership of E. Lock held. */
+static void insert(struct cache *c, struct entry *e)
+{
+    struct entry *old = find(c, e->path);
+
+    if (old)
+        remove_entry(c, old);
+    if (e->charge > c->max_bytes || c->ttl <= 0) {
+        entry_free(e);
+        return;
+    }
+    while (c->tail && c->bytes + e->charge > c->max_bytes) {
+        c->evictions++;
+        remove_entry(c, c->tail);
+    }
+    e->hash = hash_str(e->path);
+    e->expires = mono_now() + c->ttl;
+    e->hnext = c->buckets[e->hash % c->n_buckets];
+    c->buckets[e->hash % c->n_buckets] = e;
+    lru_push_front(c, e);
+    c->bytes += e->charge;
+    c->n_entries++;
+    maybe_grow(c);
+}
+
+/* Store a file; see cache.h. */
+int cache_put_file(struct cache *c, const char *path, const char *data, size_t len,
+                   const char *etag, struct timespec mtime)
+{
+    struct entry *e = calloc(1, sizeof(*e));
+
+    if (!e)
+        return -ENOMEM;
+    e->kind = ENTRY_FILE;
+    e->path = strdup(path);
+    e->file.data = malloc(len + 1);
+    e->file.etag = etag ? strdup(etag) : NULL;
+    if (!e->path || !e->file.data || (etag && !e->file.etag)) {
+        entry_free(e);
+        return -ENOMEM;
+    }
+    memcpy(e->file.data, data, len);
+    e->file.data[len] = '\0';
+    e->file.len = len;
+    e->file.mtime = mtime;
+    e->charge = ENTRY_OVERHEAD + strlen(path) + len + (etag ? strlen(etag) : 0);
+    pthread_mutex_lock(&c->lock);
+    insert(c, e);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+/* Copy a fresh file out; see cache.h. */
+int cache_get_file(struct cache *c, const char *path, struct cache_file *out)
+{
+    struct entry *e;
+    int rc = -ENOENT;
+
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&c->lock);
+    e = find(c, path);
+    if (e && e->kind == ENTRY_FILE) {
+        c->hits++;
+        lru_unlink(c, e);
+        lru_push_front(c, e);
+        out->data = malloc(e->file.len + 1);
+        out->etag = e->file.etag ? strdup(e->file.etag) : NULL;
+        if (!out->data || (e->file.etag && !out->etag)) {
+            cache_file_clear(out);
+            rc = -ENOMEM;
+        } else {
+            memcpy(out->data, e->file.data, e->file.len + 1);
+            out->len = e->file.len;
+            out->mtime = e->file.mtime;
+            rc = 0;
+        }
+    } else {
+        c->misses++;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* Attributes of a fresh file; see cache.h. */
+int cache_file_attr(struct cache *c, const char *path, size_t *len, struct timespec *mtime)
+{
+    struct entry *e;
+    int rc = -ENOENT;
+
+    pthread_mutex_lock(&c->lock);
+    e = find(c, path);
+    if (e && e->kind == ENTRY_FILE) {
+        c->hits++;
+        *len = e->file.len;
+        *mtime = e->file.mtime;
+        rc = 0;
+    } else {
+        c->misses++;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* Deep-copy N dirents into a new array. */
+static struct cache_dirent *dirents_dup(const struct cache_dirent *ents, size_t n,
+                                        size_t *bytes)
+{
+    struct cache_dirent *d = calloc(n ? n : 1, sizeof(*d));
+
+    if (!d)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        d[i].name = strdup(ents[i].name);
+        d[i].key = strdup(ents[i].key);
+        if (!d[i].name || !d[i].key) {
+            cache_dirents_free(d, i + 1);
+            return NULL;
+        }
+        if (bytes)
+            *bytes += sizeof(*d) + strlen(d[i].name) + strlen(d[i].key) + 2;
+    }
+    return d;
+}
+
+/* Store a listing; see cache.h. */
+int cache_put_dir(struct cache *c, const char *path, const struct cache_dirent *ents,
+                  size_t n)
+{
+    struct entry *e = calloc(1, sizeof(*e));
+    size_t bytes = 0;
+
+    if (!e)
+        return -ENOMEM;
+    e->kind = ENTRY_DIR;
+    e->path = strdup(path);
+    e->ents = dirents_dup(ents, n, &bytes);
+    e->n_ents = n;
+    if (!e->path || !e->ents) {
+        e->n_ents = 0;
+        entry_free(e);
+        return -ENOMEM;
+    }
+    e->charge = ENTRY_OVERHEAD + strlen(path) + bytes;
+    pthread_mutex_lock(&c->lock);
+    insert(c, e);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+/* Copy a fresh listing out; see cache.h. */
+int cache_get_dir(struct cache *c, const char *path, struct cache_dirent **ents, size_t *n)
+{
+    struct entry *e;
+    int rc = -ENOENT;
+
+    *ents = NULL;
+    *n = 0;
+    pthread_mutex_lock(&c->lock);
+    e = find(c, path);
+    if (e && e->kind == ENTRY_DIR) {
+        c->hits++;
+        lru_unlink(c, e);
+        lru_push_front(c, e);
+        *ents = dirents_dup(e->ents, e->n_ents, NULL);
+        if (*ents) {
+            *n = e->n_ents;
+            rc = 0;
+        } else {
+            rc = -ENOMEM;
+        }
+    } else {
+        c->misses++;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* Find NAME in a fresh listing; see cache.h. */
+int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, char **key_out)
+{
+    struct entry *e;
+    int rc = -EAGAIN;
+
+    if (key_out)
+        *key_out = NULL;
+    pthread_mutex_lock(&c->lock);
+    e = find(c, dirpath);
+    if (e && e->kind == ENTRY_DIR) {
+        c->hits++;
+        rc = -ENOENT;
+        for (size_t i = 0; i < e->n_ents; i++) {
+            if (strcmp(e->ents[i].name, name) != 0)
+                continue;
+            rc = 0;
+            if (key_out && !(*key_out = strdup(e->ents[i].key)))
+                rc = -ENOMEM;
+            break;
+        }
+    } else {
+        c->misses++;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* Drop PATH; see cache.h. */
+void cache_invalidate(struct cache *c, const char *path)
+{
+    struct entry *e;
+
+    pthread_mutex_lock(&c->lock);
+    e = find(c, path);
+    if (e)
+        remove_entry(c, e);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void cache_get_stats(struct cache *c, struct cache_stats *out)
+{
+    pthread_mutex_lock(&c->lock);
+    *out = (struct cache_stats){
+        .hits = c->hits, .misses = c->misses, .evictions = c->evictions,
+        .expirations = c->expirations, .bytes = c->bytes, .entries = c->n_entries,
+        .max_bytes = c->max_bytes,
+    };
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Free every entry and the cache. */
+void cache_free(struct cache *c)
+{
+    if (!c)
+        return;
+    while (c->head)
+        remove_entry(c, c->head);
+    free(c->buckets);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}

@@ -1,0 +1,70 @@
+/* cache.h - a bounded, thread-safe cache of rendered entities and directory listings (TTL + LRU). */
+#ifndef AZTFS_CACHE_H
+#define AZTFS_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+struct cache;
+
+/* A cached entity file (all members malloc'd copies owned by the holder). */
+struct cache_file {
+    char *data;               /* rendered JSON */
+    size_t len;
+    char *etag;               /* may be NULL */
+    struct timespec mtime;    /* entity Timestamp */
+};
+
+/* One name in a cached directory listing. */
+struct cache_dirent {
+    char *name;               /* file or directory name as shown */
+    char *key;                /* the key it stands for (table name, PK or RK) */
+};
+
+struct cache_stats {
+    uint64_t hits, misses, evictions, expirations;
+    size_t bytes, entries, max_bytes;
+};
+
+/* New cache holding at most MAX_BYTES (accounted: keys, data, overhead), each
+ * entry fresh for TTL_SECONDS (0: nothing is kept). Returns NULL on ENOMEM. */
+struct cache *cache_new(size_t max_bytes, double ttl_seconds);
+void cache_free(struct cache *c);
+
+/* Store (replace) the entity file at PATH; DATA and ETAG are copied.
+ * Returns 0 or -ENOMEM; an entry larger than the whole cache is not kept (0). */
+int cache_put_file(struct cache *c, const char *path, const char *data, size_t len,
+                   const char *etag, struct timespec mtime);
+
+/* Copy the fresh file at PATH into *out (release with cache_file_clear).
+ * Returns 0, -ENOENT when absent or expired, -ENOMEM. */
+int cache_get_file(struct cache *c, const char *path, struct cache_file *out);
+void cache_file_clear(struct cache_file *f);
+
+/* Size and mtime of the fresh file at PATH, without copying its data.
+ * Returns 0 or -ENOENT. */
+int cache_file_attr(struct cache *c, const char *path, size_t *len, struct timespec *mtime);
+
+/* Store (replace) the listing of directory PATH (entries copied). */
+int cache_put_dir(struct cache *c, const char *path, const struct cache_dirent *ents,
+                  size_t n);
+
+/* Copy the fresh listing of PATH. Returns 0, -ENOENT when not cached, -ENOMEM.
+ * Release with cache_dirents_free. */
+int cache_get_dir(struct cache *c, const char *path, struct cache_dirent **ents, size_t *n);
+void cache_dirents_free(struct cache_dirent *ents, size_t n);
+
+/* Look NAME up in the fresh listing of DIRPATH.
+ * Returns 0 (found; *key_out malloc'd copy of its key if KEY_OUT non-NULL),
+ * -ENOENT (the listing is cached and NAME is not in it), -EAGAIN (no fresh
+ * listing: ask the service), -ENOMEM. */
+int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, char **key_out);
+
+/* Drop the entry at PATH (file or directory listing), if any. */
+void cache_invalidate(struct cache *c, const char *path);
+
+/* Snapshot of the counters. */
+void cache_get_stats(struct cache *c, struct cache_stats *out);
+
+#endif

@@ -1,0 +1,906 @@
+/* entity.c - entities: OData wire JSON <-> the canonical, lossless file text. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "entity.h"
+
+#define TYPE_SUFFIX "@odata.type"
+#define TYPE_SUFFIX_LEN (sizeof(TYPE_SUFFIX) - 1)
+/* Room for "Name@odata.type" and its NUL, for any valid property name. */
+#define ANNOTATION_KEY_MAX (ENTITY_MAX_PROPNAME + sizeof(TYPE_SUFFIX))
+
+static const char *const edm_names[] = {
+    [EDM_STRING] = "Edm.String",     [EDM_INT32] = "Edm.Int32",
+    [EDM_INT64] = "Edm.Int64",       [EDM_DOUBLE] = "Edm.Double",
+    [EDM_BOOLEAN] = "Edm.Boolean",   [EDM_DATETIME] = "Edm.DateTime",
+    [EDM_GUID] = "Edm.Guid",         [EDM_BINARY] = "Edm.Binary",
+};
+#define EDM_COUNT (sizeof(edm_names) / sizeof(edm_names[0]))
+
+/* One custom property, as found in a wire object or in file text. NAME and
+ * VALUE are borrowed from the JSON object they came from. */
+struct prop {
+    const char *name;
+    const json_t *value;
+    enum edm_type type;
+    long long i;        /* Int32 and Int64 value */
+    double d;           /* Double value (may be NaN or infinite) */
+};
+
+/* How collect_props() treats its input. */
+enum mode {
+    MODE_WIRE,          /* entity_render: trust names, no size limits */
+    MODE_FILE,          /* entity_parse: check names, annotations and limits */
+};
+
+/* A growing, always NUL-terminated text buffer. An allocation failure is
+ * sticky: later appends do nothing and FAILED stays set. */
+struct sbuf {
+    char *buf;
+    size_t len, cap;
+    int failed;
+};
+
+/* edm_type_name: see entity.h. */
+const char *edm_type_name(enum edm_type t)
+{
+    return (size_t)t < EDM_COUNT ? edm_names[t] : "Edm.Unknown";
+}
+
+/* edm_type_parse: see entity.h. */
+int edm_type_parse(const char *name, enum edm_type *out)
+{
+    for (size_t i = 0; i < EDM_COUNT; i++) {
+        if (strcmp(name, edm_names[i]) == 0) {
+            *out = (enum edm_type)i;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+/* Fill ERR (which may be NULL) with PROP and a formatted reason; return RC. */
+__attribute__((format(printf, 4, 5)))
+static int set_err(struct entity_error *err, int rc, const char *prop, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!err)
+        return rc;
+    snprintf(err->property, sizeof(err->property), "%s", prop ? prop : "");
+    va_start(ap, fmt);
+    vsnprintf(err->text, sizeof(err->text), fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static void clear_err(struct entity_error *err)
+{
+    if (err)
+        memset(err, 0, sizeof(*err));
+}
+
+/* Append N bytes of DATA to SB. */
+static void sb_add(struct sbuf *sb, const char *data, size_t n)
+{
+    if (sb->failed)
+        return;
+    if (sb->len + n + 1 > sb->cap) {
+        size_t cap = sb->cap ? sb->cap : 1024;
+        char *p;
+
+        while (cap < sb->len + n + 1)
+            cap *= 2;
+        p = realloc(sb->buf, cap);
+        if (!p) {
+            sb->failed = 1;
+            return;
+        }
+        sb->buf = p;
+        sb->cap = cap;
+    }
+    memcpy(sb->buf + sb->len, data, n);
+    sb->len += n;
+    sb->buf[sb->len] = '\0';
+}
+
+static void sb_adds(struct sbuf *sb, const char *s)
+{
+    sb_add(sb, s, strlen(s));
+}
+
+/* Append the N bytes of S JSON-escaped, without quotes: '"', '\\', \b \f \n
+ * \r \t, other bytes below 0x20 as \u00XX; everything else (UTF-8) raw. */
+static void sb_add_escaped(struct sbuf *sb, const char *s, size_t n)
+{
+    size_t start = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char u[8];
+        const char *esc;
+
+        switch (c) {
+        case '"':  esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\b': esc = "\\b"; break;
+        case '\f': esc = "\\f"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        default:
+            if (c >= 0x20)
+                continue;
+            snprintf(u, sizeof(u), "\\u%04X", c);
+            esc = u;
+        }
+        sb_add(sb, s + start, i - start);
+        sb_adds(sb, esc);
+        start = i + 1;
+    }
+    sb_add(sb, s + start, n - start);
+}
+
+/* Append S (N bytes) as a quoted JSON string. */
+static void sb_add_string(struct sbuf *sb, const char *s, size_t n)
+{
+    sb_add(sb, "\"", 1);
+    sb_add_escaped(sb, s, n);
+    sb_add(sb, "\"", 1);
+}
+
+/* Start the member NAME (+ SUFFIX, may be "") of the rendered object: a
+ * separator unless *FIRST, the indent, the quoted name and ": ". */
+static void sb_member(struct sbuf *sb, int *first, const char *name, const char *suffix)
+{
+    sb_adds(sb, *first ? "  \"" : ",\n  \"");
+    *first = 0;
+    sb_add_escaped(sb, name, strlen(name));
+    sb_adds(sb, suffix);
+    sb_adds(sb, "\": ");
+}
+
+/* Format finite D as the shortest decimal that reads back to the same double
+ * (sign of zero included): the fewest significant digits (1..17) for which
+ * "%.*e" round-trips, then laid out like ECMAScript's Number::toString:
+ * positional for 1e-7 < |D| < 1e21, always with a '.' ("2.0", "100.0",
+ * "0.000001"), else C's exponent form ("1e+21", "1e-07", "5e-324").
+ * OUT must hold 32 bytes. */
+static void format_double(double d, char out[32])
+{
+    char e_form[32], digits[24];
+    const char *p;
+    int prec, exp10, nd = 0;
+    size_t o = 0;
+
+    for (prec = 1; prec < 17; prec++) {
+        snprintf(e_form, sizeof(e_form), "%.*e", prec - 1, d);
+        if (strtod(e_form, NULL) == d && !!signbit(strtod(e_form, NULL)) == !!signbit(d))
+            break;
+    }
+    snprintf(e_form, sizeof(e_form), "%.*e", prec - 1, d);   /* 17 digits always do */
+    p = e_form + (e_form[0] == '-');
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.')
+            digits[nd++] = *p;
+    exp10 = *p ? atoi(p + 1) : 0;
+    if (exp10 <= -7 || exp10 >= 21) {
+        memcpy(out, e_form, strlen(e_form) + 1);
+        return;
+    }
+    if (signbit(d))
+        out[o++] = '-';
+    if (exp10 < 0) {
+        out[o++] = '0';
+        out[o++] = '.';
+        for (int i = 0; i < -exp10 - 1; i++)
+            out[o++] = '0';
+        memcpy(out + o, digits, (size_t)nd);
+        o += (size_t)nd;
+    } else if (exp10 >= nd - 1) {
+        memcpy(out + o, digits, (size_t)nd);
+        o += (size_t)nd;
+        for (int i = 0; i < exp10 - (nd - 1); i++)
+            out[o++] = '0';
+        out[o++] = '.';
+        out[o++] = '0';
+    } else {
+        memcpy(out + o, digits, (size_t)exp10 + 1);
+        o += (size_t)exp10 + 1;
+        out[o++] = '.';
+        memcpy(out + o, digits + exp10 + 1, (size_t)(nd - exp10 - 1));
+        o += (size_t)(nd - exp10 - 1);
+    }
+    out[o] = '\0';
+}
+
+/* Is the JSON string V exactly LIT (embedded NULs taken into account)? */
+static int str_is(const json_t *v, const char *lit)
+{
+    return json_string_length(v) == strlen(lit) &&
+           memcmp(json_string_value(v), lit, strlen(lit)) == 0;
+}
+
+/* Parse the N bytes of S as a decimal Int64 ("-" and digits only). */
+static int parse_int64(const char *s, size_t n, long long *out)
+{
+    size_t i = (n > 0 && s[0] == '-') ? 1 : 0;
+
+    if (i == n || n > 64)
+        return -EINVAL;
+    for (size_t k = i; k < n; k++)
+        if (s[k] < '0' || s[k] > '9')
+            return -EINVAL;
+    errno = 0;
+    *out = strtoll(s, NULL, 10);
+    return errno == ERANGE ? -EINVAL : 0;
+}
+
+static int is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Is S (N bytes) a GUID in 8-4-4-4-12 hex form? */
+static int is_guid(const char *s, size_t n)
+{
+    if (n != 36)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        int dash = (i == 8 || i == 13 || i == 18 || i == 23);
+
+        if (dash ? s[i] != '-' : !is_hex(s[i]))
+            return 0;
+    }
+    return 1;
+}
+
+static int b64_value(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+/* Check that S (N bytes) is canonical standard base64: a multiple of 4
+ * characters, '=' padding only at the end (at most 2), unused bits of the
+ * last character zero. Returns 0 with *decoded = the decoded size, or -EINVAL. */
+static int b64_check(const char *s, size_t n, size_t *decoded)
+{
+    size_t pad = 0;
+    int last;
+
+    if (n % 4 != 0)
+        return -EINVAL;
+    if (n > 0 && s[n - 1] == '=')
+        pad = (s[n - 2] == '=') ? 2 : 1;
+    for (size_t i = 0; i < n - pad; i++)
+        if (b64_value(s[i]) < 0)
+            return -EINVAL;
+    if (pad > 0) {
+        last = b64_value(s[n - pad - 1]);
+        if ((pad == 1 && (last & 0x03)) || (pad == 2 && (last & 0x0F)))
+            return -EINVAL;
+    }
+    *decoded = n / 4 * 3 - pad;
+    return 0;
+}
+
+/* Size of the UTF-8 string S (N bytes) in UTF-16 code units. */
+static size_t utf16_units(const char *s, size_t n)
+{
+    size_t units = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if ((c & 0xC0) != 0x80)
+            units += (c >= 0xF0) ? 2 : 1;
+    }
+    return units;
+}
+
+/* Is NAME a valid property name: a C# identifier in ASCII (letter or '_',
+ * then letters, digits, '_'), at most ENTITY_MAX_PROPNAME characters? */
+static int valid_name(const char *name)
+{
+    size_t n = strlen(name);
+
+    if (n == 0 || n > ENTITY_MAX_PROPNAME)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        int alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+
+        if (!alpha && (i == 0 || c < '0' || c > '9'))
+            return 0;
+    }
+    return 1;
+}
+
+/* Describe V for an error message: a short printable excerpt of a string
+ * (quoted, control bytes as '?', cut at 40 bytes), or the JSON kind. */
+static void describe_value(const json_t *v, char *out, size_t size)
+{
+    char tmp[64];
+    const char *s;
+    size_t n, k;
+
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        s = json_string_value(v);
+        n = json_string_length(v);
+        k = n < 40 ? n : 40;
+        while (k < n && k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
+            k--;   /* do not cut a UTF-8 sequence */
+        for (size_t i = 0; i < k; i++)
+            tmp[i] = ((unsigned char)s[i] < 0x20) ? '?' : s[i];
+        tmp[k] = '\0';
+        snprintf(out, size, "\"%s%s\"", tmp, k < n ? "..." : "");
+        break;
+    case JSON_INTEGER:
+        snprintf(out, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        break;
+    case JSON_REAL:
+        format_double(json_real_value(v), tmp);
+        snprintf(out, size, "%s", tmp);
+        break;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        snprintf(out, size, "%s", json_is_true(v) ? "true" : "false");
+        break;
+    default:
+        snprintf(out, size, "of the wrong kind");
+    }
+}
+
+/* Find the type of property NAME with value V in OBJ: its "NAME@odata.type"
+ * annotation if present, else inferred from the JSON kind (string: String,
+ * boolean: Boolean, integer: Int32 or, outside its range, Int64, real: Double).
+ * Returns 0, or -EINVAL (err filled) for a bad annotation or a nested value. */
+static int prop_type(const json_t *obj, const char *name, const json_t *v,
+                     enum edm_type *type, struct entity_error *err)
+{
+    char akey[ANNOTATION_KEY_MAX];
+    const json_t *ann;
+
+    if (strlen(name) > ENTITY_MAX_PROPNAME)
+        return set_err(err, -EINVAL, name, "property name '%.40s...' is longer than %d characters",
+                       name, ENTITY_MAX_PROPNAME);
+    snprintf(akey, sizeof(akey), "%s%s", name, TYPE_SUFFIX);
+    ann = json_object_get(obj, akey);
+    if (ann) {
+        if (!json_is_string(ann))
+            return set_err(err, -EINVAL, name, "property '%.60s': its type annotation must be "
+                           "a string such as \"Edm.Int64\"", name);
+        if (edm_type_parse(json_string_value(ann), type) < 0)
+            return set_err(err, -EINVAL, name, "property '%.60s': \"%.40s\" is not an Edm type "
+                           "name", name, json_string_value(ann));
+        return 0;
+    }
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        *type = EDM_STRING;
+        return 0;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        *type = EDM_BOOLEAN;
+        return 0;
+    case JSON_INTEGER:
+        *type = (json_integer_value(v) >= INT32_MIN && json_integer_value(v) <= INT32_MAX)
+                ? EDM_INT32 : EDM_INT64;
+        return 0;
+    case JSON_REAL:
+        *type = EDM_DOUBLE;
+        return 0;
+    default:
+        return set_err(err, -EINVAL, name, "property '%.60s': nested objects and arrays "
+                       "are not supported", name);
+    }
+}
+
+/* Check P->value against P->type and fill P->i / P->d. Values are accepted
+ * leniently where unambiguous (an integer for Int64 or Double); with LIMITS,
+ * String and Binary sizes are checked too (-EFBIG).
+ * Returns 0, -EINVAL or -EFBIG with err filled. */
+static int prop_check(struct prop *p, int limits, struct entity_error *err)
+{
+    const json_t *v = p->value;
+    const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+    size_t n = s ? json_string_length(v) : 0, size;
+    struct timespec ts;
+    char desc[96];
+    int good = 0;
+
+    switch (p->type) {
+    case EDM_STRING:
+        good = s != NULL;
+        if (good && limits && utf16_units(s, n) * 2 > ENTITY_MAX_STRING_BYTES)
+            return set_err(err, -EFBIG, p->name, "property '%.60s': string is longer than "
+                           "64 KiB (UTF-16)", p->name);
+        break;
+    case EDM_BOOLEAN:
+        good = json_is_boolean(v);
+        break;
+    case EDM_INT32:
+        good = json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
+               json_integer_value(v) <= INT32_MAX;
+        p->i = good ? json_integer_value(v) : 0;
+        break;
+    case EDM_INT64:
+        if (json_is_integer(v)) {
+            p->i = json_integer_value(v);
+            good = 1;
+        } else {
+            good = s && parse_int64(s, n, &p->i) == 0;
+        }
+        break;
+    case EDM_DOUBLE:
+        good = 1;
+        if (json_is_real(v))
+            p->d = json_real_value(v);
+        else if (json_is_integer(v))
+            p->d = (double)json_integer_value(v);
+        else if (s && str_is(v, "NaN"))
+            p->d = NAN;
+        else if (s && str_is(v, "Infinity"))
+            p->d = INFINITY;
+        else if (s && str_is(v, "-Infinity"))
+            p->d = -INFINITY;
+        else
+            good = 0;
+        break;
+    case EDM_DATETIME:
+        good = s && strlen(s) == n && entity_parse_datetime(s, &ts) == 0;
+        break;
+    case EDM_GUID:
+        good = s && is_guid(s, n);
+        break;
+    case EDM_BINARY:
+        good = s && b64_check(s, n, &size) == 0;
+        if (good && limits && size > ENTITY_MAX_BINARY_BYTES)
+            return set_err(err, -EFBIG, p->name, "property '%.60s': binary value is larger "
+                           "than 64 KiB", p->name);
+        break;
+    }
+    if (good)
+        return 0;
+    describe_value(v, desc, sizeof(desc));
+    return set_err(err, -EINVAL, p->name, "property '%.60s': value %s is not an %s", p->name,
+                   desc, edm_type_name(p->type));
+}
+
+/* Is KEY one of the system properties that never become custom ones? */
+static int is_system(const char *key)
+{
+    return strcmp(key, "PartitionKey") == 0 || strcmp(key, "RowKey") == 0 ||
+           strcmp(key, "Timestamp") == 0;
+}
+
+/* Check an annotation member KEY ("X@odata.type", KLEN bytes) of OBJ in file
+ * mode: X must be present (a system property's annotation is ignored).
+ * The type name itself is checked with X's value by prop_type(). */
+static int check_annotation(const json_t *obj, const char *key, size_t klen,
+                            struct entity_error *err)
+{
+    char base[ENTITY_MAX_PROPNAME + 1];
+    size_t blen = klen - TYPE_SUFFIX_LEN;
+
+    if (blen == 0 || blen > ENTITY_MAX_PROPNAME)
+        return set_err(err, -EINVAL, key, "'%.80s' does not annotate a valid property name", key);
+    memcpy(base, key, blen);
+    base[blen] = '\0';
+    if (is_system(base))
+        return 0;
+    if (!json_object_get(obj, base))
+        return set_err(err, -EINVAL, key, "'%.60s@odata.type' annotates a property '%.60s' "
+                       "that is not present", base, base);
+    return 0;
+}
+
+static int prop_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct prop *)a)->name, ((const struct prop *)b)->name);
+}
+
+/* Collect the custom properties of OBJ into a malloc'd array sorted by name
+ * (byte order), typed and checked: "odata.*" members, annotations, system
+ * properties and null values are skipped. In MODE_FILE names, annotations
+ * and limits are checked too. Returns 0 with *out (caller frees; may be NULL
+ * when *n == 0), or -EINVAL / -EFBIG / -ENOMEM with err filled and *bad_key
+ * = the member at fault (borrowed from OBJ; NULL when none). */
+static int collect_props(const json_t *obj, enum mode mode, struct prop **out, size_t *n,
+                         const char **bad_key, struct entity_error *err)
+{
+    struct prop *props = NULL;
+    size_t count = 0, cap = json_object_size(obj);
+    const char *key;
+    json_t *v;
+    int rc;
+
+    *out = NULL;
+    *n = 0;
+    *bad_key = NULL;
+    if (cap > 0) {
+        props = calloc(cap, sizeof(*props));
+        if (!props)
+            return set_err(err, -ENOMEM, NULL, "out of memory");
+    }
+    json_object_foreach((json_t *)obj, key, v) {
+        size_t klen = strlen(key);
+        struct prop *p;
+
+        if (strncmp(key, "odata.", 6) == 0 || is_system(key))
+            continue;
+        if (klen > TYPE_SUFFIX_LEN && strcmp(key + klen - TYPE_SUFFIX_LEN, TYPE_SUFFIX) == 0) {
+            if (mode == MODE_FILE) {
+                rc = check_annotation(obj, key, klen, err);
+                if (rc < 0)
+                    goto fail;
+            }
+            continue;
+        }
+        if (mode == MODE_FILE && !valid_name(key)) {
+            rc = set_err(err, -EINVAL, key, "property name '%.60s' is not valid: use at most "
+                         "255 letters, digits and '_', not starting with a digit", key);
+            goto fail;
+        }
+        if (json_is_null(v))
+            continue;
+        p = &props[count];
+        p->name = key;
+        p->value = v;
+        rc = prop_type(obj, key, v, &p->type, err);
+        if (rc == 0)
+            rc = prop_check(p, mode == MODE_FILE, err);
+        if (rc < 0)
+            goto fail;
+        count++;
+    }
+    if (count > 1)
+        qsort(props, count, sizeof(*props), prop_cmp);
+    *out = props;
+    *n = count;
+    return 0;
+
+fail:
+    *bad_key = key;
+    free(props);
+    return rc;
+}
+
+/* Append the value of P as file text, and its annotation line if its type
+ * is not String, Int32 or Boolean. */
+static void render_prop(struct sbuf *sb, int *first, const struct prop *p)
+{
+    char num[32];
+
+    sb_member(sb, first, p->name, "");
+    switch (p->type) {
+    case EDM_STRING:
+    case EDM_DATETIME:
+    case EDM_GUID:
+    case EDM_BINARY:
+        sb_add_string(sb, json_string_value(p->value), json_string_length(p->value));
+        break;
+    case EDM_BOOLEAN:
+        sb_adds(sb, json_is_true(p->value) ? "true" : "false");
+        break;
+    case EDM_INT32:
+        snprintf(num, sizeof(num), "%lld", p->i);
+        sb_adds(sb, num);
+        break;
+    case EDM_INT64:
+        snprintf(num, sizeof(num), "\"%lld\"", p->i);
+        sb_adds(sb, num);
+        break;
+    case EDM_DOUBLE:
+        if (isnan(p->d))
+            sb_adds(sb, "\"NaN\"");
+        else if (isinf(p->d))
+            sb_adds(sb, p->d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+        else {
+            format_double(p->d, num);
+            sb_adds(sb, num);
+        }
+        break;
+    }
+    if (p->type == EDM_STRING || p->type == EDM_INT32 || p->type == EDM_BOOLEAN)
+        return;
+    sb_member(sb, first, p->name, TYPE_SUFFIX);
+    sb_add_string(sb, edm_type_name(p->type), strlen(edm_type_name(p->type)));
+}
+
+/* entity_render: see entity.h. Also -EINVAL for a Timestamp that is neither
+ * a string nor null, and for a property name over 255 bytes. */
+int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity_error *err)
+{
+    struct sbuf sb = { NULL, 0, 0, 0 };
+    struct prop *props = NULL;
+    const json_t *pk, *rk, *ts;
+    const char *bad_key;
+    size_t n = 0;
+    int first = 1, rc;
+
+    *out = NULL;
+    *out_len = 0;
+    clear_err(err);
+    if (!json_is_object(wire))
+        return set_err(err, -EINVAL, NULL, "the entity is not a JSON object");
+    pk = json_object_get(wire, "PartitionKey");
+    rk = json_object_get(wire, "RowKey");
+    ts = json_object_get(wire, "Timestamp");
+    if (!json_is_string(pk) || !json_is_string(rk))
+        return set_err(err, -EINVAL, NULL, "the entity lacks a string PartitionKey or RowKey");
+    if (ts && !json_is_null(ts) && !json_is_string(ts))
+        return set_err(err, -EINVAL, "Timestamp", "the entity's Timestamp is not a string");
+    rc = collect_props(wire, MODE_WIRE, &props, &n, &bad_key, err);
+    if (rc < 0)
+        return rc;
+
+    sb_adds(&sb, "{\n");
+    sb_member(&sb, &first, "PartitionKey", "");
+    sb_add_string(&sb, json_string_value(pk), json_string_length(pk));
+    sb_member(&sb, &first, "RowKey", "");
+    sb_add_string(&sb, json_string_value(rk), json_string_length(rk));
+    if (json_is_string(ts)) {
+        sb_member(&sb, &first, "Timestamp", "");
+        sb_add_string(&sb, json_string_value(ts), json_string_length(ts));
+    }
+    for (size_t i = 0; i < n; i++)
+        render_prop(&sb, &first, &props[i]);
+    sb_adds(&sb, "\n}\n");
+    free(props);
+    if (sb.failed) {
+        free(sb.buf);
+        return set_err(err, -ENOMEM, NULL, "out of memory");
+    }
+    *out = sb.buf;
+    *out_len = sb.len;
+    return 0;
+}
+
+/* Add P to the wire object W in the form the service expects: Int64 as a
+ * decimal string, Double as a number (NaN/Infinity as strings), both
+ * annotated like Guid/DateTime/Binary. Returns 0 or -ENOMEM. */
+static int wire_add(json_t *w, const struct prop *p)
+{
+    char akey[ANNOTATION_KEY_MAX], num[32];
+    json_t *v;
+
+    switch (p->type) {
+    case EDM_INT32:
+        v = json_integer(p->i);
+        break;
+    case EDM_INT64:
+        snprintf(num, sizeof(num), "%lld", p->i);
+        v = json_string(num);
+        break;
+    case EDM_DOUBLE:
+        if (isnan(p->d))
+            v = json_string("NaN");
+        else if (isinf(p->d))
+            v = json_string(p->d > 0 ? "Infinity" : "-Infinity");
+        else
+            v = json_real(p->d);
+        break;
+    case EDM_BOOLEAN:
+        v = json_boolean(json_is_true(p->value));
+        break;
+    default:
+        v = json_stringn(json_string_value(p->value), json_string_length(p->value));
+    }
+    if (!v || json_object_set_new(w, p->name, v) < 0)
+        return -ENOMEM;
+    if (p->type == EDM_STRING || p->type == EDM_INT32 || p->type == EDM_BOOLEAN)
+        return 0;
+    snprintf(akey, sizeof(akey), "%s%s", p->name, TYPE_SUFFIX);
+    if (json_object_set_new(w, akey, json_string(edm_type_name(p->type))) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* 1-based line of the member "NAME": in TEXT (LEN bytes), 0 if not found.
+ * Used only to point error messages at the right line. */
+static int find_line(const char *text, size_t len, const char *name)
+{
+    size_t nlen = strlen(name);
+    int line = 1;
+
+    for (size_t i = 0; i + nlen + 2 <= len; i++) {
+        size_t j;
+
+        if (text[i] == '\n')
+            line++;
+        if (text[i] != '"' || (i > 0 && text[i - 1] == '\\') ||
+            memcmp(text + i + 1, name, nlen) != 0 || text[i + 1 + nlen] != '"')
+            continue;
+        for (j = i + nlen + 2; j < len && strchr(" \t\r\n", text[j]); j++)
+            ;
+        if (j < len && text[j] == ':')
+            return line;
+    }
+    return 0;
+}
+
+/* Copy the string member KEY of OBJ into *dst (malloc'd) if DST is non-NULL
+ * and the member is a string. Returns 0 or -ENOMEM. */
+static int copy_key(const json_t *obj, const char *key, char **dst)
+{
+    const json_t *v = json_object_get(obj, key);
+
+    if (!dst || !json_is_string(v))
+        return 0;
+    *dst = strdup(json_string_value(v));
+    return *dst ? 0 : -ENOMEM;
+}
+
+/* entity_parse: see entity.h. A leading UTF-8 byte order mark is skipped. */
+int entity_parse(const char *text, size_t len, json_t **wire_out,
+                 char **pk_out, char **rk_out, struct entity_error *err)
+{
+    json_t *root = NULL, *wire = NULL;
+    struct prop *props = NULL;
+    const char *bad_key = NULL;
+    json_error_t jerr;
+    size_t n = 0;
+    int rc;
+
+    *wire_out = NULL;
+    if (pk_out)
+        *pk_out = NULL;
+    if (rk_out)
+        *rk_out = NULL;
+    clear_err(err);
+    if (len > ENTITY_MAX_BYTES)
+        return set_err(err, -EFBIG, NULL, "the entity text is larger than 1 MiB");
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
+        text += 3;
+        len -= 3;
+    }
+
+    root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                      &jerr);
+    if (!root) {
+        rc = set_err(err, -EINVAL, NULL, "invalid JSON: %s", jerr.text);
+        if (err)
+            err->line = jerr.line > 0 ? jerr.line : 0;
+        goto out;
+    }
+    if (!json_is_object(root)) {
+        rc = set_err(err, -EINVAL, NULL, "the file must hold one JSON object { ... }");
+        goto out;
+    }
+    rc = collect_props(root, MODE_FILE, &props, &n, &bad_key, err);
+    if (rc < 0) {
+        if (err && bad_key)
+            err->line = find_line(text, len, bad_key);
+        goto out;
+    }
+    if (n > ENTITY_MAX_PROPERTIES) {
+        rc = set_err(err, -EINVAL, NULL, "the entity has %zu properties, more than the %d "
+                     "allowed", n, ENTITY_MAX_PROPERTIES);
+        goto out;
+    }
+
+    wire = json_object();
+    if (!wire) {
+        rc = set_err(err, -ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        rc = wire_add(wire, &props[i]);
+        if (rc < 0) {
+            set_err(err, rc, NULL, "out of memory");
+            goto out;
+        }
+    }
+    if (copy_key(root, "PartitionKey", pk_out) < 0 || copy_key(root, "RowKey", rk_out) < 0) {
+        rc = set_err(err, -ENOMEM, NULL, "out of memory");
+        goto out;
+    }
+    *wire_out = wire;
+    wire = NULL;
+    rc = 0;
+
+out:
+    if (rc < 0) {
+        if (pk_out) {
+            free(*pk_out);
+            *pk_out = NULL;
+        }
+        if (rk_out) {
+            free(*rk_out);
+            *rk_out = NULL;
+        }
+    }
+    free(props);
+    json_decref(wire);
+    json_decref(root);
+    return rc;
+}
+
+/* Read exactly N decimal digits at *P into *val and advance *P. */
+static int read_digits(const char **p, int n, int *val)
+{
+    *val = 0;
+    for (int i = 0; i < n; i++) {
+        if ((*p)[i] < '0' || (*p)[i] > '9')
+            return -EINVAL;
+        *val = *val * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    return 0;
+}
+
+/* Read the literal character C at *P and advance *P. */
+static int expect(const char **p, char c)
+{
+    if (**p != c)
+        return -EINVAL;
+    (*p)++;
+    return 0;
+}
+
+/* entity_parse_datetime: see entity.h. Accepts years 0001-9999 and "Z" or
+ * "+00:00"; checks the calendar (no leap seconds). */
+int entity_parse_datetime(const char *s, struct timespec *ts)
+{
+    static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    struct tm tm;
+    const char *p = s;
+    int y, mo, d, h, mi, sec, leap, frac = 0, digits = 0;
+    time_t t;
+
+    if (read_digits(&p, 4, &y) || expect(&p, '-') || read_digits(&p, 2, &mo) ||
+        expect(&p, '-') || read_digits(&p, 2, &d) || expect(&p, 'T') ||
+        read_digits(&p, 2, &h) || expect(&p, ':') || read_digits(&p, 2, &mi) ||
+        expect(&p, ':') || read_digits(&p, 2, &sec))
+        return -EINVAL;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9' && digits < 7) {
+            frac = frac * 10 + (*p++ - '0');
+            digits++;
+        }
+        if (digits == 0)
+            return -EINVAL;
+    }
+    if (strcmp(p, "Z") != 0 && strcmp(p, "+00:00") != 0)
+        return -EINVAL;
+
+    leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (y < 1 || mo < 1 || mo > 12 || d < 1 ||
+        d > mdays[mo - 1] + (mo == 2 && leap) || h > 23 || mi > 59 || sec > 59)
+        return -EINVAL;
+
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    t = timegm(&tm);
+    if (t == (time_t)-1 && !(y == 1969 && mo == 12 && d == 31 && h == 23 && mi == 59 && sec == 59))
+        return -EINVAL;
+    for (int i = digits; i < 9; i++)
+        frac *= 10;
+    ts->tv_sec = t;
+    ts->tv_nsec = frac;
+    return 0;
+}

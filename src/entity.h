@@ -1,0 +1,79 @@
+/* entity.h - entities: OData wire JSON <-> the canonical, lossless file text. */
+#ifndef AZTFS_ENTITY_H
+#define AZTFS_ENTITY_H
+
+#include <stddef.h>
+#include <time.h>
+#include <jansson.h>
+
+/* The eight Edm types of the Table service. */
+enum edm_type {
+    EDM_STRING, EDM_INT32, EDM_INT64, EDM_DOUBLE,
+    EDM_BOOLEAN, EDM_DATETIME, EDM_GUID, EDM_BINARY
+};
+
+/* Service limits enforced by the client (see TABLE-PROTOCOL-NOTES). */
+#define ENTITY_MAX_PROPERTIES   252
+#define ENTITY_MAX_BYTES        (1024 * 1024)
+#define ENTITY_MAX_PROPNAME     255
+#define ENTITY_MAX_STRING_BYTES (64 * 1024)   /* UTF-16 code units * 2 */
+#define ENTITY_MAX_BINARY_BYTES (64 * 1024)
+
+/* Details of a parse/validation failure, like jansson's json_error_t. */
+struct entity_error {
+    int line;             /* 1-based line in the input, 0 when unknown */
+    char property[256];   /* property concerned, "" when none */
+    char text[200];       /* human-readable reason */
+};
+
+/* Name of an Edm type ("Edm.Int64"), and the reverse (-EINVAL if unknown). */
+const char *edm_type_name(enum edm_type t);
+int edm_type_parse(const char *name, enum edm_type *out);
+
+/* Render an entity as received from the service (one JSON object in OData
+ * minimal or full metadata: "odata.*" members are dropped, "X@odata.type"
+ * annotations give X's type) as the canonical file text:
+ *   - one JSON object, UTF-8, two-space indent, one member per line, a
+ *     trailing newline after the closing brace;
+ *   - order: PartitionKey, RowKey, Timestamp, then properties sorted by name
+ *     (byte order); "Name@odata.type" on the line right after each property
+ *     whose type is not String, Int32 or Boolean;
+ *   - Int32 bare integer; Boolean true/false; String JSON string (non-ASCII
+ *     kept as UTF-8, only '"', '\\' and control characters escaped);
+ *     Double as the shortest number that reads back to the same value,
+ *     always with a '.' or exponent ("2.0"), NaN/Infinity/-Infinity as
+ *     strings; Int64 decimal string; DateTime, Guid, Binary strings as
+ *     received; null properties are omitted (the service does not store null).
+ *   - an un-annotated JSON integer outside the Int32 range is an Int64.
+ * The same entity always renders to the same bytes.
+ * Returns 0 with *out malloc'd (NUL-terminated, caller frees) and *out_len its
+ * length; -EINVAL (err filled) when WIRE is not an object, lacks string
+ * PartitionKey/RowKey, or has a value that does not match its annotation;
+ * -ENOMEM. ERR may be NULL. */
+int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity_error *err);
+
+/* Parse file text written by a user into the wire-form object to send
+ * (new reference, caller json_decref()s): PartitionKey, RowKey, Timestamp and
+ * "odata.*" members are dropped; bare integers are Int32 (Int64 with an
+ * annotation when out of range), bare reals are Double (annotated), strings,
+ * booleans as is; annotated values are checked against their type (Int64
+ * decimal in range, Double number or NaN/Infinity/-Infinity string,
+ * Guid 8-4-4-4-12 hex, DateTime ISO-8601, Binary valid base64); an annotation
+ * without its property, or with an unknown type, is an error.
+ * Errors (returned as -errno, details in *err):
+ *   -EINVAL  invalid JSON, not an object, nested object/array, bad value for
+ *            its type, bad property name (C# identifier rules, <= 255 chars),
+ *            more than 252 properties;
+ *   -EFBIG   entity over 1 MiB, String or Binary over 64 KiB;
+ *   -ENOMEM.
+ * KEYS_OUT (may be NULL): when non-NULL and the text carries string
+ * PartitionKey/RowKey members, *pk_out and *rk_out receive malloc'd copies
+ * (else NULL); needed only for keys too long for a file name. */
+int entity_parse(const char *text, size_t len, json_t **wire_out,
+                 char **pk_out, char **rk_out, struct entity_error *err);
+
+/* Parse an ISO-8601 UTC timestamp ("2026-11-22T08:26:34.9118804Z", fraction
+ * optional, up to 7 digits) into *ts. Returns 0 or -EINVAL. */
+int entity_parse_datetime(const char *s, struct timespec *ts);
+
+#endif

@@ -1,0 +1,140 @@
+/* fspath.c - FUSE paths -> (table, partition, entity) addresses, and stable inode numbers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "fspath.h"
+#include "keycodec.h"
+
+/* Table names: a letter, then 2-62 letters or digits; "Tables" is reserved. */
+int fspath_valid_table_name(const char *name)
+{
+    size_t n = strlen(name);
+
+    if (n < 3 || n > 63 || strcasecmp(name, "Tables") == 0)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = name[i];
+        int alpha = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z');
+        int digit = ch >= '0' && ch <= '9';
+
+        if (!alpha && !(digit && i > 0))
+            return 0;
+    }
+    return 1;
+}
+
+/* FNV-1a over the path; 0 and 1 are reserved. */
+uint64_t fspath_ino(const char *path)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    if (strcmp(path, "/") == 0)
+        return 1;
+    for (const char *p = path; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 1099511628211ull;
+    }
+    return h < 2 ? h + 2 : h;
+}
+
+void fspath_free(struct fspath *fp)
+{
+    free(fp->table);
+    free(fp->pk_name);
+    free(fp->pk);
+    free(fp->file_name);
+    free(fp->rk);
+    free(fp->parent);
+    memset(fp, 0, sizeof(*fp));
+}
+
+/* Decode a key component: 0 with *key set (short form) or NULL (long form),
+ * -ENOENT if the codec cannot produce NAME, -ENOMEM. */
+static int decode_component(const char *name, int is_file, char **key)
+{
+    char *k = NULL;
+    int rc = is_file ? keycodec_file_decode(name, &k) : keycodec_decode(name, &k);
+
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc < 0)
+        return -ENOENT;
+    if (rc == 1) {          /* long form: the prefix alone is not the key */
+        free(k);
+        k = NULL;
+    }
+    *key = k;
+    return 0;
+}
+
+/* Parse a FUSE path; see fspath.h. */
+int fspath_parse(const char *path, struct fspath *fp)
+{
+    char *comp[4] = { 0 };
+    char *copy, *save = NULL, *tok;
+    int n = 0, rc = 0;
+
+    memset(fp, 0, sizeof(*fp));
+    if (path[0] != '/')
+        return -ENOENT;
+    copy = strdup(path);
+    if (!copy)
+        return -ENOMEM;
+    for (tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+        if (n == 3) {
+            rc = -ENOENT;
+            goto fail;
+        }
+        comp[n++] = tok;
+    }
+    fp->kind = (enum fsp_kind)n;   /* ROOT, TABLE, PARTITION, ENTITY by depth */
+    if (n >= 1) {
+        if (!fspath_valid_table_name(comp[0])) {
+            rc = -ENOENT;
+            goto fail;
+        }
+        if (!(fp->table = strdup(comp[0]))) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+    }
+    if (n >= 2) {
+        if (!(fp->pk_name = strdup(comp[1]))) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        if ((rc = decode_component(comp[1], 0, &fp->pk)) < 0)
+            goto fail;
+    }
+    if (n == 3) {
+        size_t len = strlen(comp[2]), sl = strlen(ENTITY_SUFFIX);
+
+        if (!(fp->file_name = strdup(comp[2]))) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        if (len <= sl || strcmp(comp[2] + len - sl, ENTITY_SUFFIX) != 0)
+            fp->kind = FSP_SCRATCH;
+        else if ((rc = decode_component(comp[2], 1, &fp->rk)) < 0)
+            goto fail;
+    }
+    /* parent path: everything before the last '/' */
+    if (n >= 1) {
+        const char *last = strrchr(path, '/');
+        size_t plen = (size_t)(last - path);
+
+        fp->parent = plen ? strndup(path, plen) : strdup("/");
+        if (!fp->parent) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+    }
+    free(copy);
+    return 0;
+fail:
+    free(copy);
+    fspath_free(fp);
+    return rc;
+}

@@ -1,0 +1,38 @@
+/* fspath.h - FUSE paths -> (table, partition, entity) addresses, and stable inode numbers. */
+#ifndef AZTFS_FSPATH_H
+#define AZTFS_FSPATH_H
+
+#include <stdint.h>
+
+enum fsp_kind {
+    FSP_ROOT,        /* "/" */
+    FSP_TABLE,       /* "/t" */
+    FSP_PARTITION,   /* "/t/pk" */
+    FSP_ENTITY,      /* "/t/pk/rk.json" */
+    FSP_SCRATCH,     /* "/t/pk/name" where name does not end in ".json" */
+};
+
+/* A parsed path. Strings are malloc'd and owned; release with fspath_free. */
+struct fspath {
+    enum fsp_kind kind;
+    char *table;       /* table name (FSP_TABLE and deeper) */
+    char *pk_name;     /* partition directory name (FSP_PARTITION and deeper) */
+    char *pk;          /* decoded PartitionKey; NULL for a long-form name */
+    char *file_name;   /* last component (FSP_ENTITY, FSP_SCRATCH) */
+    char *rk;          /* decoded RowKey (FSP_ENTITY); NULL for a long-form name */
+    char *parent;      /* path of the containing directory ("/", "/t", "/t/pk") */
+};
+
+/* Parse PATH (absolute, as FUSE hands it). Returns 0, -ENOENT when no object
+ * can live at PATH (too deep, invalid table name, a name the key codec cannot
+ * produce), -ENOMEM. On error *fp holds nothing to free. */
+int fspath_parse(const char *path, struct fspath *fp);
+void fspath_free(struct fspath *fp);
+
+/* Is NAME a legal table name (^[A-Za-z][A-Za-z0-9]{2,62}$, not "Tables")? */
+int fspath_valid_table_name(const char *name);
+
+/* Stable inode number for PATH: 1 for "/", else a 64-bit hash (never 0/1). */
+uint64_t fspath_ino(const char *path);
+
+#endif

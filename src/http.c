@@ -1,0 +1,405 @@
+/* http.c - libcurl transport: pooled keep-alive easy handles, timeouts, retries with jittered backoff. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+#include <openssl/rand.h>
+
+#include "http.h"
+
+#define POOL_MAX 16
+
+struct http_pool {
+    struct http_config cfg;
+    const struct logger *lg;
+    struct http_stats *stats;
+    pthread_mutex_t lock;
+    CURL *idle[POOL_MAX];       /* handles with live connections, LIFO */
+    int n_idle;
+};
+
+/* Accumulates a response body. */
+struct body_buf {
+    char *data;
+    size_t len, cap;
+    int oom;
+};
+
+static const char *const hdr_names[HDR_COUNT] = {
+    [HDR_ETAG] = "ETag",
+    [HDR_ERROR_CODE] = "x-ms-error-code",
+    [HDR_CONT_PK] = "x-ms-continuation-NextPartitionKey",
+    [HDR_CONT_RK] = "x-ms-continuation-NextRowKey",
+    [HDR_CONT_TABLE] = "x-ms-continuation-NextTableName",
+    [HDR_RETRY_AFTER] = "Retry-After",
+    [HDR_CONTENT_TYPE] = "Content-Type",
+};
+
+/* Create a pool with CFG's values or their defaults. */
+int http_pool_new(struct http_pool **out, const struct http_config *cfg,
+                  const struct logger *lg, struct http_stats *stats)
+{
+    struct http_pool *p = calloc(1, sizeof(*p));
+
+    if (!p)
+        return -ENOMEM;
+    if (cfg)
+        p->cfg = *cfg;
+    if (p->cfg.connect_timeout_ms <= 0)
+        p->cfg.connect_timeout_ms = 10000;
+    if (p->cfg.request_timeout_ms <= 0)
+        p->cfg.request_timeout_ms = 60000;
+    if (p->cfg.max_retries == 0)
+        p->cfg.max_retries = 4;
+    else if (p->cfg.max_retries < 0)
+        p->cfg.max_retries = 0;
+    if (p->cfg.retry_base_ms <= 0)
+        p->cfg.retry_base_ms = 200;
+    if (p->cfg.retry_max_ms <= 0)
+        p->cfg.retry_max_ms = 10000;
+    p->lg = lg;
+    p->stats = stats;
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        return -ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+/* Close every pooled connection and free the pool. */
+void http_pool_free(struct http_pool *pool)
+{
+    if (!pool)
+        return;
+    for (int i = 0; i < pool->n_idle; i++)
+        curl_easy_cleanup(pool->idle[i]);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool);
+}
+
+/* Take an idle handle (keeping its connection) or make a new one. */
+static CURL *pool_get(struct http_pool *pool)
+{
+    CURL *h = NULL;
+
+    pthread_mutex_lock(&pool->lock);
+    if (pool->n_idle > 0)
+        h = pool->idle[--pool->n_idle];
+    pthread_mutex_unlock(&pool->lock);
+    return h ? h : curl_easy_init();
+}
+
+/* Return a handle to the pool, or close it when the pool is full. */
+static void pool_put(struct http_pool *pool, CURL *h)
+{
+    pthread_mutex_lock(&pool->lock);
+    if (pool->n_idle < POOL_MAX) {
+        pool->idle[pool->n_idle++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&pool->lock);
+    if (h)
+        curl_easy_cleanup(h);
+}
+
+/* curl write callback: append to a body_buf. */
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct body_buf *b = userdata;
+    size_t n = size * nmemb;
+
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 16384;
+        char *d;
+
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        d = realloc(b->data, cap);
+        if (!d) {
+            b->oom = 1;
+            return 0;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, ptr, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return n;
+}
+
+/* curl header callback: keep the headers listed in hdr_names. */
+static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
+{
+    struct http_response *r = userdata;
+    size_t n = size * nitems;
+    char *colon = memchr(buf, ':', n);
+
+    if (!colon)
+        return n;
+    for (int i = 0; i < HDR_COUNT; i++) {
+        size_t nl = strlen(hdr_names[i]);
+        const char *v, *e;
+
+        if ((size_t)(colon - buf) != nl || strncasecmp(buf, hdr_names[i], nl) != 0)
+            continue;
+        v = colon + 1;
+        e = buf + n;
+        while (v < e && (*v == ' ' || *v == '\t'))
+            v++;
+        while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
+            e--;
+        free(r->hdr[i]);
+        r->hdr[i] = strndup(v, (size_t)(e - v));
+        break;   /* strndup failure leaves NULL: treated as absent */
+    }
+    return n;
+}
+
+/* Release what RESP holds. */
+void http_response_clear(struct http_response *resp)
+{
+    free(resp->body);
+    for (int i = 0; i < HDR_COUNT; i++)
+        free(resp->hdr[i]);
+    memset(resp, 0, sizeof(*resp));
+}
+
+/* Copy URL with "sig=" values replaced by "REDACTED". */
+void http_redact_url(const char *url, char *out, size_t outlen)
+{
+    size_t o = 0;
+    const char *p = url;
+
+    if (outlen == 0)
+        return;
+    while (*p && o + 1 < outlen) {
+        int at_param = p > url && (p[-1] == '?' || p[-1] == '&');
+
+        if (at_param && strncmp(p, "sig=", 4) == 0) {
+            const char *red = "sig=REDACTED";
+
+            while (*red && o + 1 < outlen)
+                out[o++] = *red++;
+            while (*p && *p != '&')
+                p++;
+            continue;
+        }
+        out[o++] = *p++;
+    }
+    out[o] = '\0';
+}
+
+/* Is STATUS worth another attempt? */
+static int status_is_transient(long status)
+{
+    return status == 408 || status == 429 || status == 500 || status == 502 ||
+           status == 503 || status == 504;
+}
+
+/* Milliseconds to wait before retry number ATTEMPT (1-based): full jitter over
+ * an exponentially growing window, or the server's Retry-After if larger. */
+static long backoff_ms(const struct http_pool *pool, int attempt, const char *retry_after)
+{
+    long window = pool->cfg.retry_base_ms;
+    unsigned int r = 0;
+    long wait;
+
+    for (int i = 1; i < attempt && window < pool->cfg.retry_max_ms; i++)
+        window *= 2;
+    if (window > pool->cfg.retry_max_ms)
+        window = pool->cfg.retry_max_ms;
+    if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
+        r = (unsigned int)attempt * 2654435761u;
+    wait = window / 2 + (long)(r % (unsigned long)(window / 2 + 1));
+    if (retry_after) {
+        char *end;
+        long s = strtol(retry_after, &end, 10);
+
+        if (end != retry_after && *end == '\0' && s >= 0 && s <= 600 && s * 1000 > wait)
+            wait = s * 1000;
+    }
+    return wait;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
+}
+
+/* Count one finished attempt in the stats. */
+static void count_attempt(struct http_stats *st, long status, size_t in, size_t out)
+{
+    if (!st)
+        return;
+    atomic_fetch_add_explicit(&st->requests, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->bytes_in, in, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->bytes_out, out, memory_order_relaxed);
+    if (status == 0)
+        atomic_fetch_add_explicit(&st->transport_errors, 1, memory_order_relaxed);
+    else if (status < 300)
+        atomic_fetch_add_explicit(&st->status_2xx, 1, memory_order_relaxed);
+    else if (status < 400)
+        atomic_fetch_add_explicit(&st->status_3xx, 1, memory_order_relaxed);
+    else if (status < 500)
+        atomic_fetch_add_explicit(&st->status_4xx, 1, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&st->status_5xx, 1, memory_order_relaxed);
+}
+
+/* One attempt on handle H. Returns 0 if a response arrived, -EIO/-ETIMEDOUT
+ * on transport failure (message in resp->transport_error), -ENOMEM. */
+static int attempt_once(struct http_pool *pool, CURL *h, const struct http_request *req,
+                        struct curl_slist *hdrs, struct http_response *resp)
+{
+    struct body_buf body = { 0 };
+    char errbuf[CURL_ERROR_SIZE] = "";
+    CURLcode rc;
+
+    curl_easy_reset(h);
+    curl_easy_setopt(h, CURLOPT_URL, req->url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, pool->cfg.connect_timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, pool->cfg.request_timeout_ms);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (pool->cfg.ca_file)
+        curl_easy_setopt(h, CURLOPT_CAINFO, pool->cfg.ca_file);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
+    if (strcmp(req->method, "GET") == 0) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, NULL);
+    } else if (req->body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+    } else if (strcmp(req->method, "DELETE") != 0) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+    }
+
+    rc = curl_easy_perform(h);
+    if (body.oom) {
+        free(body.data);
+        return -ENOMEM;
+    }
+    resp->body = body.data ? body.data : strdup("");
+    resp->body_len = body.len;
+    if (!resp->body)
+        return -ENOMEM;
+    if (rc != CURLE_OK) {
+        snprintf(resp->transport_error, sizeof(resp->transport_error), "%s",
+                 errbuf[0] ? errbuf : curl_easy_strerror(rc));
+        count_attempt(pool->stats, 0, 0, req->body_len);
+        return rc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+    }
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
+    count_attempt(pool->stats, resp->status, body.len, req->body_len);
+    return 0;
+}
+
+/* Perform REQ with retries; see http.h for the contract. */
+int http_perform(struct http_pool *pool, const struct http_request *req,
+                 struct http_response *resp)
+{
+    struct curl_slist *hdrs = NULL;
+    char safe_url[1024];
+    CURL *h;
+    int rc = 0;
+
+    memset(resp, 0, sizeof(*resp));
+    for (const char *const *p = req->headers; p && *p; p++) {
+        struct curl_slist *n = curl_slist_append(hdrs, *p);
+
+        if (!n) {
+            curl_slist_free_all(hdrs);
+            return -ENOMEM;
+        }
+        hdrs = n;
+    }
+    /* libcurl would otherwise send "Expect: 100-continue" on large bodies. */
+    {
+        struct curl_slist *n = curl_slist_append(hdrs, "Expect:");
+
+        if (!n) {
+            curl_slist_free_all(hdrs);
+            return -ENOMEM;
+        }
+        hdrs = n;
+    }
+    h = pool_get(pool);
+    if (!h) {
+        curl_slist_free_all(hdrs);
+        return -ENOMEM;
+    }
+    http_redact_url(req->url, safe_url, sizeof(safe_url));
+
+    for (int attempt = 1;; attempt++) {
+        double t0 = now_ms();
+        long wait;
+
+        if (attempt > 1)
+            http_response_clear(resp);
+        rc = attempt_once(pool, h, req, hdrs, resp);
+        resp->attempts = attempt;
+        if (rc == -ENOMEM)
+            break;
+        if (rc == 0)
+            log_debug(pool->lg, "%s %s -> %ld (%.1f ms, %zu bytes, attempt %d)",
+                      req->method, safe_url, resp->status, now_ms() - t0,
+                      resp->body_len, attempt);
+        else
+            log_debug(pool->lg, "%s %s -> transport error: %s (attempt %d)",
+                      req->method, safe_url, resp->transport_error, attempt);
+        if ((rc == 0 && !status_is_transient(resp->status)) ||
+            attempt > pool->cfg.max_retries)
+            break;
+        wait = backoff_ms(pool, attempt, resp->hdr[HDR_RETRY_AFTER]);
+        log_info(pool->lg, "%s: %s, retrying in %ld ms (attempt %d of %d)",
+                 req->log_what ? req->log_what : req->method,
+                 rc == 0 ? "transient HTTP status" : resp->transport_error, wait,
+                 attempt + 1, pool->cfg.max_retries + 1);
+        if (pool->stats)
+            atomic_fetch_add_explicit(&pool->stats->retries, 1, memory_order_relaxed);
+        sleep_ms(wait);
+        if (rc != 0) {
+            /* A broken connection: start over with a fresh handle. */
+            curl_easy_cleanup(h);
+            h = curl_easy_init();
+            if (!h) {
+                rc = -ENOMEM;
+                break;
+            }
+        }
+    }
+    if (h) {
+        if (rc == 0)
+            pool_put(pool, h);
+        else
+            curl_easy_cleanup(h);
+    }
+    curl_slist_free_all(hdrs);
+    return rc;
+}

@@ -1,0 +1,78 @@
+/* http.h - libcurl transport: a pool of keep-alive handles, timeouts, retries with backoff. */
+#ifndef AZTFS_HTTP_H
+#define AZTFS_HTTP_H
+
+#include <stddef.h>
+#include <stdatomic.h>
+
+#include "log.h"
+
+struct http_pool;
+
+/* Transport settings; zero fields take the defaults shown. */
+struct http_config {
+    long connect_timeout_ms;   /* default 10000 */
+    long request_timeout_ms;   /* whole request, default 60000 */
+    int max_retries;           /* retries after the first attempt, default 4, <0: none */
+    long retry_base_ms;        /* first backoff, doubled each retry, default 200 */
+    long retry_max_ms;         /* cap of one backoff, default 10000 */
+    const char *ca_file;       /* CA bundle for https, NULL = system default */
+};
+
+/* Counters, readable at any time (relaxed atomics). */
+struct http_stats {
+    atomic_ulong requests;     /* requests sent, retries included */
+    atomic_ulong retries;
+    atomic_ulong transport_errors;
+    atomic_ulong bytes_in;
+    atomic_ulong bytes_out;
+    atomic_ulong status_2xx, status_3xx, status_4xx, status_5xx;
+};
+
+struct http_request {
+    const char *method;              /* "GET", "POST", "PUT", "MERGE", "DELETE" */
+    const char *url;                 /* absolute URL, already percent-encoded */
+    const char *const *headers;      /* NULL-terminated "Name: value" lines */
+    const char *body;                /* may be NULL */
+    size_t body_len;
+    const char *log_what;            /* short description for logs, e.g. "query t" */
+};
+
+/* Response headers the Table service layer cares about are captured by name. */
+enum http_hdr {
+    HDR_ETAG, HDR_ERROR_CODE, HDR_CONT_PK, HDR_CONT_RK, HDR_CONT_TABLE,
+    HDR_RETRY_AFTER, HDR_CONTENT_TYPE, HDR_COUNT
+};
+
+struct http_response {
+    long status;                 /* HTTP status, 0 when no response was received */
+    char *body;                  /* malloc'd, NUL-terminated (may be empty) */
+    size_t body_len;
+    char *hdr[HDR_COUNT];        /* malloc'd values or NULL */
+    int attempts;                /* attempts made (1 = no retry) */
+    char transport_error[128];   /* curl's message when status == 0 */
+};
+
+/* Create a pool. LG and STATS are borrowed and must outlive the pool.
+ * Returns 0 or -ENOMEM. */
+int http_pool_new(struct http_pool **out, const struct http_config *cfg,
+                  const struct logger *lg, struct http_stats *stats);
+void http_pool_free(struct http_pool *pool);
+
+/* Perform REQ, retrying transient failures (transport errors, 408, 429, 500,
+ * 502, 503, 504) with exponential backoff, full jitter and Retry-After, up to
+ * cfg.max_retries. RESP receives the last attempt's outcome (caller clears it
+ * with http_response_clear, also on error).
+ * Returns 0 when an HTTP response was received (any status), -EIO (or
+ * -ETIMEDOUT) when none could be, -ENOMEM. */
+int http_perform(struct http_pool *pool, const struct http_request *req,
+                 struct http_response *resp);
+
+/* Free everything RESP owns and zero it. */
+void http_response_clear(struct http_response *resp);
+
+/* Copy URL into OUT (size OUTLEN) with the value of any "sig=" query
+ * parameter replaced by "REDACTED", for logs. */
+void http_redact_url(const char *url, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,188 @@
+/* main.c - aztfs entry point: options, account, mount-time check, FUSE main loop. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <syslog.h>
+
+#include <curl/curl.h>
+
+#include "fsops.h"   /* defines FUSE_USE_VERSION before fuse headers */
+#include <fuse_lowlevel.h>
+
+#include "connstr.h"
+#include "options.h"
+
+/* Load the account from -o config= or AZURE_STORAGE_CONNECTION_STRING.
+ * Returns 0 or -errno after printing one line that says what to fix. */
+static int load_account(const struct aztfs_opts *o, struct account *acct)
+{
+    char err[256] = "";
+    const char *env = getenv("AZURE_STORAGE_CONNECTION_STRING");
+    int rc;
+
+    memset(acct, 0, sizeof(*acct));
+    if (o->config) {
+        rc = connstr_load_file(o->config, acct, err, sizeof(err));
+        if (rc < 0)
+            fprintf(stderr, "aztfs: %s\n", err);
+        return rc;
+    }
+    if (!env || !*env) {
+        fprintf(stderr, "aztfs: no account given: use -o config=FILE or set "
+                "AZURE_STORAGE_CONNECTION_STRING (see aztfs --help)\n");
+        return -EINVAL;
+    }
+    rc = connstr_parse(env, acct, err, sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "aztfs: AZURE_STORAGE_CONNECTION_STRING: %s\n", err);
+    return rc;
+}
+
+static int on_probe_page(void *ctx, json_t *value)
+{
+    return 1;   /* one page is proof enough */
+}
+
+/* Try the endpoint and credentials once, so a bad account fails the mount
+ * with one clear line instead of a mount that answers EIO. */
+static int probe_account(struct aztfs *a, const struct account *acct)
+{
+    struct az_status st;
+    int rc = table_list_tables(a->tc, 1, on_probe_page, NULL, &st);
+
+    if (rc == 0)
+        return 0;
+    if (st.http_status == 0)
+        fprintf(stderr, "aztfs: cannot reach the table endpoint %s: %s\n",
+                acct->endpoint, st.message);
+    else if (st.http_status == 403 || st.http_status == 401)
+        fprintf(stderr, "aztfs: the service refused the credentials for account '%s' "
+                "(HTTP %ld %s): check AccountKey or SharedAccessSignature\n",
+                acct->name ? acct->name : "?", st.http_status,
+                st.code[0] ? st.code : "");
+    else
+        fprintf(stderr, "aztfs: listing tables at %s failed: HTTP %ld %s %s\n",
+                acct->endpoint, st.http_status, st.code, st.message);
+    return rc;
+}
+
+/* Mount and serve until unmounted; returns the process exit status. */
+static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_cmdline_opts *cmd)
+{
+    struct fuse *f;
+    struct fuse_loop_config *lc = NULL;
+    int rc = 1;
+
+    f = fuse_new(args, &aztfs_ops, sizeof(aztfs_ops), a);
+    if (!f)
+        return 1;
+    if (fuse_mount(f, cmd->mountpoint) != 0)
+        goto out_destroy;
+    if (fuse_daemonize(cmd->foreground) != 0)
+        goto out_unmount;
+    if (!cmd->foreground) {
+        openlog("aztfs", LOG_PID, LOG_DAEMON);
+        a->log.use_syslog = 1;
+    }
+    if (fuse_set_signal_handlers(fuse_get_session(f)) != 0)
+        goto out_unmount;
+    log_info(&a->log, "mounted %s", cmd->mountpoint);
+    if (cmd->singlethread) {
+        rc = fuse_loop(f) ? 1 : 0;
+    } else {
+        lc = fuse_loop_cfg_create();
+        if (!lc)
+            goto out_signals;
+        fuse_loop_cfg_set_clone_fd(lc, cmd->clone_fd);
+        /* libfuse 3.14 leaves max_threads at UINT_MAX when not given */
+        fuse_loop_cfg_set_max_threads(lc, cmd->max_threads > 0 && cmd->max_threads <= 1000
+                                              ? cmd->max_threads : 10);
+        fuse_loop_cfg_set_idle_threads(lc, cmd->max_idle_threads);
+        rc = fuse_loop_mt(f, lc) ? 1 : 0;
+        fuse_loop_cfg_destroy(lc);
+    }
+out_signals:
+    fuse_remove_signal_handlers(fuse_get_session(f));
+out_unmount:
+    fuse_unmount(f);
+out_destroy:
+    fuse_destroy(f);
+    return rc;
+}
+
+int main(int argc, char *argv[])
+{
+    struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+    struct fuse_cmdline_opts cmd = { 0 };
+    struct aztfs_opts o;
+    struct account acct;
+    struct aztfs a = { 0 };
+    struct http_config hc = { 0 };
+    int rc = 1;
+
+    memset(&acct, 0, sizeof(acct));
+    a.log.level = LOG_LVL_INFO;
+    if (options_parse(&args, &o) < 0)
+        goto out;
+    if (fuse_parse_cmdline(&args, &cmd) != 0)
+        goto out;
+    if (cmd.show_version || o.show_version) {
+        printf("aztfs version %s\n", PACKAGE_VERSION);
+        printf("FUSE library version %s\n", fuse_pkgversion());
+        rc = 0;
+        goto out;
+    }
+    if (cmd.show_help || o.show_help) {
+        options_usage(argv[0]);
+        printf("FUSE options:\n");
+        fuse_cmdline_help();
+        fuse_lib_help(&args);
+        rc = 0;
+        goto out;
+    }
+    if (!cmd.mountpoint) {
+        fprintf(stderr, "aztfs: no mount point given (usage: aztfs [options] MOUNTPOINT; "
+                "see --help)\n");
+        goto out;
+    }
+    if (o.loglevel && log_level_parse(o.loglevel, &a.log.level) < 0) {
+        fprintf(stderr, "aztfs: unknown loglevel '%s' (error, warn, info, debug)\n",
+                o.loglevel);
+        goto out;
+    }
+    if (load_account(&o, &acct) < 0)
+        goto out;
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "aztfs: libcurl could not be initialised\n");
+        goto out;
+    }
+    hc.connect_timeout_ms = o.connect_timeout * 1000;
+    hc.request_timeout_ms = o.timeout * 1000;
+    hc.max_retries = o.retries > 0 ? o.retries : -1;
+    hc.ca_file = o.cafile;
+    a.cache_timeout = o.cache_timeout;
+    a.mount_time = time(NULL);
+    a.uid = getuid();
+    a.gid = getgid();
+    a.cache = cache_new((size_t)o.cache_size_mb * 1024 * 1024, o.cache_timeout);
+    if (!a.cache || table_client_new(&a.tc, &acct, &hc, &a.log, &a.stats) < 0) {
+        fprintf(stderr, "aztfs: out of memory\n");
+        goto out_curl;
+    }
+    if (probe_account(&a, &acct) < 0)
+        goto out_curl;
+    rc = run_fuse(&args, &a, &cmd);
+out_curl:
+    table_client_free(a.tc);
+    cache_free(a.cache);
+    curl_global_cleanup();
+out:
+    account_free(&acct);
+    free(cmd.mountpoint);
+    options_free(&o);
+    fuse_opt_free_args(&args);
+    return rc;
+}

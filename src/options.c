@@ -1,0 +1,129 @@
+/* options.c - aztfs's own command-line options (the rest go to libfuse). */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+#define OPT(t, p) { t, offsetof(struct aztfs_opts, p), 1 }
+
+enum { KEY_HELP, KEY_VERSION };
+
+static const struct fuse_opt opt_spec[] = {
+    OPT("config=%s", config),
+    OPT("loglevel=%s", loglevel),
+    OPT("cache_timeout=%lf", cache_timeout),
+    OPT("cache_size=%lu", cache_size_mb),
+    OPT("connect_timeout=%ld", connect_timeout),
+    OPT("timeout=%ld", timeout),
+    OPT("retries=%d", retries),
+    OPT("cafile=%s", cafile),
+    FUSE_OPT_KEY("-h", KEY_HELP),
+    FUSE_OPT_KEY("--help", KEY_HELP),
+    FUSE_OPT_KEY("-V", KEY_VERSION),
+    FUSE_OPT_KEY("--version", KEY_VERSION),
+    /* fstab options that mean something to mount(8) or systemd only */
+    FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("comment=", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_END
+};
+
+/* Keys that need code: help/version flags and positional arguments. */
+static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+    struct aztfs_opts *o = data;
+
+    switch (key) {
+    case KEY_HELP:
+        o->show_help = 1;
+        return 1;            /* keep: libfuse prints its own part */
+    case KEY_VERSION:
+        o->show_version = 1;
+        return 1;
+    case FUSE_OPT_KEY_NONOPT:
+        if (o->n_positional == 2) {
+            fprintf(stderr, "aztfs: too many arguments: '%s'\n", arg);
+            return -1;
+        }
+        o->positional[o->n_positional] = strdup(arg);
+        if (!o->positional[o->n_positional])
+            return -1;
+        o->n_positional++;
+        return 0;            /* put back below, once we know which it is */
+    case FUSE_OPT_KEY_OPT:
+        /* x-systemd.* options are for systemd's fstab generator */
+        return strncmp(arg, "x-systemd.", 10) == 0 ? 0 : 1;
+    default:
+        return 1;
+    }
+}
+
+/* Parse; see options.h. */
+int options_parse(struct fuse_args *args, struct aztfs_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->cache_timeout = 30.0;
+    o->cache_size_mb = 256;
+    o->connect_timeout = 10;
+    o->timeout = 60;
+    o->retries = 4;
+    if (fuse_opt_parse(args, o, opt_spec, opt_proc) == -1)
+        return -EINVAL;
+    if (o->n_positional == 2) {
+        if (o->config) {
+            fprintf(stderr, "aztfs: config file given twice ('%s' and -o config=)\n",
+                    o->positional[0]);
+            return -EINVAL;
+        }
+        o->config = o->positional[0];
+        o->positional[0] = NULL;
+    }
+    if (o->n_positional > 0 &&
+        fuse_opt_add_arg(args, o->positional[o->n_positional - 1]) == -1)
+        return -ENOMEM;
+    if (o->cache_timeout < 0 || o->cache_timeout > 86400) {
+        fprintf(stderr, "aztfs: cache_timeout must be between 0 and 86400 seconds\n");
+        return -EINVAL;
+    }
+    if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retries < 0) {
+        fprintf(stderr, "aztfs: timeouts must be positive and retries not negative\n");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void options_free(struct aztfs_opts *o)
+{
+    free(o->config);
+    free(o->loglevel);
+    free(o->cafile);
+    free(o->positional[0]);
+    free(o->positional[1]);
+    memset(o, 0, sizeof(*o));
+}
+
+void options_usage(const char *progname)
+{
+    printf("usage: %s [options] [CONFIGFILE] MOUNTPOINT\n\n"
+           "Mounts an Azure Table Storage account: /TABLE/PARTITIONKEY/ROWKEY.json\n"
+           "The account comes from -o config=FILE (or CONFIGFILE), else from\n"
+           "the environment variable AZURE_STORAGE_CONNECTION_STRING.\n\n"
+           "aztfs options:\n"
+           "    -o config=FILE          connection string or its fields, one per line\n"
+           "    -o loglevel=LEVEL       error, warn, info (default) or debug\n"
+           "    -o cache_timeout=SECS   how long listings and entities stay fresh (30)\n"
+           "    -o cache_size=MIB       memory for cached listings and entities (256)\n"
+           "    -o connect_timeout=SECS TCP/TLS connect timeout (10)\n"
+           "    -o timeout=SECS         timeout of one request (60)\n"
+           "    -o retries=N            retries of a transient failure (4)\n"
+           "    -o cafile=FILE          CA bundle for https endpoints\n"
+           "    -o uid=N,gid=N,umask=M  owner and permissions of every file\n\n",
+           progname);
+}

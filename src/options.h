@@ -1,0 +1,35 @@
+/* options.h - aztfs's own command-line options (the rest go to libfuse). */
+#ifndef AZTFS_OPTIONS_H
+#define AZTFS_OPTIONS_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse.h>
+
+struct aztfs_opts {
+    char *config;             /* -o config=FILE, or the first of two positionals */
+    char *loglevel;           /* -o loglevel=error|warn|info|debug */
+    double cache_timeout;     /* -o cache_timeout=SECONDS */
+    unsigned long cache_size_mb;  /* -o cache_size=MiB */
+    long connect_timeout;     /* -o connect_timeout=SECONDS */
+    long timeout;             /* -o timeout=SECONDS (whole request) */
+    int retries;              /* -o retries=N */
+    char *cafile;             /* -o cafile=FILE */
+    char *positional[2];      /* non-option arguments, in order */
+    int n_positional;
+    int show_help;
+    int show_version;
+};
+
+/* Parse aztfs's options out of ARGS (matched ones are removed, the rest are
+ * left for libfuse), applying defaults first. With two positional arguments
+ * the first is the config file (as mount.fuse3 passes it) and the second the
+ * mount point; the mount point is put back into ARGS for libfuse.
+ * Returns 0, or -EINVAL with a message on stderr. Strings in *o are malloc'd;
+ * release with options_free. */
+int options_parse(struct fuse_args *args, struct aztfs_opts *o);
+void options_free(struct aztfs_opts *o);
+
+/* Print aztfs's own option summary to stdout. */
+void options_usage(const char *progname);
+
+#endif

@@ -1,0 +1,517 @@
+/* table.c - Table service REST operations: addressing, signing, paging, error mapping. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sharedkey.h"
+#include "table.h"
+
+#define API_VERSION "2019-02-02"
+#define ACCEPT_JSON "application/json;odata=minimalmetadata"
+#define MAX_HEADERS 16
+
+struct table_client {
+    const struct account *acct;
+    const struct logger *lg;
+    struct http_pool *pool;
+};
+
+/* Create a client; see table.h. */
+int table_client_new(struct table_client **out, const struct account *acct,
+                     const struct http_config *hcfg, const struct logger *lg,
+                     struct http_stats *stats)
+{
+    struct table_client *tc = calloc(1, sizeof(*tc));
+    int rc;
+
+    if (!tc)
+        return -ENOMEM;
+    tc->acct = acct;
+    tc->lg = lg;
+    rc = http_pool_new(&tc->pool, hcfg, lg, stats);
+    if (rc < 0) {
+        free(tc);
+        return rc;
+    }
+    *out = tc;
+    return 0;
+}
+
+void table_client_free(struct table_client *tc)
+{
+    if (!tc)
+        return;
+    http_pool_free(tc->pool);
+    free(tc);
+}
+
+/* Map a status to an errno; the single place where this is decided. */
+int az_status_errno(const struct az_status *st)
+{
+    switch (st->http_status) {
+    case 0:
+        return EIO;
+    case 400:
+        return EINVAL;
+    case 401:
+    case 403:
+        return EACCES;
+    case 404:
+        if (strcmp(st->code, "ResourceNotFound") == 0 ||
+            strcmp(st->code, "TableNotFound") == 0 ||
+            strcmp(st->code, "EntityNotFound") == 0)
+            return ENOENT;
+        return EIO;
+    case 409:
+        return EEXIST;
+    case 412:
+        return ESTALE;
+    case 413:
+        return EFBIG;
+    default:
+        return EIO;
+    }
+}
+
+/* Percent-encode everything outside the unreserved set. */
+char *table_url_encode(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *out = malloc(3 * n + 1), *o = out;
+
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+            (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+/* 'S' with every ' doubled. */
+char *table_odata_literal(const char *s)
+{
+    size_t n = strlen(s), q = 0;
+    char *out, *o;
+
+    for (const char *p = s; *p; p++)
+        q += *p == '\'';
+    out = malloc(n + q + 3);
+    if (!out)
+        return NULL;
+    o = out;
+    *o++ = '\'';
+    for (const char *p = s; *p; p++) {
+        *o++ = *p;
+        if (*p == '\'')
+            *o++ = '\'';
+    }
+    *o++ = '\'';
+    *o = '\0';
+    return out;
+}
+
+/* Fill ST's code and message from an error response (JSON, XML or headers). */
+static void parse_error(const struct http_response *r, struct az_status *st)
+{
+    json_t *root;
+
+    st->http_status = r->status;
+    st->attempts = r->attempts;
+    if (r->hdr[HDR_ERROR_CODE])
+        snprintf(st->code, sizeof(st->code), "%s", r->hdr[HDR_ERROR_CODE]);
+    if (!r->body || !r->body[0])
+        return;
+    root = json_loads(r->body, 0, NULL);
+    if (root) {
+        json_t *e = json_object_get(root, "odata.error");
+        const char *code = json_string_value(json_object_get(e, "code"));
+        const char *msg = json_string_value(
+            json_object_get(json_object_get(e, "message"), "value"));
+
+        if (code)
+            snprintf(st->code, sizeof(st->code), "%s", code);
+        if (msg)
+            snprintf(st->message, sizeof(st->message), "%.*s",
+                     (int)strcspn(msg, "\r\n"), msg);
+        json_decref(root);
+        return;
+    }
+    /* XML: <Code>..</Code> ... <Message>..</Message> */
+    {
+        const char *c = strstr(r->body, "<Code>"), *m = strstr(r->body, "<Message>");
+
+        if (c) {
+            c += 6;
+            snprintf(st->code, sizeof(st->code), "%.*s", (int)strcspn(c, "<"), c);
+        }
+        if (m) {
+            m += 9;
+            snprintf(st->message, sizeof(st->message), "%.*s",
+                     (int)strcspn(m, "<\r\n"), m);
+        }
+    }
+}
+
+/* Send one signed request. PATH is the encoded path after the endpoint's base
+ * path ("/Tables", "/t()"); QUERY the encoded query without '?' (or NULL).
+ * On return 0 an HTTP response is in *resp (any status; ST filled from it).
+ * Returns -errno when no response could be had (ST says why). */
+static int send_request(struct table_client *tc, const char *method, const char *path,
+                        const char *query, const char *content_type,
+                        const char *body, size_t body_len,
+                        const char *const *extra, const char *what,
+                        struct http_response *resp, struct az_status *st)
+{
+    const struct account *a = tc->acct;
+    char date[RFC1123_LEN];
+    char *full_path = NULL, *url = NULL, *auth = NULL;
+    char *hdr_buf[MAX_HEADERS] = { 0 };
+    const char *headers[MAX_HEADERS + 1] = { 0 };
+    int nh = 0, rc;
+    struct http_request req;
+
+    memset(st, 0, sizeof(*st));
+    sharedkey_rfc1123(time(NULL), date);
+    if (asprintf(&full_path, "%s%s", a->base_path, path) < 0) {
+        full_path = NULL;
+        rc = -ENOMEM;
+        goto out;
+    }
+    {
+        const char *sep = "?";
+        const char *q = query && *query ? query : NULL;
+        int n = asprintf(&url, "%s://%s%s%s%s%s%s", a->scheme, a->host, full_path,
+                         (q || a->sas) ? sep : "", q ? q : "",
+                         (q && a->sas) ? "&" : "", a->sas ? a->sas : "");
+
+        if (n < 0) {
+            url = NULL;
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    if (asprintf(&hdr_buf[nh++], "x-ms-date: %s", date) < 0 ||
+        asprintf(&hdr_buf[nh++], "x-ms-version: %s", API_VERSION) < 0 ||
+        asprintf(&hdr_buf[nh++], "Accept: %s", ACCEPT_JSON) < 0 ||
+        asprintf(&hdr_buf[nh++], "DataServiceVersion: 3.0") < 0 ||
+        asprintf(&hdr_buf[nh++], "MaxDataServiceVersion: 3.0;NetFx") < 0 ||
+        /* "Content-Type:" alone stops libcurl from adding its own */
+        asprintf(&hdr_buf[nh++], "Content-Type:%s%s", content_type ? " " : "",
+                 content_type ? content_type : "") < 0) {
+        hdr_buf[nh - 1] = NULL;
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (a->key) {
+        rc = sharedkey_authorization(a->name, a->key, a->key_len, method, content_type,
+                                     date, full_path, NULL, &auth);
+        if (rc < 0)
+            goto out;
+        if (asprintf(&hdr_buf[nh++], "Authorization: %s", auth) < 0) {
+            hdr_buf[nh - 1] = NULL;
+            rc = -ENOMEM;
+            goto out;
+        }
+    }
+    for (int i = 0; i < nh; i++)
+        headers[i] = hdr_buf[i];
+    for (int i = 0; extra && extra[i] && nh < MAX_HEADERS; i++)
+        headers[nh++] = extra[i];
+    headers[nh] = NULL;
+
+    req = (struct http_request){
+        .method = method, .url = url, .headers = headers,
+        .body = body, .body_len = body_len, .log_what = what,
+    };
+    rc = http_perform(tc->pool, &req, resp);
+    st->attempts = resp->attempts;
+    if (rc < 0) {
+        snprintf(st->message, sizeof(st->message), "%s", resp->transport_error);
+        goto out;
+    }
+    st->http_status = resp->status;
+    if (resp->status >= 300)
+        parse_error(resp, st);
+out:
+    for (int i = 0; i < MAX_HEADERS; i++)
+        free(hdr_buf[i]);
+    free(auth);
+    free(url);
+    free(full_path);
+    return rc;
+}
+
+/* Log a failed operation in one line and return its -errno. */
+static int fail_status(struct table_client *tc, const char *what, const struct az_status *st)
+{
+    int e = az_status_errno(st);
+
+    if (e != ENOENT)
+        log_warn(tc->lg, "%s failed: HTTP %ld %s%s%s (attempts %d)", what, st->http_status,
+                 st->code[0] ? st->code : "-", st->message[0] ? ": " : "", st->message,
+                 st->attempts);
+    return -e;
+}
+
+/* Parse a 200 response body and hand its "value" array to FN. */
+static int deliver_page(struct table_client *tc, const char *what,
+                        const struct http_response *resp, table_page_fn fn, void *ctx,
+                        struct az_status *st)
+{
+    json_error_t jerr;
+    json_t *root = json_loadb(resp->body, resp->body_len, 0, &jerr);
+    json_t *value;
+    int rc;
+
+    if (!root || !json_is_array(value = json_object_get(root, "value"))) {
+        snprintf(st->message, sizeof(st->message), "malformed response: %s",
+                 root ? "no \"value\" array" : jerr.text);
+        log_warn(tc->lg, "%s: %s", what, st->message);
+        json_decref(root);
+        return -EIO;
+    }
+    rc = fn(ctx, value);
+    json_decref(root);
+    return rc;
+}
+
+/* Append "&name=value" (value encoded) to the growing query *Q. */
+static int query_add(char **q, const char *name, const char *value)
+{
+    char *enc, *n;
+    int r;
+
+    if (!value)
+        return 0;
+    enc = table_url_encode(value);
+    if (!enc)
+        return -ENOMEM;
+    r = asprintf(&n, "%s%s%s=%s", *q ? *q : "", *q && **q ? "&" : "", name, enc);
+    free(enc);
+    if (r < 0)
+        return -ENOMEM;
+    free(*q);
+    *q = n;
+    return 0;
+}
+
+/* Does a continuation (A1,A2) equal the previous one (B1,B2)? */
+static int same_token(const char *a1, const char *a2, const char *b1, const char *b2)
+{
+    return b1 && a1 && strcmp(a1, b1) == 0 &&
+           ((!a2 && !b2) || (a2 && b2 && strcmp(a2, b2) == 0));
+}
+
+/* Shared paging loop for tables (NextTableName) and entities
+ * (NextPartitionKey/NextRowKey). */
+static int paged_get(struct table_client *tc, const char *path, const char *filter,
+                     const char *select, int top, int tables, const char *what,
+                     table_page_fn fn, void *ctx, struct az_status *st)
+{
+    char *tok1 = NULL, *tok2 = NULL;
+    char topbuf[16];
+    int rc = 0;
+
+    snprintf(topbuf, sizeof(topbuf), "%d", top);
+    for (;;) {
+        struct http_response resp;
+        char *q = NULL;
+        char *n1, *n2;
+
+        if ((rc = query_add(&q, "$filter", filter)) < 0 ||
+            (rc = query_add(&q, "$select", select)) < 0 ||
+            (rc = query_add(&q, "$top", top > 0 ? topbuf : NULL)) < 0 ||
+            (rc = query_add(&q, tables ? "NextTableName" : "NextPartitionKey", tok1)) < 0 ||
+            (rc = query_add(&q, "NextRowKey", tok2)) < 0) {
+            free(q);
+            break;
+        }
+        rc = send_request(tc, "GET", path, q, NULL, NULL, 0, NULL, what, &resp, st);
+        free(q);
+        if (rc < 0) {
+            log_warn(tc->lg, "%s failed: no response: %s (attempts %d)", what, st->message,
+                     st->attempts);
+            http_response_clear(&resp);
+            break;
+        }
+        if (resp.status != 200) {
+            rc = fail_status(tc, what, st);
+            http_response_clear(&resp);
+            break;
+        }
+        rc = deliver_page(tc, what, &resp, fn, ctx, st);
+        n1 = resp.hdr[tables ? HDR_CONT_TABLE : HDR_CONT_PK];
+        n2 = tables ? NULL : resp.hdr[HDR_CONT_RK];
+        if (rc != 0 || !n1) {
+            http_response_clear(&resp);
+            rc = rc > 0 ? 0 : rc;
+            break;
+        }
+        if (same_token(n1, n2, tok1, tok2)) {
+            snprintf(st->message, sizeof(st->message), "continuation did not advance");
+            log_error(tc->lg, "%s: the service returned the same continuation twice; "
+                      "stopping instead of looping", what);
+            http_response_clear(&resp);
+            rc = -EIO;
+            break;
+        }
+        free(tok1);
+        free(tok2);
+        tok1 = n1;
+        tok2 = n2;
+        resp.hdr[tables ? HDR_CONT_TABLE : HDR_CONT_PK] = NULL;
+        if (!tables)
+            resp.hdr[HDR_CONT_RK] = NULL;
+        http_response_clear(&resp);
+    }
+    free(tok1);
+    free(tok2);
+    return rc;
+}
+
+/* Query Tables; see table.h. */
+int table_list_tables(struct table_client *tc, int top, table_page_fn fn, void *ctx,
+                      struct az_status *st)
+{
+    return paged_get(tc, "/Tables", NULL, NULL, top, 1, "list tables", fn, ctx, st);
+}
+
+struct exists_scan {
+    const char *name;
+    int found;
+};
+
+static int on_exists_page(void *p, json_t *value)
+{
+    struct exists_scan *s = p;
+    size_t i;
+    json_t *t;
+
+    json_array_foreach(value, i, t) {
+        const char *got = json_string_value(json_object_get(t, "TableName"));
+
+        if (got && strcmp(got, s->name) == 0) {
+            s->found = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Query Tables with a TableName filter (GET /Tables('x') is not answered
+ * as documented by Azurite); exact-case match required. */
+int table_exists(struct table_client *tc, const char *name, struct az_status *st)
+{
+    struct exists_scan s = { .name = name };
+    char *lit = table_odata_literal(name), *filter = NULL;
+    int rc;
+
+    if (!lit || asprintf(&filter, "TableName eq %s", lit) < 0) {
+        free(lit);
+        return -ENOMEM;
+    }
+    rc = paged_get(tc, "/Tables", filter, NULL, 0, 1, "get table", on_exists_page, &s, st);
+    free(filter);
+    free(lit);
+    return rc < 0 ? rc : s.found;
+}
+
+/* Query Entities; see table.h. */
+int table_query(struct table_client *tc, const char *table, const char *filter,
+                const char *select, int top, table_page_fn fn, void *ctx,
+                struct az_status *st)
+{
+    char *path = NULL, *what = NULL;
+    int rc;
+
+    if (asprintf(&path, "/%s()", table) < 0)
+        return -ENOMEM;
+    if (asprintf(&what, "query %s", table) < 0) {
+        free(path);
+        return -ENOMEM;
+    }
+    rc = paged_get(tc, path, filter, select, top, 0, what, fn, ctx, st);
+    free(what);
+    free(path);
+    return rc;
+}
+
+/* Build "/table(PartitionKey='..',RowKey='..')" with keys quoted and encoded. */
+static char *entity_path(const char *table, const char *pk, const char *rk)
+{
+    char *lp = table_odata_literal(pk), *lr = table_odata_literal(rk);
+    char *ep = NULL, *er = NULL, *path = NULL;
+
+    if (lp && lr && (ep = table_url_encode(lp + 1)) && (er = table_url_encode(lr + 1))) {
+        /* the encoded literal still ends in "%27": strip it and requote */
+        ep[strlen(ep) - 3] = '\0';
+        er[strlen(er) - 3] = '\0';
+        if (asprintf(&path, "/%s(PartitionKey='%s',RowKey='%s')", table, ep, er) < 0)
+            path = NULL;
+    }
+    free(lp);
+    free(lr);
+    free(ep);
+    free(er);
+    return path;
+}
+
+/* Point query; see table.h. */
+int table_get_entity(struct table_client *tc, const char *table, const char *pk,
+                     const char *rk, json_t **entity, char **etag, struct az_status *st)
+{
+    struct http_response resp;
+    char *path = entity_path(table, pk, rk);
+    json_error_t jerr;
+    int rc;
+
+    *entity = NULL;
+    if (etag)
+        *etag = NULL;
+    if (!path)
+        return -ENOMEM;
+    rc = send_request(tc, "GET", path, NULL, NULL, NULL, 0, NULL, "get entity", &resp, st);
+    free(path);
+    if (rc < 0) {
+        log_warn(tc->lg, "get entity %s: no response: %s", table, st->message);
+        goto out;
+    }
+    if (resp.status != 200) {
+        rc = fail_status(tc, "get entity", st);
+        goto out;
+    }
+    *entity = json_loadb(resp.body, resp.body_len, 0, &jerr);
+    if (!json_is_object(*entity)) {
+        json_decref(*entity);
+        *entity = NULL;
+        snprintf(st->message, sizeof(st->message), "malformed entity: %s", jerr.text);
+        log_warn(tc->lg, "get entity %s: %s", table, st->message);
+        rc = -EIO;
+        goto out;
+    }
+    if (etag) {
+        const char *e = resp.hdr[HDR_ETAG];
+
+        if (!e)
+            e = json_string_value(json_object_get(*entity, "odata.etag"));
+        if (e && !(*etag = strdup(e))) {
+            json_decref(*entity);
+            *entity = NULL;
+            rc = -ENOMEM;
+        }
+    }
+out:
+    http_response_clear(&resp);
+    return rc;
+}

@@ -1,0 +1,69 @@
+/* table.h - Table service REST operations: addressing, signing, paging, error mapping. */
+#ifndef AZTFS_TABLE_H
+#define AZTFS_TABLE_H
+
+#include <jansson.h>
+
+#include "connstr.h"
+#include "http.h"
+#include "log.h"
+
+struct table_client;
+
+/* What the service said about a failed (or successful) operation. */
+struct az_status {
+    long http_status;       /* 0 when no response was received */
+    char code[64];          /* service error code ("ResourceNotFound"), or "" */
+    char message[256];      /* service message or transport error, secrets-free */
+    int attempts;           /* attempts made by the last request */
+};
+
+/* Create a client for ACCT (borrowed: must outlive the client). LG and STATS
+ * are borrowed too. Returns 0, -ENOMEM. */
+int table_client_new(struct table_client **out, const struct account *acct,
+                     const struct http_config *hcfg, const struct logger *lg,
+                     struct http_stats *stats);
+void table_client_free(struct table_client *tc);
+
+/* Map a service answer to an errno, in one place:
+ * 404 ResourceNotFound/TableNotFound -> ENOENT (other 404s -> EIO),
+ * 409 -> EEXIST, 412 -> ESTALE, 403/401 -> EACCES, 400 -> EINVAL,
+ * 413 -> EFBIG, 408/429/5xx/no response -> EIO. Returns a positive errno. */
+int az_status_errno(const struct az_status *st);
+
+/* Called once per page with the page's "value" array (borrowed). Return 0 to
+ * continue, 1 to stop early (not an error), or -errno to abort. */
+typedef int (*table_page_fn)(void *ctx, json_t *value);
+
+/* Query Tables, following NextTableName continuation. TOP > 0 asks for pages
+ * of at most TOP entries. Returns 0, or -errno with details in *st. */
+int table_list_tables(struct table_client *tc, int top, table_page_fn fn, void *ctx,
+                      struct az_status *st);
+
+/* Does table NAME exist (exact, case-sensitive name)? Returns 1, 0 or -errno. */
+int table_exists(struct table_client *tc, const char *name, struct az_status *st);
+
+/* Query Entities of TABLE, following NextPartitionKey/NextRowKey until no
+ * continuation is returned (empty pages included). FILTER and SELECT are
+ * plain OData expressions (NULL for none), encoded here. TOP > 0 sets $top.
+ * A continuation that does not advance is an error (-EIO), not a loop.
+ * Returns 0, or -errno with details in *st. */
+int table_query(struct table_client *tc, const char *table, const char *filter,
+                const char *select, int top, table_page_fn fn, void *ctx,
+                struct az_status *st);
+
+/* Point query. On success *entity is a new reference (the wire object, with
+ * "odata.etag"), and *etag (if ETAG non-NULL) a malloc'd copy of the ETag.
+ * Returns 0, -ENOENT when no such entity, or -errno with details in *st. */
+int table_get_entity(struct table_client *tc, const char *table, const char *pk,
+                     const char *rk, json_t **entity, char **etag, struct az_status *st);
+
+/* Build the OData string literal for S ('...' with ' doubled) into a malloc'd
+ * string, e.g. for filters: "PartitionKey eq " + literal. NULL on ENOMEM. */
+char *table_odata_literal(const char *s);
+
+/* Percent-encode S for a URL path segment or query value (everything but
+ * A-Z a-z 0-9 - . _ ~). Returns malloc'd string or NULL. */
+char *table_url_encode(const char *s);
+
+#endif

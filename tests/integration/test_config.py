@@ -1,0 +1,182 @@
+"""Configuration: connection strings, config files, refusals, options, and
+that the account key never shows up in the logs."""
+
+import base64
+import json
+import os
+import re
+import stat as statmod
+
+import pytest
+
+from conftest import ACCOUNT, KEY, aztfs_env, conn_str_for, free_port, unmount_path
+
+TABLE = "cfgProbe"
+WRONG_KEY = base64.b64encode(bytes(range(64))).decode()   # valid base64, not the key
+
+
+@pytest.fixture(scope="module")
+def probe(sdk, seed):
+    t = seed.table(sdk, TABLE)
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "r", "probe": "config-probe-value"})
+    return TABLE
+
+
+def secret_fragments():
+    """Pieces of the account key that must never be printed."""
+    raw = base64.b64decode(KEY)
+    return [KEY, KEY[:20], KEY[-24:], raw.hex()[:32]]
+
+
+def assert_no_secret(text):
+    for frag in secret_fragments():
+        assert frag not in text, "account key material printed: %r" % frag
+
+
+def assert_refused(res, mountpoint, pattern):
+    assert res.returncode != 0, res
+    lines = [l for l in res.stderr.split("\n") if l.strip()]
+    assert len(lines) == 1, "want exactly one line on stderr, got: %r" % res.stderr
+    assert re.search(pattern, lines[0]), lines[0]
+    assert not os.path.ismount(str(mountpoint))
+    assert os.listdir(str(mountpoint)) == []
+    assert_no_secret(res.stderr + res.stdout)
+
+
+@pytest.fixture
+def mp(tmp_path):
+    d = tmp_path / "mp"
+    d.mkdir()
+    yield d
+    unmount_path(str(d))   # in case a refusal test mounted after all
+
+
+def write_config(tmp_path, text, mode):
+    p = tmp_path / "aztfs.conf"
+    p.write_text(text)
+    os.chmod(str(p), mode)
+    return p
+
+
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("case,conn,pattern", [
+    ("wrong-key", "WRONGKEY",
+     r"(?i)auth|key|403|signature|credential|forbidden|denied"),
+    ("malformed", "garbage",
+     r"(?i)connection.?string|malformed|invalid|parse|unrecogni[sz]ed"),
+    ("unreachable", "CLOSEDPORT",
+     r"(?i)connect|reach|refused|endpoint|127\.0\.0\.1|network"),
+    ("empty-key-value", "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=",
+     r"(?i)key|auth|403|connection.?string|invalid|malformed|missing|empty"),
+])
+def test_refused(case, conn, pattern, azurite, probe, mp, aztfs_run):
+    if conn == "WRONGKEY":
+        conn = conn_str_for(azurite.port, key=WRONG_KEY)
+    elif conn == "CLOSEDPORT":
+        conn = conn_str_for(free_port())
+    res = aztfs_run(["-f", mp], aztfs_env(conn))
+    assert_refused(res, mp, pattern)
+    assert WRONG_KEY not in res.stderr
+
+
+def test_refused_without_any_connection_string(azurite, mp, aztfs_run):
+    res = aztfs_run(["-f", mp], aztfs_env(None))
+    assert_refused(res, mp, r"(?i)AZURE_STORAGE_CONNECTION_STRING|config|connection")
+
+
+def test_wrong_key_refused_in_daemon_mode(azurite, probe, mp, aztfs_run):
+    """Without -f the check must still happen before forking: the command
+    itself fails, nothing is left mounted."""
+    res = aztfs_run([mp], aztfs_env(conn_str_for(azurite.port, key=WRONG_KEY)))
+    assert_refused(res, mp, r"(?i)auth|key|403|signature|credential|forbidden|denied")
+
+
+def test_config_file_with_key_must_be_private(azurite, probe, mp, tmp_path, aztfs_run):
+    cfg = write_config(tmp_path, azurite.conn_str + "\n", 0o644)
+    res = aztfs_run(["-f", "-o", "config=%s" % cfg, mp], aztfs_env(None))
+    assert_refused(res, mp, r"(?i)chmod|permission|mode")
+    cfg.chmod(0o640)
+    res = aztfs_run(["-f", "-o", "config=%s" % cfg, mp], aztfs_env(None))
+    assert_refused(res, mp, r"(?i)chmod|permission|mode")
+
+
+def test_missing_config_file_refused(azurite, mp, tmp_path, aztfs_run):
+    res = aztfs_run(["-f", "-o", "config=%s" % (tmp_path / "nope.conf"), mp],
+                    aztfs_env(azurite.conn_str))
+    assert_refused(res, mp, r"(?i)nope\.conf|no such|config")
+
+
+def check_probe_visible(mnt, sh):
+    assert TABLE in sh.ls(mnt)
+    out = sh(["cat", os.path.join(str(mnt), TABLE, "p", "r.json")]).stdout
+    assert json.loads(out)["probe"] == "config-probe-value"
+
+
+def test_config_file_one_line(azurite, probe, tmp_path, mounter, sh):
+    cfg = write_config(tmp_path, azurite.conn_str + "\n", 0o600)
+    mnt = mounter.mount(options=["-o", "config=%s" % cfg], env=aztfs_env(None))
+    check_probe_visible(mnt, sh)
+
+
+def test_config_file_one_field_per_line(azurite, probe, tmp_path, mounter, sh):
+    text = ("# aztfs test account\n"
+            "DefaultEndpointsProtocol=http\n"
+            "\n"
+            "AccountName=%s\n"
+            "AccountKey=%s\n"
+            "TableEndpoint=%s\n" % (ACCOUNT, KEY, azurite.endpoint))
+    cfg = write_config(tmp_path, text, 0o600)
+    mnt = mounter.mount(options=["-o", "config=%s" % cfg], env=aztfs_env(None))
+    check_probe_visible(mnt, sh)
+
+
+def test_config_file_wins_over_environment(azurite, probe, tmp_path, mounter, sh):
+    cfg = write_config(tmp_path, azurite.conn_str, 0o600)   # no trailing newline
+    mnt = mounter.mount(options=["-o", "config=%s" % cfg], env=aztfs_env("garbage"))
+    check_probe_visible(mnt, sh)
+
+
+def test_version_and_help(aztfs_run):
+    res = aztfs_run(["--version"], aztfs_env(None))
+    assert res.returncode == 0, res
+    assert re.search(r"\d+\.\d+", res.stdout + res.stderr), res
+    res = aztfs_run(["--help"], aztfs_env(None))
+    assert res.returncode == 0, res
+    out = res.stdout + res.stderr
+    assert "config" in out and "loglevel" in out, out
+    assert "AZURE_STORAGE_CONNECTION_STRING" in out, out
+
+
+def test_debug_log_never_shows_the_key(azurite, probe, mounter, sh):
+    mnt = mounter.mount(options=["-o", "loglevel=debug"])
+    check_probe_visible(mnt, sh)
+    sh(["ls", "-lR", str(mnt)])
+    err = mnt.unmount()
+    assert err.strip(), "loglevel=debug logged nothing to stderr in the foreground"
+    assert_no_secret(err)
+    assert "AccountKey" not in err
+    # the Authorization header may be mentioned, never its value
+    assert not re.search(r"SharedKey(Lite)? +%s:[A-Za-z0-9+/=]{20,}" % ACCOUNT, err), err
+
+
+def test_uid_gid_umask_options(azurite, probe, mounter):
+    mnt = mounter.mount(options=["-o", "uid=12345,gid=23456,umask=027"])
+    for p in [os.path.join(str(mnt), TABLE), os.path.join(str(mnt), TABLE, "p"),
+              os.path.join(str(mnt), TABLE, "p", "r.json")]:
+        st = os.stat(p)
+        assert (st.st_uid, st.st_gid) == (12345, 23456), p
+        assert st.st_mode & 0o027 == 0, (p, oct(st.st_mode))
+        assert st.st_mode & 0o400, (p, oct(st.st_mode))
+    st = os.stat(os.path.join(str(mnt), TABLE, "p"))
+    assert statmod.S_ISDIR(st.st_mode) and st.st_mode & 0o100
+
+
+def test_read_only_mount(azurite, probe, mounter, sh):
+    mnt = mounter.mount(options=["-o", "ro"])
+    check_probe_visible(mnt, sh)
+    r = sh(["touch", os.path.join(str(mnt), TABLE, "p", "new.json")], check=False)
+    assert r.returncode != 0 and "Read-only" in r.stderr, r
+    r = sh("echo '{}' > '%s'" % os.path.join(str(mnt), TABLE, "p", "r.json"), check=False)
+    assert r.returncode != 0, r
+    out = sh(["cat", os.path.join(str(mnt), TABLE, "p", "r.json")]).stdout
+    assert json.loads(out)["probe"] == "config-probe-value"
