@@ -2,13 +2,18 @@
 # demo.sh - try aztfs locally: install deps, build, start Azurite on 127.0.0.1:10002,
 # load a sample dataset and mount it at ./mnt. Safe to rerun.
 # Stop with:  fusermount3 -u mnt; scripts/azurite.sh stop
+# DEMO_PORT=N uses another port than 10002 (e.g. when 10002 is taken).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 MNT="$ROOT/mnt"
-PORT=10002
-export AZURE_STORAGE_CONNECTION_STRING="UseDevelopmentStorage=true"
+PORT=${DEMO_PORT:-10002}
+if [ "$PORT" = 10002 ]; then
+    export AZURE_STORAGE_CONNECTION_STRING="UseDevelopmentStorage=true"
+else
+    export AZURE_STORAGE_CONNECTION_STRING="DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:$PORT/devstoreaccount1;"
+fi
 
 scripts/deps.sh
 scripts/build.sh
@@ -19,7 +24,11 @@ if mountpoint -q "$MNT" 2>/dev/null || grep -qs " $MNT fuse" /proc/mounts; then
     fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
 fi
 
-scripts/azurite.sh start "$PORT"
+scripts/azurite.sh start "$PORT" || {
+    echo "demo: could not start Azurite on port $PORT; if another emulator holds it," >&2
+    echo "      stop it or rerun with DEMO_PORT=<free port> $0" >&2
+    exit 1
+}
 /usr/bin/python3 scripts/seed_sample.py
 
 mkdir -p "$MNT"
@@ -46,5 +55,5 @@ Try:
   du -sh mnt/orders
 
 Stop:
-  fusermount3 -u mnt; scripts/azurite.sh stop
+  fusermount3 -u mnt; scripts/azurite.sh stop $PORT
 MSG

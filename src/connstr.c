@@ -441,24 +441,15 @@ fail:
     return rc;
 }
 
-/* Does ACCT hold a secret? A SAS always is; a key is, unless it is the
- * well-known (published) development storage key. */
-static int holds_secret(const struct account *acct)
+/* Does the config TEXT that produced ACCT hold a secret? Any SAS or any
+ * AccountKey written in the file does (even the published emulator key: a
+ * rule without exceptions is the one people can check); only
+ * UseDevelopmentStorage=true, where the key is implied, does not. */
+static int holds_secret(const struct account *acct, const char *text)
 {
-    unsigned char *dev = NULL;
-    size_t dev_len = 0;
-    int secret = 1;
-
     if (acct->sas)
         return 1;
-    if (!acct->key)
-        return 0;
-    if (sharedkey_b64decode(DEVSTORE_KEY, &dev, &dev_len) < 0)
-        return 1;                       /* cannot tell: assume secret */
-    if (dev_len == acct->key_len && CRYPTO_memcmp(dev, acct->key, dev_len) == 0)
-        secret = 0;
-    free(dev);
-    return secret;
+    return acct->key && !strcasestr(text, "UseDevelopmentStorage");
 }
 
 /* Read all of FD (a regular file) into a malloc'd NUL-terminated buffer of
@@ -585,7 +576,7 @@ int connstr_load_file(const char *path, struct account *acct, char *errbuf, size
         seterr(rc, errbuf, errlen, "config file %s: %s", path, msg);
         goto fail;
     }
-    if ((st.st_mode & 077) && holds_secret(acct)) {
+    if ((st.st_mode & 077) && holds_secret(acct, joined)) {
         rc = seterr(-EACCES, errbuf, errlen,
                     "config file %s is readable or writable by group or others"
                     " and holds a secret; run chmod 600 %s", path, path);

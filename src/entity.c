@@ -368,16 +368,20 @@ static void describe_value(const json_t *v, char *out, size_t size)
     }
 }
 
-/* Find the type of property NAME with value V in OBJ: its "NAME@odata.type"
- * annotation if present, else inferred from the JSON kind (string: String,
- * boolean: Boolean, integer: Int32 or, outside its range, Int64, real: Double).
- * Returns 0, or -EINVAL (err filled) for a bad annotation or a nested value. */
+/* Find the type of property NAME with value V (not null) in OBJ: its
+ * "NAME@odata.type" annotation if present, else inferred from the JSON kind
+ * (string: String, boolean: Boolean, integer: Int32 or, outside its range,
+ * Int64, real: Double). Returns 0, or -EINVAL (err filled) for a nested
+ * value, a bad annotation or a name too long to annotate. */
 static int prop_type(const json_t *obj, const char *name, const json_t *v,
                      enum edm_type *type, struct entity_error *err)
 {
     char akey[ANNOTATION_KEY_MAX];
     const json_t *ann;
 
+    if (json_is_object(v) || json_is_array(v))
+        return set_err(err, -EINVAL, name, "property '%.60s': nested objects and arrays "
+                       "are not supported", name);
     if (strlen(name) > ENTITY_MAX_PROPNAME)
         return set_err(err, -EINVAL, name, "property name '%.40s...' is longer than %d characters",
                        name, ENTITY_MAX_PROPNAME);
@@ -404,12 +408,9 @@ static int prop_type(const json_t *obj, const char *name, const json_t *v,
         *type = (json_integer_value(v) >= INT32_MIN && json_integer_value(v) <= INT32_MAX)
                 ? EDM_INT32 : EDM_INT64;
         return 0;
-    case JSON_REAL:
-        *type = EDM_DOUBLE;
-        return 0;
     default:
-        return set_err(err, -EINVAL, name, "property '%.60s': nested objects and arrays "
-                       "are not supported", name);
+        *type = EDM_DOUBLE;   /* JSON_REAL: objects, arrays and null never get here */
+        return 0;
     }
 }
 

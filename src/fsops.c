@@ -7,29 +7,14 @@
 #include <sys/statvfs.h>
 
 #include "entity.h"
-#include "fsops.h"
-#include "fspath.h"
+#include "fsint.h"
 #include "keycodec.h"
-
-#define FILE_MODE (S_IFREG | 0644)
-#define DIR_MODE  (S_IFDIR | 0755)
-
-/* An open entity: the bytes it had when opened (reads are consistent). */
-struct open_file {
-    char *data;
-    size_t len;
-};
 
 /* A growable listing under construction. */
 struct dirvec {
     struct cache_dirent *v;
     size_t n, cap;
 };
-
-static struct aztfs *ctx(void)
-{
-    return fuse_get_context()->private_data;
-}
 
 static void dirvec_free(struct dirvec *d)
 {
@@ -61,7 +46,7 @@ static int dirvec_push(struct dirvec *d, const char *name, const char *key)
 }
 
 /* "PARENT/NAME" (PARENT "/" gives "/NAME"); NULL on ENOMEM. */
-static char *path_join(const char *parent, const char *name)
+char *fs_path_join(const char *parent, const char *name)
 {
     char *p;
 
@@ -99,7 +84,7 @@ static void fill_file_stat(const struct aztfs *a, const char *path, size_t len,
 
 /* Render wire entity E and cache it at DIR/name(RK). On success *name_out
  * (if non-NULL) receives the malloc'd file name. Returns 0 or -errno. */
-static int cache_entity(struct aztfs *a, const char *dir, json_t *e, char **name_out,
+int fs_cache_entity(struct aztfs *a, const char *dir, json_t *e, char **name_out,
                         struct cache_file *copy)
 {
     struct entity_error err;
@@ -123,7 +108,7 @@ static int cache_entity(struct aztfs *a, const char *dir, json_t *e, char **name
     if (ts)
         entity_parse_datetime(ts, &mtime);
     rc = -ENOMEM;
-    if (!(name = keycodec_file_encode(rk)) || !(path = path_join(dir, name)))
+    if (!(name = keycodec_file_encode(rk)) || !(path = fs_path_join(dir, name)))
         goto out;
     rc = cache_put_file(a->cache, path, text, len, etag, mtime);
     if (rc == 0 && copy) {
@@ -250,7 +235,7 @@ static int on_entities_page(void *p, json_t *value)
             if (!(s->cur_pk = strdup(pk)))
                 return -ENOMEM;
         }
-        rc = cache_entity(s->a, s->cur_dir, e, &name, NULL);
+        rc = fs_cache_entity(s->a, s->cur_dir, e, &name, NULL);
         if (rc == -ENOMEM)
             return rc;
         if (rc < 0)
@@ -340,7 +325,7 @@ static int resolve_by_listing(struct aztfs *a, const struct fspath *fp, const ch
 }
 
 /* Fill in FP->pk (and FP->rk for entities) when the names are long-form. */
-static int resolve_keys(struct aztfs *a, struct fspath *fp)
+int fs_resolve_keys(struct aztfs *a, struct fspath *fp)
 {
     char *tdir = NULL, *pdir = NULL;
     int rc = 0;
@@ -360,7 +345,7 @@ static int resolve_keys(struct aztfs *a, struct fspath *fp)
 }
 
 /* The entity at PATH: from the cache when fresh, else a point query. */
-static int load_entity(struct aztfs *a, struct fspath *fp, const char *path,
+int fs_load_entity(struct aztfs *a, struct fspath *fp, const char *path,
                        struct cache_file *out)
 {
     struct az_status st;
@@ -373,14 +358,14 @@ static int load_entity(struct aztfs *a, struct fspath *fp, const char *path,
     rc = cache_dir_lookup(a->cache, fp->parent, fp->file_name, NULL);
     if (rc == -ENOENT)
         return rc;
-    if ((rc = resolve_keys(a, fp)) < 0)
+    if ((rc = fs_resolve_keys(a, fp)) < 0)
         return rc;
     if (cache_get_file(a->cache, path, out) == 0)   /* resolving may have listed */
         return 0;
     rc = table_get_entity(a->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
     if (rc < 0)
         return rc;
-    rc = cache_entity(a, fp->parent, e, NULL, out);
+    rc = fs_cache_entity(a, fp->parent, e, NULL, out);
     json_decref(e);
     return rc;
 }
@@ -394,7 +379,7 @@ static int on_first_entity(void *p, json_t *value)
 }
 
 /* Does partition FP->pk of FP->table hold at least one entity? */
-static int partition_exists(struct aztfs *a, struct fspath *fp)
+int fs_partition_exists(struct aztfs *a, struct fspath *fp, int fresh)
 {
     struct az_status st;
     char *tdir = NULL, *lit = NULL, *filter = NULL;
@@ -402,12 +387,12 @@ static int partition_exists(struct aztfs *a, struct fspath *fp)
 
     if (asprintf(&tdir, "/%s", fp->table) < 0)
         return -ENOMEM;
-    rc = cache_dir_lookup(a->cache, tdir, fp->pk_name, NULL);
+    rc = fresh ? -EAGAIN : cache_dir_lookup(a->cache, tdir, fp->pk_name, NULL);
     free(tdir);
     if (rc != -EAGAIN)
         return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
     if (!fp->pk) {
-        rc = resolve_keys(a, fp);
+        rc = fs_resolve_keys(a, fp);
         return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
     }
     if (!(lit = table_odata_literal(fp->pk)) ||
@@ -425,37 +410,60 @@ static int partition_exists(struct aztfs *a, struct fspath *fp)
 
 static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
-    struct aztfs *a = ctx();
+    struct aztfs *a = fs_ctx();
 
     cfg->use_ino = 1;
     cfg->readdir_ino = 1;
     cfg->entry_timeout = a->cache_timeout;
-    cfg->attr_timeout = a->cache_timeout;
+    /* short: after a failed commit the kernel must not keep the size it saw
+     * written; getattr is answered from our cache without a request */
+    cfg->attr_timeout = a->cache_timeout < 1 ? a->cache_timeout : 1;
     cfg->negative_timeout = a->cache_timeout > 1 ? 1 : a->cache_timeout;
     cfg->direct_io = 1;       /* reads return the entity as opened: see doc/ */
     cfg->nullpath_ok = 0;
     return a;
 }
 
+static void fill_scratch_stat(const struct aztfs *a, const char *path,
+                              const struct scratch_attr *sa, struct stat *st)
+{
+    fill_file_stat(a, path, sa->size, sa->mtime, st);
+    st->st_mode = S_IFREG | (sa->mode & 07777);
+}
+
 static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
-    struct aztfs *a = ctx();
+    struct aztfs *a = fs_ctx();
+    struct open_file *of = fs_handle(fi);
+    struct scratch_attr sa;
     struct fspath fp;
     struct cache_file f = { 0 };
     int rc;
 
-    if (fi && fi->fh) {
-        const struct open_file *of = (const struct open_file *)(uintptr_t)fi->fh;
+    if (of && !of->scratch) {
         size_t len;
         struct timespec mt;
 
-        if (cache_file_attr(a->cache, path, &len, &mt) != 0)
-            mt.tv_sec = a->mount_time, mt.tv_nsec = 0;
+        if (cache_file_attr(a->cache, path, &len, &mt) != 0 || of->written)
+            clock_gettime(CLOCK_REALTIME, &mt);
+        pthread_mutex_lock(&of->lock);
         fill_file_stat(a, path, of->len, mt, st);
+        pthread_mutex_unlock(&of->lock);
         return 0;
     }
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
+    if (fp.kind == FSP_ENTITY) {
+        size_t len;
+        struct timespec mt;
+
+        if (fs_pending_size(a, path, &len) == 0) {
+            clock_gettime(CLOCK_REALTIME, &mt);
+            fill_file_stat(a, path, len, mt, st);
+            fspath_free(&fp);
+            return 0;
+        }
+    }
     switch (fp.kind) {
     case FSP_ROOT:
         fill_dir_stat(a, path, st);
@@ -472,18 +480,20 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
             fill_dir_stat(a, path, st);
         break;
     case FSP_PARTITION:
-        rc = partition_exists(a, &fp);
+        rc = scratch_is_dir(a->scratch, path) ? 1 : fs_partition_exists(a, &fp, 0);
         rc = rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;
         if (rc == 0)
             fill_dir_stat(a, path, st);
         break;
     case FSP_ENTITY:
-        if ((rc = load_entity(a, &fp, path, &f)) == 0)
+        if ((rc = fs_load_entity(a, &fp, path, &f)) == 0)
             fill_file_stat(a, path, f.len, f.mtime, st);
         cache_file_clear(&f);
         break;
     case FSP_SCRATCH:
-        rc = -ENOENT;
+        rc = scratch_stat(a->scratch, path, &sa);
+        if (rc == 0)
+            fill_scratch_stat(a, path, &sa, st);
         break;
     }
     fspath_free(&fp);
@@ -495,7 +505,7 @@ static int fill_listing(struct aztfs *a, const char *dir, const struct cache_dir
                         size_t n, int dirs, void *buf, fuse_fill_dir_t filler)
 {
     for (size_t i = 0; i < n; i++) {
-        char *path = path_join(dir, ents[i].name);
+        char *path = fs_path_join(dir, ents[i].name);
         struct stat st;
         enum fuse_fill_dir_flags ff = FUSE_FILL_DIR_PLUS;
         size_t len;
@@ -520,14 +530,60 @@ static int fill_listing(struct aztfs *a, const char *dir, const struct cache_dir
     return 0;
 }
 
+/* Extra names the mount holds locally, merged into a listing. */
+struct local_fill {
+    struct aztfs *a;
+    const char *dir;
+    const struct cache_dirent *ents;   /* remote names, to skip duplicates */
+    size_t n;
+    void *buf;
+    fuse_fill_dir_t filler;
+};
+
+static int listed_remotely(const struct local_fill *lf, const char *name)
+{
+    for (size_t i = 0; i < lf->n; i++)
+        if (strcmp(lf->ents[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static void fill_local_dir(void *p, const char *name)
+{
+    struct local_fill *lf = p;
+    char *path = fs_path_join(lf->dir, name);
+    struct stat st;
+
+    if (!path || listed_remotely(lf, name)) {
+        free(path);
+        return;
+    }
+    fill_dir_stat(lf->a, path, &st);
+    lf->filler(lf->buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
+    free(path);
+}
+
+static void fill_local_file(void *p, const char *name, const struct scratch_attr *sa)
+{
+    struct local_fill *lf = p;
+    char *path = fs_path_join(lf->dir, name);
+    struct stat st;
+
+    if (!path)
+        return;
+    fill_scratch_stat(lf->a, path, sa, &st);
+    lf->filler(lf->buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
+    free(path);
+}
+
 static int aztfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                          struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
-    struct aztfs *a = ctx();
+    struct aztfs *a = fs_ctx();
     struct cache_dirent *ents = NULL;
     size_t n = 0;
     struct fspath fp;
-    int rc;
+    int rc, local_only = 0;
 
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
@@ -542,55 +598,105 @@ static int aztfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, of
         break;
     case FSP_PARTITION:
         rc = cache_get_dir(a->cache, path, &ents, &n);
-        if (rc == -ENOENT && (rc = resolve_keys(a, &fp)) == 0 &&
+        if (rc == -ENOENT && (rc = fs_resolve_keys(a, &fp)) == 0 &&
             (rc = scan_partition(a, fp.table, fp.pk, path)) == 0)
             rc = cache_get_dir(a->cache, path, &ents, &n);
+        if (rc == -ENOENT && scratch_is_dir(a->scratch, path)) {
+            local_only = 1;     /* made with mkdir, nothing in the table yet */
+            rc = 0;
+        }
         break;
     default:
         rc = -ENOTDIR;
     }
-    if (rc == -ENOENT && (fp.kind == FSP_TABLE || fp.kind == FSP_PARTITION)) {
-        /* listed but not kept (cache too small or TTL 0): nothing cached */
+    if (rc == -ENOENT && !local_only && (fp.kind == FSP_TABLE || fp.kind == FSP_PARTITION)) {
+        /* listed but not kept (cache too small or TTL 0) */
         log_warn(&a->log, "%s: listing could not be kept in the cache", path);
         rc = -EIO;
     }
     if (rc == 0) {
+        struct local_fill lf = { a, path, ents, n, buf, filler };
+
         filler(buf, ".", NULL, 0, 0);
         filler(buf, "..", NULL, 0, 0);
         rc = fill_listing(a, path, ents, n, fp.kind != FSP_PARTITION, buf, filler);
+        if (fp.kind == FSP_TABLE)
+            scratch_list_dirs(a->scratch, path, fill_local_dir, &lf);
+        else if (fp.kind == FSP_PARTITION)
+            scratch_list(a->scratch, path, fill_local_file, &lf);
     }
     cache_dirents_free(ents, n);
     fspath_free(&fp);
     return rc;
 }
 
+/* Allocate a handle (data NULL, lock initialised); NULL on ENOMEM. */
+static struct open_file *open_file_new(void)
+{
+    struct open_file *of = calloc(1, sizeof(*of));
+
+    if (of && pthread_mutex_init(&of->lock, NULL) != 0) {
+        free(of);
+        return NULL;
+    }
+    return of;
+}
+
+void fs_open_file_free(struct open_file *of)
+{
+    if (!of)
+        return;
+    pthread_mutex_destroy(&of->lock);
+    free(of->data);
+    free(of->etag);
+    free(of->path);
+    free(of);
+}
+
 static int aztfs_open(const char *path, struct fuse_file_info *fi)
 {
-    struct aztfs *a = ctx();
+    struct aztfs *a = fs_ctx();
     struct cache_file f = { 0 };
     struct open_file *of;
+    struct scratch_attr sa;
     struct fspath fp;
     int rc;
 
-    if ((fi->flags & O_ACCMODE) != O_RDONLY)
-        return -EROFS;
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
+    if (fp.kind == FSP_SCRATCH) {
+        rc = scratch_stat(a->scratch, path, &sa);
+        if (rc == 0 && (fi->flags & O_TRUNC))
+            rc = scratch_truncate(a->scratch, path, 0);
+        if (rc == 0 && !(of = open_file_new()))
+            rc = -ENOMEM;
+        if (rc == 0) {
+            of->scratch = 1;
+            fi->fh = (uint64_t)(uintptr_t)of;
+            fi->direct_io = 1;
+        }
+        fspath_free(&fp);
+        return rc;
+    }
     if (fp.kind != FSP_ENTITY) {
         fspath_free(&fp);
-        return fp.kind == FSP_SCRATCH ? -ENOENT : -EISDIR;
+        return -EISDIR;
     }
-    rc = load_entity(a, &fp, path, &f);
+    if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+        rc = fs_open_write(a, path, &fp, fi);
+        fspath_free(&fp);
+        return rc;
+    }
+    rc = fs_load_entity(a, &fp, path, &f);
     fspath_free(&fp);
     if (rc < 0)
         return rc;
-    of = calloc(1, sizeof(*of));
-    if (!of) {
+    if (!(of = open_file_new())) {
         cache_file_clear(&f);
         return -ENOMEM;
     }
     of->data = f.data;
-    of->len = f.len;
+    of->len = of->cap = f.len;
     f.data = NULL;
     cache_file_clear(&f);
     fi->fh = (uint64_t)(uintptr_t)of;
@@ -601,26 +707,33 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
 static int aztfs_read(const char *path, char *buf, size_t size, off_t off,
                       struct fuse_file_info *fi)
 {
-    const struct open_file *of = (const struct open_file *)(uintptr_t)fi->fh;
+    struct open_file *of = fs_handle(fi);
+    int rc = 0;
 
     if (off < 0)
         return -EINVAL;
-    if ((size_t)off >= of->len)
-        return 0;
-    if (size > of->len - (size_t)off)
-        size = of->len - (size_t)off;
-    memcpy(buf, of->data + off, size);
-    return (int)size;
+    if (of->scratch)
+        return (int)scratch_read(fs_ctx()->scratch, path, buf, size, off);
+    pthread_mutex_lock(&of->lock);
+    if ((size_t)off < of->len) {
+        if (size > of->len - (size_t)off)
+            size = of->len - (size_t)off;
+        memcpy(buf, of->data + off, size);
+        rc = (int)size;
+    }
+    pthread_mutex_unlock(&of->lock);
+    return rc;
 }
 
 static int aztfs_release(const char *path, struct fuse_file_info *fi)
 {
-    struct open_file *of = (struct open_file *)(uintptr_t)fi->fh;
+    struct open_file *of = fs_handle(fi);
 
-    if (of) {
-        free(of->data);
-        free(of);
+    if (of && !of->scratch && of->path) {
+        fs_release_write(path, of);
+        fs_pending_remove(fs_ctx(), of);
     }
+    fs_open_file_free(of);
     return 0;
 }
 
@@ -643,4 +756,16 @@ const struct fuse_operations aztfs_ops = {
     .read = aztfs_read,
     .release = aztfs_release,
     .statfs = aztfs_statfs,
+    .create = fs_create,
+    .write = fs_write,
+    .truncate = fs_truncate,
+    .flush = fs_flush,
+    .fsync = fs_fsync,
+    .unlink = fs_unlink,
+    .mkdir = fs_mkdir,
+    .rmdir = fs_rmdir,
+    .rename = fs_rename,
+    .chmod = fs_chmod,
+    .chown = fs_chown,
+    .utimens = fs_utimens,
 };

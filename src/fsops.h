@@ -4,24 +4,32 @@
 
 #define FUSE_USE_VERSION 312
 #include <fuse.h>
+#include <pthread.h>
 #include <sys/types.h>
 #include <time.h>
 
 #include "cache.h"
 #include "http.h"
 #include "log.h"
+#include "scratch.h"
 #include "table.h"
+
+struct open_file;
 
 /* Everything one mount needs; handed to FUSE as private_data. */
 struct aztfs {
     struct table_client *tc;     /* owned */
     struct cache *cache;         /* owned */
+    struct scratch *scratch;     /* owned: scratch files and local directories */
+    int merge;                   /* -o merge: writes to existing entities MERGE */
     struct logger log;
     struct http_stats stats;
     double cache_timeout;        /* seconds a listing or entity stays fresh */
     time_t mount_time;           /* mtime of directories */
     uid_t uid;                   /* owner of every file */
     gid_t gid;
+    pthread_mutex_t pending_lock;
+    struct open_file *pending;   /* entity handles open for writing, by path */
 };
 
 /* The operations table (designated initializers in fsops.c). */

@@ -99,7 +99,8 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         /* libfuse 3.14 leaves max_threads at UINT_MAX when not given */
         fuse_loop_cfg_set_max_threads(lc, cmd->max_threads > 0 && cmd->max_threads <= 1000
                                               ? cmd->max_threads : 10);
-        fuse_loop_cfg_set_idle_threads(lc, cmd->max_idle_threads);
+        if (cmd->max_idle_threads <= 1000)    /* UINT_MAX: not given */
+            fuse_loop_cfg_set_idle_threads(lc, cmd->max_idle_threads);
         rc = fuse_loop_mt(f, lc) ? 1 : 0;
         fuse_loop_cfg_destroy(lc);
     }
@@ -167,17 +168,33 @@ int main(int argc, char *argv[])
     a.mount_time = time(NULL);
     a.uid = getuid();
     a.gid = getgid();
+    a.merge = o.merge;
+    pthread_mutex_init(&a.pending_lock, NULL);
     a.cache = cache_new((size_t)o.cache_size_mb * 1024 * 1024, o.cache_timeout);
-    if (!a.cache || table_client_new(&a.tc, &acct, &hc, &a.log, &a.stats) < 0) {
+    a.scratch = scratch_new();
+    if (!a.cache || !a.scratch || table_client_new(&a.tc, &acct, &hc, &a.log, &a.stats) < 0) {
         fprintf(stderr, "aztfs: out of memory\n");
         goto out_curl;
     }
-    if (probe_account(&a, &acct) < 0)
-        goto out_curl;
+    /* the probe's own warnings would repeat its one-line verdict */
+    {
+        enum log_level lvl = a.log.level;
+
+        if (lvl < LOG_LVL_DEBUG)
+            a.log.level = LOG_LVL_ERROR;
+        rc = probe_account(&a, &acct);
+        a.log.level = lvl;
+        if (rc < 0) {
+            rc = 1;
+            goto out_curl;
+        }
+        rc = 1;
+    }
     rc = run_fuse(&args, &a, &cmd);
 out_curl:
     table_client_free(a.tc);
     cache_free(a.cache);
+    scratch_free(a.scratch);
     curl_global_cleanup();
 out:
     account_free(&acct);

@@ -20,6 +20,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("timeout=%ld", timeout),
     OPT("retries=%d", retries),
     OPT("cafile=%s", cafile),
+    OPT("merge", merge),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -124,6 +125,7 @@ void options_usage(const char *progname)
            "    -o timeout=SECS         timeout of one request (60)\n"
            "    -o retries=N            retries of a transient failure (4)\n"
            "    -o cafile=FILE          CA bundle for https endpoints\n"
+           "    -o merge                writes to existing entities Merge instead of Replace\n"
            "    -o uid=N,gid=N,umask=M  owner and permissions of every file\n\n",
            progname);
 }

@@ -14,6 +14,7 @@ struct aztfs_opts {
     long timeout;             /* -o timeout=SECONDS (whole request) */
     int retries;              /* -o retries=N */
     char *cafile;             /* -o cafile=FILE */
+    int merge;                /* -o merge */
     char *positional[2];      /* non-option arguments, in order */
     int n_positional;
     int show_help;

@@ -1,10 +1,14 @@
 /* table.c - Table service REST operations: addressing, signing, paging, error mapping. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <openssl/rand.h>
+
+#include "entity.h"
 #include "sharedkey.h"
 #include "table.h"
 
@@ -513,5 +517,384 @@ int table_get_entity(struct table_client *tc, const char *table, const char *pk,
     }
 out:
     http_response_clear(&resp);
+    return rc;
+}
+
+/* --- writes ------------------------------------------------------------------ */
+
+/* Serialize ENTITY with the keys added; malloc'd compact JSON or NULL. */
+static char *entity_body(const json_t *entity, const char *pk, const char *rk)
+{
+    json_t *copy = entity ? json_deep_copy(entity) : json_object();
+    char *body = NULL;
+
+    if (!copy)
+        return NULL;
+    if (json_object_set_new(copy, "PartitionKey", json_string(pk)) == 0 &&
+        json_object_set_new(copy, "RowKey", json_string(rk)) == 0)
+        body = json_dumps(copy, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(copy);
+    return body;
+}
+
+/* Canonical text of wire entity E with fixed keys and Timestamp, so that two
+ * entities compare by their properties and types alone. NULL on error. */
+static char *canonical_props(const json_t *e)
+{
+    json_t *c = json_deep_copy(e);
+    char *text = NULL;
+    size_t len;
+
+    if (!c)
+        return NULL;
+    json_object_del(c, "Timestamp@odata.type");
+    if (json_object_set_new(c, "PartitionKey", json_string("")) == 0 &&
+        json_object_set_new(c, "RowKey", json_string("")) == 0 &&
+        json_object_set_new(c, "Timestamp", json_string("")) == 0 &&
+        entity_render(c, &text, &len, NULL) < 0)
+        text = NULL;
+    json_decref(c);
+    return text;
+}
+
+/* Does the stored entity hold exactly ENTITY's properties (and types)?
+ * Used to settle a write whose first attempt may have been applied.
+ * Returns 1, 0, or -errno; *etag gets the stored entity's ETag. */
+static int entity_holds(struct table_client *tc, const char *table, const char *pk,
+                        const char *rk, const json_t *entity, char **etag)
+{
+    struct az_status st;
+    json_t *cur = NULL;
+    char *a = NULL, *b = NULL;
+    int rc;
+
+    rc = table_get_entity(tc, table, pk, rk, &cur, etag, &st);
+    if (rc < 0)
+        return rc;
+    a = canonical_props(cur);
+    b = canonical_props(entity);
+    rc = (a && b) ? strcmp(a, b) == 0 : -ENOMEM;
+    free(a);
+    free(b);
+    json_decref(cur);
+    return rc;
+}
+
+/* Write an entity; see table.h. */
+int table_write_entity(struct table_client *tc, const char *table, const char *pk,
+                       const char *rk, const json_t *entity, enum table_write how,
+                       const char *etag, char **new_etag, struct az_status *st)
+{
+    struct http_response resp;
+    char *path = NULL, *body = NULL, *ifmatch = NULL, *what = NULL;
+    const char *extra[3] = { "Prefer: return-no-content", NULL, NULL };
+    const char *method = how == TW_INSERT ? "POST" : how == TW_REPLACE ? "PUT" : "MERGE";
+    int rc = -ENOMEM;
+
+    if (new_etag)
+        *new_etag = NULL;
+    memset(&resp, 0, sizeof(resp));
+    if (how != TW_INSERT && !etag)
+        return -EINVAL;
+    if (how == TW_INSERT) {
+        if (asprintf(&path, "/%s", table) < 0)
+            path = NULL;
+    } else {
+        path = entity_path(table, pk, rk);
+    }
+    body = entity_body(entity, pk, rk);
+    if (!path || !body)
+        goto out;
+    if (etag) {
+        if (asprintf(&ifmatch, "If-Match: %s", etag) < 0) {
+            ifmatch = NULL;
+            goto out;
+        }
+        extra[1] = ifmatch;
+    }
+    if (asprintf(&what, "%s %s", how == TW_INSERT ? "insert" : how == TW_REPLACE ?
+                 "replace" : "merge", table) < 0) {
+        what = NULL;
+        goto out;
+    }
+    rc = send_request(tc, method, path, NULL, "application/json", body, strlen(body),
+                      extra, what, &resp, st);
+    if (rc < 0) {
+        log_warn(tc->lg, "%s failed: no response: %s (attempts %d)", what, st->message,
+                 st->attempts);
+        goto out;
+    }
+    if (resp.status >= 300) {
+        /* A retried write may have been applied by an earlier attempt that
+         * looked failed: 409 (insert) or 412 (replace/merge) is then ours. */
+        if (resp.attempts > 1 && (resp.status == 409 || resp.status == 412) &&
+            how != TW_MERGE) {
+            char *cur_etag = NULL;
+
+            rc = entity_holds(tc, table, pk, rk, entity, &cur_etag);
+            if (rc == 1) {
+                log_info(tc->lg, "%s: an earlier attempt had been applied", what);
+                if (new_etag)
+                    *new_etag = cur_etag;
+                else
+                    free(cur_etag);
+                rc = 0;
+                goto out;
+            }
+            free(cur_etag);
+        }
+        rc = fail_status(tc, what, st);
+        goto out;
+    }
+    if (new_etag && resp.hdr[HDR_ETAG] && !(*new_etag = strdup(resp.hdr[HDR_ETAG])))
+        rc = -ENOMEM;
+out:
+    http_response_clear(&resp);
+    free(what);
+    free(ifmatch);
+    free(body);
+    free(path);
+    return rc;
+}
+
+/* Delete an entity; see table.h. */
+int table_delete_entity(struct table_client *tc, const char *table, const char *pk,
+                        const char *rk, const char *etag, struct az_status *st)
+{
+    struct http_response resp;
+    char *path = entity_path(table, pk, rk), *ifmatch = NULL;
+    const char *extra[2] = { NULL, NULL };
+    int rc = -ENOMEM;
+
+    memset(&resp, 0, sizeof(resp));
+    if (!path || asprintf(&ifmatch, "If-Match: %s", etag ? etag : "*") < 0) {
+        ifmatch = NULL;
+        goto out;
+    }
+    extra[0] = ifmatch;
+    rc = send_request(tc, "DELETE", path, NULL, NULL, NULL, 0, extra, "delete entity",
+                      &resp, st);
+    if (rc < 0) {
+        log_warn(tc->lg, "delete entity failed: no response: %s", st->message);
+        goto out;
+    }
+    if (resp.status == 404 && resp.attempts > 1) {
+        rc = 0;     /* an earlier attempt deleted it */
+        goto out;
+    }
+    if (resp.status >= 300)
+        rc = fail_status(tc, "delete entity", st);
+out:
+    http_response_clear(&resp);
+    free(ifmatch);
+    free(path);
+    return rc;
+}
+
+/* Create a table; see table.h. */
+int table_create(struct table_client *tc, const char *name, struct az_status *st)
+{
+    struct http_response resp;
+    json_t *obj = json_pack("{s:s}", "TableName", name);
+    char *body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    const char *extra[] = { "Prefer: return-no-content", NULL };
+    int rc = -ENOMEM;
+
+    json_decref(obj);
+    memset(&resp, 0, sizeof(resp));
+    if (!body)
+        return rc;
+    rc = send_request(tc, "POST", "/Tables", NULL, "application/json", body, strlen(body),
+                      extra, "create table", &resp, st);
+    if (rc == 0 && resp.status >= 300) {
+        if (resp.status == 409 && resp.attempts > 1)
+            rc = 0;
+        else
+            rc = fail_status(tc, "create table", st);
+    }
+    http_response_clear(&resp);
+    free(body);
+    return rc;
+}
+
+/* Delete a table; see table.h. */
+int table_delete(struct table_client *tc, const char *name, struct az_status *st)
+{
+    struct http_response resp;
+    char *lit = table_odata_literal(name), *enc = NULL, *path = NULL;
+    int rc = -ENOMEM;
+
+    memset(&resp, 0, sizeof(resp));
+    if (!lit || !(enc = table_url_encode(lit)) || asprintf(&path, "/Tables(%s)", enc) < 0) {
+        path = NULL;
+        goto out;
+    }
+    rc = send_request(tc, "DELETE", path, NULL, NULL, NULL, 0, NULL, "delete table", &resp, st);
+    if (rc == 0 && resp.status >= 300) {
+        if (resp.status == 404 && resp.attempts > 1)
+            rc = 0;
+        else
+            rc = fail_status(tc, "delete table", st);
+    }
+out:
+    http_response_clear(&resp);
+    free(path);
+    free(enc);
+    free(lit);
+    return rc;
+}
+
+/* --- entity group transactions ------------------------------------------------ */
+
+/* A growable string for building multipart bodies. */
+struct sbuf {
+    char *s;
+    size_t len, cap;
+    int oom;
+};
+
+static void sbuf_add(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Append printf-formatted text; sets b->oom on failure. */
+static void sbuf_add(struct sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (b->oom)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = 1;
+        return;
+    }
+    if (b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        char *s;
+
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        if (!(s = realloc(b->s, cap))) {
+            b->oom = 1;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* Find the first non-2xx "HTTP/1.1 NNN" status line in a batch response and
+ * fill ST from it (status, and code/message from the JSON error after it). */
+static int batch_outcome(const char *body, struct az_status *st)
+{
+    const char *p = body;
+
+    while ((p = strstr(p, "HTTP/1.1 ")) != NULL) {
+        long code = strtol(p + 9, NULL, 10);
+        const char *json;
+
+        p += 9;
+        if (code >= 200 && code < 300)
+            continue;
+        st->http_status = code;
+        json = strstr(p, "{\"odata.error\"");
+        if (json) {
+            json_t *root = json_loads(json, JSON_DISABLE_EOF_CHECK, NULL);
+            json_t *e = json_object_get(root, "odata.error");
+            const char *c = json_string_value(json_object_get(e, "code"));
+            const char *m = json_string_value(
+                json_object_get(json_object_get(e, "message"), "value"));
+
+            if (c)
+                snprintf(st->code, sizeof(st->code), "%s", c);
+            if (m)
+                snprintf(st->message, sizeof(st->message), "%.*s",
+                         (int)strcspn(m, "\r\n"), m);
+            json_decref(root);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* Run an entity group transaction; see table.h. */
+int table_batch(struct table_client *tc, const char *table, const char *pk,
+                const struct table_batch_op *ops, size_t n, struct az_status *st)
+{
+    const struct account *a = tc->acct;
+    struct http_response resp;
+    struct sbuf b = { 0 };
+    unsigned char rnd[8];
+    char id[17], *ctype = NULL;
+    int rc = -ENOMEM;
+
+    memset(&resp, 0, sizeof(resp));
+    memset(st, 0, sizeof(*st));
+    if (n == 0 || n > 100)
+        return -EINVAL;
+    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+        return -EIO;
+    for (int i = 0; i < 8; i++)
+        snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+
+    sbuf_add(&b, "--batch_%s\r\nContent-Type: multipart/mixed; boundary=changeset_%s\r\n\r\n",
+             id, id);
+    for (size_t i = 0; i < n; i++) {
+        const char *method = ops[i].kind == TB_INSERT ? "POST" :
+                             ops[i].kind == TB_REPLACE ? "PUT" : "DELETE";
+        char *path = ops[i].kind == TB_INSERT ? NULL : entity_path(table, pk, ops[i].rk);
+        char *body = ops[i].kind == TB_DELETE ? NULL : entity_body(ops[i].entity, pk, ops[i].rk);
+
+        if ((ops[i].kind != TB_INSERT && !path) || (ops[i].kind != TB_DELETE && !body)) {
+            free(path);
+            free(body);
+            goto out;
+        }
+        sbuf_add(&b, "--changeset_%s\r\nContent-Type: application/http\r\n"
+                 "Content-Transfer-Encoding: binary\r\n\r\n", id);
+        if (path)
+            sbuf_add(&b, "%s %s://%s%s%s HTTP/1.1\r\n", method, a->scheme, a->host,
+                     a->base_path, path);
+        else
+            sbuf_add(&b, "%s %s://%s%s/%s HTTP/1.1\r\n", method, a->scheme, a->host,
+                     a->base_path, table);
+        sbuf_add(&b, "Accept: %s\r\nDataServiceVersion: 3.0\r\n", ACCEPT_JSON);
+        if (ops[i].kind != TB_INSERT)
+            sbuf_add(&b, "If-Match: %s\r\n", ops[i].etag ? ops[i].etag : "*");
+        if (body)
+            sbuf_add(&b, "Content-Type: application/json\r\nPrefer: return-no-content\r\n"
+                     "\r\n%s\r\n", body);
+        else
+            sbuf_add(&b, "\r\n");
+        free(path);
+        free(body);
+    }
+    sbuf_add(&b, "--changeset_%s--\r\n--batch_%s--\r\n", id, id);
+    if (b.oom || asprintf(&ctype, "multipart/mixed; boundary=batch_%s", id) < 0) {
+        ctype = NULL;
+        goto out;
+    }
+    rc = send_request(tc, "POST", "/$batch", NULL, ctype, b.s, b.len, NULL, "batch",
+                      &resp, st);
+    if (rc < 0) {
+        log_warn(tc->lg, "batch on %s failed: no response: %s", table, st->message);
+        goto out;
+    }
+    if (resp.status != 202) {
+        rc = fail_status(tc, "batch", st);
+        goto out;
+    }
+    if (batch_outcome(resp.body, st) < 0)
+        rc = fail_status(tc, "batch", st);
+out:
+    http_response_clear(&resp);
+    free(ctype);
+    free(b.s);
     return rc;
 }

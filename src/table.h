@@ -58,6 +58,45 @@ int table_query(struct table_client *tc, const char *table, const char *filter,
 int table_get_entity(struct table_client *tc, const char *table, const char *pk,
                      const char *rk, json_t **entity, char **etag, struct az_status *st);
 
+/* How an entity write is guarded. */
+enum table_write {
+    TW_INSERT,          /* POST: fails with EEXIST when the entity exists */
+    TW_REPLACE,         /* PUT with If-Match: ETAG (ESTALE when it moved on) */
+    TW_MERGE,           /* MERGE with If-Match: ETAG */
+};
+
+/* Write ENTITY (wire form, without keys: they come from PK/RK) to TABLE.
+ * For TW_REPLACE/TW_MERGE, ETAG is required ("*" = any existing entity).
+ * On success *new_etag (if non-NULL) is the malloc'd ETag the service
+ * returned (NULL if none). Returns 0, or -errno (EEXIST, ESTALE, ENOENT,
+ * EINVAL, EIO...) with details in *st. Nothing is retried that could apply
+ * twice: an Insert is retried only on failures before a response. */
+int table_write_entity(struct table_client *tc, const char *table, const char *pk,
+                       const char *rk, const json_t *entity, enum table_write how,
+                       const char *etag, char **new_etag, struct az_status *st);
+
+/* Delete with If-Match: ETAG ("*" for any). Returns 0, -ENOENT, -ESTALE, -errno. */
+int table_delete_entity(struct table_client *tc, const char *table, const char *pk,
+                        const char *rk, const char *etag, struct az_status *st);
+
+/* Create / delete a table. Create returns -EEXIST when it exists (any case). */
+int table_create(struct table_client *tc, const char *name, struct az_status *st);
+int table_delete(struct table_client *tc, const char *name, struct az_status *st);
+
+/* One operation of an entity group transaction. */
+struct table_batch_op {
+    enum { TB_INSERT, TB_REPLACE, TB_DELETE } kind;
+    const char *rk;             /* all operations share one PartitionKey */
+    const json_t *entity;       /* TB_INSERT/TB_REPLACE */
+    const char *etag;           /* If-Match for TB_REPLACE/TB_DELETE, NULL = "*" */
+};
+
+/* Run OPS (at most 100, one partition PK of TABLE) atomically with $batch.
+ * Returns 0 when every operation succeeded; else -errno of the failing one
+ * (st->message names its index), and nothing was applied. */
+int table_batch(struct table_client *tc, const char *table, const char *pk,
+                const struct table_batch_op *ops, size_t n, struct az_status *st);
+
 /* Build the OData string literal for S ('...' with ' doubled) into a malloc'd
  * string, e.g. for filters: "PartitionKey eq " + literal. NULL on ENOMEM. */
 char *table_odata_literal(const char *s);

@@ -20,7 +20,6 @@ import faulthandler
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys

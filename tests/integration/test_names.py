@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from aztfs_names import dir_name, encode, encode_bytes, file_name, is_long_form
+from aztfs_names import dir_name, encode, file_name, is_long_form
 
 TABLE = "namesKeys"
 

@@ -366,7 +366,13 @@ static void test_files(void)
     rc = load_tmp("AccountName=devstoreaccount1\nAccountKey=" DEVSTORE_KEY
                   "\nTableEndpoint=http://127.0.0.1:10002/devstoreaccount1\n", 0644, &a, err,
                   sizeof(err));
-    is_int(rc, 0, "file: the public dev key with explicit TableEndpoint in 0644 is allowed");
+    is_int(rc, -EACCES, "file: any AccountKey written out, even the public dev key, needs 0600");
+    account_free(&a);
+
+    rc = load_tmp("AccountName=devstoreaccount1\nAccountKey=" DEVSTORE_KEY
+                  "\nTableEndpoint=http://127.0.0.1:10002/devstoreaccount1\n", 0600, &a, err,
+                  sizeof(err));
+    is_int(rc, 0, "file: the dev key with explicit TableEndpoint at 0600 is accepted");
     is_str(a.base_path, "/devstoreaccount1", "file: explicit Azurite base_path");
     account_free(&a);
 

@@ -334,6 +334,8 @@ static void test_parse_errors(void)
     parse_fails("{\n\"a\": 1,\n\"a\": 2\n}", -EINVAL, 3, "duplicate", "duplicate names");
     parse_fails("{\n \"o\": {\"x\": 1}\n}", -EINVAL, 2, "nested", "nested object");
     parse_fails("{\n \"o\": [1]\n}", -EINVAL, 2, "nested", "nested array");
+    parse_fails("{\"o\": {}, \"o@odata.type\": \"Edm.String\"}", -EINVAL, 1, "nested",
+                "nested object with a type");
     parse_fails("{\n \"x\": 1,\n \"age\": \"abc\",\n \"age@odata.type\": \"Edm.Int64\"\n}", -EINVAL, 3,
                 "property 'age': value \"abc\" is not an Edm.Int64", "bad Int64");
     parse_fails("{\"v\": \"9223372036854775808\", \"v@odata.type\": \"Edm.Int64\"}", -EINVAL, 1,
@@ -568,14 +570,14 @@ static void test_roundtrip(void)
     static const char *fixed[] = {
         "{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}",
         "{\"PartitionKey\":\"\",\"RowKey\":\"\",\"Timestamp\":\"2026-11-22T08:26:34.9118804Z\"}",
-        "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"s\":\"line1\\nline2\\t\\\"q\\\" \\\\ \\u0001 \\u00e9\","
-        "\"n\":-5,\"b\":true,\"d\":0.1,\"z\":-0.0,\"big\":\"-9223372036854775808\","
-        "\"big@odata.type\":\"Edm.Int64\",\"g\":\"0f8fad5b-d9cb-469f-a165-70867728950e\","
-        "\"g@odata.type\":\"Edm.Guid\",\"t\":\"2020-01-02T03:04:05Z\",\"t@odata.type\":\"Edm.DateTime\","
-        "\"bin\":\"AAEC\",\"bin@odata.type\":\"Edm.Binary\",\"x\":\"Infinity\",\"x@odata.type\":\"Edm.Double\"}",
+        ("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"s\":\"line1\\nline2\\t\\\"q\\\" \\\\ \\u0001 \\u00e9\","
+         "\"n\":-5,\"b\":true,\"d\":0.1,\"z\":-0.0,\"big\":\"-9223372036854775808\","
+         "\"big@odata.type\":\"Edm.Int64\",\"g\":\"0f8fad5b-d9cb-469f-a165-70867728950e\","
+         "\"g@odata.type\":\"Edm.Guid\",\"t\":\"2020-01-02T03:04:05Z\",\"t@odata.type\":\"Edm.DateTime\","
+         "\"bin\":\"AAEC\",\"bin@odata.type\":\"Edm.Binary\",\"x\":\"Infinity\",\"x@odata.type\":\"Edm.Double\"}"),
         "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"nul\":\"a\\u0000b\",\"tiny\":5e-324,\"huge\":1.7976931348623157e308}",
-        "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"i\":2147483648,\"j\":-2147483648,\"d\":2,"
-        "\"d@odata.type\":\"Edm.Double\",\"nan\":\"NaN\",\"nan@odata.type\":\"Edm.Double\"}",
+        ("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"i\":2147483648,\"j\":-2147483648,\"d\":2,"
+         "\"d@odata.type\":\"Edm.Double\",\"nan\":\"NaN\",\"nan@odata.type\":\"Edm.Double\"}"),
     };
     struct entity_error err;
     uint64_t s = 0xC0FFEE;

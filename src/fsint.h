@@ -1,0 +1,90 @@
+/* fsint.h - internals shared by the FUSE callback modules (fsops.c, fswrite.c). */
+#ifndef AZTFS_FSINT_H
+#define AZTFS_FSINT_H
+
+#include <pthread.h>
+
+#include "fsops.h"
+#include "fspath.h"
+
+#define FILE_MODE (S_IFREG | 0644)
+#define DIR_MODE  (S_IFDIR | 0755)
+/* Largest entity file text accepted in an open handle (the entity limit is
+ * checked at commit; this only bounds memory). */
+#define OPEN_FILE_MAX (4 * 1024 * 1024)
+
+/* State of one open file (fi->fh). */
+struct open_file {
+    pthread_mutex_t lock;
+    int scratch;              /* a scratch file: the bytes live in a->scratch */
+    char *data;               /* entity text (read: as opened; write: edited copy) */
+    size_t len, cap;
+    char *etag;               /* ETag of the entity as read at open, NULL if new */
+    int is_new;               /* created by this handle and not yet in the table */
+    int written;              /* changed since the last commit */
+    int ever_written;         /* write/truncate happened at all */
+    int failed;               /* the last commit failed */
+    int append;               /* opened O_APPEND: writes go to the end of our copy */
+    int trunc_open;           /* opened with O_TRUNC (bash's '>' flushes before writing) */
+    char *path;               /* registered path of a write handle (pending list) */
+    struct open_file *pnext;  /* next in a->pending */
+};
+
+static inline struct aztfs *fs_ctx(void)
+{
+    return fuse_get_context()->private_data;
+}
+
+static inline struct open_file *fs_handle(const struct fuse_file_info *fi)
+{
+    return fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;
+}
+
+/* "PARENT/NAME" (PARENT "/" gives "/NAME"); NULL on ENOMEM. */
+char *fs_path_join(const char *parent, const char *name);
+
+/* The entity at PATH (FP parsed from it): from the cache when fresh, else a
+ * point query. Returns 0 with *out filled (release with cache_file_clear),
+ * -ENOENT, or -errno. */
+int fs_load_entity(struct aztfs *a, struct fspath *fp, const char *path,
+                   struct cache_file *out);
+
+/* Fill in FP->pk / FP->rk for long-form names by listing. */
+int fs_resolve_keys(struct aztfs *a, struct fspath *fp);
+
+/* Is there at least one entity in partition FP->pk? 1, 0 or -errno.
+ * FRESH: ask the service even when a listing is cached. */
+int fs_partition_exists(struct aztfs *a, struct fspath *fp, int fresh);
+
+/* Render wire entity E and cache it in directory DIR. */
+int fs_cache_entity(struct aztfs *a, const char *dir, json_t *e, char **name_out,
+                    struct cache_file *copy);
+
+/* Write callbacks (fswrite.c). */
+int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi);
+int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
+                  struct fuse_file_info *fi);
+int fs_write(const char *path, const char *buf, size_t size, off_t off,
+             struct fuse_file_info *fi);
+int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi);
+int fs_flush(const char *path, struct fuse_file_info *fi);
+int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi);
+int fs_release_write(const char *path, struct open_file *of);
+int fs_unlink(const char *path);
+int fs_mkdir(const char *path, mode_t mode);
+int fs_rmdir(const char *path);
+int fs_rename(const char *from, const char *to, unsigned int flags);
+int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
+int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
+int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
+
+void fs_open_file_free(struct open_file *of);
+
+/* Write handles are registered by path while open, so that a stat by path
+ * (futimens, chmod, ls) sees a new or changed entity before it is saved.
+ * fs_pending_size: 0 and *len when PATH has such a handle, else -ENOENT. */
+int fs_pending_add(struct aztfs *a, const char *path, struct open_file *of);
+void fs_pending_remove(struct aztfs *a, struct open_file *of);
+int fs_pending_size(struct aztfs *a, const char *path, size_t *len);
+
+#endif

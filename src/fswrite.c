@@ -1,0 +1,742 @@
+/* fswrite.c - FUSE callbacks that change the table: commits at flush/fsync, create, unlink, rename, mkdir, rmdir. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "entity.h"
+#include "fsint.h"
+#include "keycodec.h"
+
+/* --- helpers ----------------------------------------------------------------- */
+
+/* Copy the Timestamp out of an Azure ETag (W/"datetime'2026-11-22T08%3A26%3A34.91Z'")
+ * into OUT. Returns 0, or -EINVAL when ETAG has another shape. */
+static int etag_timestamp(const char *etag, char *out, size_t outlen)
+{
+    const char *p = etag ? strstr(etag, "datetime'") : NULL;
+    size_t o = 0;
+
+    if (!p)
+        return -EINVAL;
+    for (p += 9; *p && *p != '\''; p++) {
+        char ch = *p;
+
+        if (ch == '%' && p[1] && p[2]) {
+            char hex[3] = { p[1], p[2], 0 };
+
+            ch = (char)strtol(hex, NULL, 16);
+            p += 2;
+        }
+        if (o + 1 >= outlen)
+            return -EINVAL;
+        out[o++] = ch;
+    }
+    out[o] = '\0';
+    return *p == '\'' ? 0 : -EINVAL;
+}
+
+/* After a successful write of WIRE at PATH: show it at once. When the ETag
+ * carries the Timestamp, the new entity is rendered into the cache; else the
+ * cached copy is dropped (the next stat reads it back). Listings that lack
+ * the name are dropped too. */
+static void cache_after_write(struct aztfs *a, const char *path, const struct fspath *fp,
+                              const char *pk, const char *rk, const json_t *wire,
+                              const char *etag, int exact)
+{
+    char ts[64], *tdir = NULL;
+    json_t *e = exact ? json_deep_copy(wire) : NULL;
+
+    cache_invalidate(a->cache, path);
+    if (e && etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
+        json_object_set_new(e, "PartitionKey", json_string(pk)) == 0 &&
+        json_object_set_new(e, "RowKey", json_string(rk)) == 0 &&
+        json_object_set_new(e, "Timestamp", json_string(ts)) == 0 &&
+        json_object_set_new(e, "odata.etag", json_string(etag)) == 0)
+        fs_cache_entity(a, fp->parent, e, NULL, NULL);
+    json_decref(e);
+    if (cache_dir_lookup(a->cache, fp->parent, fp->file_name, NULL) == -ENOENT)
+        cache_invalidate(a->cache, fp->parent);
+    if (asprintf(&tdir, "/%s", fp->table) >= 0) {
+        if (cache_dir_lookup(a->cache, tdir, fp->pk_name, NULL) == -ENOENT)
+            cache_invalidate(a->cache, tdir);
+        free(tdir);
+    }
+}
+
+/* Work out the keys of entity path FP for a write of text whose own
+ * PartitionKey/RowKey are PK_IN/RK_IN (may be NULL). Short names carry their
+ * keys; long-form names are resolved by listing or, for new entities, taken
+ * from the content when they match the name. Returns 0 or -errno. */
+static int write_keys(struct aztfs *a, struct fspath *fp, const char *path,
+                      char **pk_in, char **rk_in)
+{
+    int rc;
+
+    if (fp->pk && fp->rk)
+        return 0;
+    rc = fs_resolve_keys(a, fp);
+    if (rc != -ENOENT)
+        return rc;
+    if (!fp->pk) {
+        if (!*pk_in || keycodec_matches(*pk_in, fp->pk_name) != 1)
+            goto bad;
+        fp->pk = *pk_in;
+        *pk_in = NULL;
+    }
+    if (!fp->rk) {
+        if (!*rk_in || keycodec_matches(*rk_in, fp->file_name) != 1 ||
+            strlen(fp->file_name) < strlen(ENTITY_SUFFIX))
+            goto bad;
+        fp->rk = *rk_in;
+        *rk_in = NULL;
+    }
+    return 0;
+bad:
+    log_error(&a->log, "%s: not saved: this is a long-form name (doc/NAMES.md), so the "
+              "content must carry the PartitionKey and RowKey the name stands for", path);
+    return -EINVAL;
+}
+
+/* Save TEXT as the entity at PATH: Insert when IS_NEW, else Replace (or Merge
+ * with -o merge, unless FORCE_REPLACE) guarded by ETAG. Nothing is sent when
+ * the text is not a valid entity. On success *new_etag (may be NULL) gets the
+ * new ETag. Logs one line on failure. Returns 0 or -errno. */
+static int save_entity(struct aztfs *a, const char *path, const char *text, size_t len,
+                       int is_new, const char *etag, int force_replace, char **new_etag)
+{
+    struct entity_error err = { 0 };
+    struct az_status st;
+    struct fspath fp;
+    json_t *wire = NULL;
+    char *pk_in = NULL, *rk_in = NULL, *got_etag = NULL;
+    enum table_write how;
+    int rc;
+
+    if ((rc = fspath_parse(path, &fp)) < 0)
+        return rc;
+    if (len == 0) {
+        text = "{}";        /* an empty file is an entity without properties */
+        len = 2;
+    }
+    rc = entity_parse(text, len, &wire, &pk_in, &rk_in, &err);
+    if (rc < 0) {
+        if (rc != -ENOMEM) {
+            if (err.line > 0)
+                log_error(&a->log, "%s: not saved: line %d: %s", path, err.line, err.text);
+            else
+                log_error(&a->log, "%s: not saved: %s", path, err.text);
+        }
+        goto out;
+    }
+    if ((rc = write_keys(a, &fp, path, &pk_in, &rk_in)) < 0)
+        goto out;
+    how = is_new ? TW_INSERT : (a->merge && !force_replace) ? TW_MERGE : TW_REPLACE;
+    rc = table_write_entity(a->tc, fp.table, fp.pk, fp.rk, wire, how, etag, &got_etag, &st);
+    if (rc == 0) {
+        cache_after_write(a, path, &fp, fp.pk, fp.rk, wire, got_etag, how != TW_MERGE);
+        scratch_rmdir(a->scratch, fp.parent);     /* the partition exists now */
+        if (new_etag) {
+            *new_etag = got_etag;
+            got_etag = NULL;
+        }
+    } else if (rc == -ESTALE) {
+        log_error(&a->log, "%s: not saved: the entity was changed by someone else since it "
+                  "was read (HTTP 412); the file now shows the current entity", path);
+        cache_invalidate(a->cache, path);
+    } else if (rc == -EEXIST) {
+        log_error(&a->log, "%s: not saved: an entity with this key was created meanwhile "
+                  "(HTTP 409)", path);
+        cache_invalidate(a->cache, path);
+    } else if (rc == -ENOENT) {
+        log_error(&a->log, "%s: not saved: the entity was deleted by someone else", path);
+        cache_invalidate(a->cache, path);
+    } else {
+        log_error(&a->log, "%s: not saved: HTTP %ld %s %s", path, st.http_status, st.code,
+                  st.message);
+    }
+out:
+    json_decref(wire);
+    free(pk_in);
+    free(rk_in);
+    free(got_etag);
+    fspath_free(&fp);
+    return rc;
+}
+
+/* Commit an entity handle if it changed. Returns 0 or -errno. Lock held. */
+static int commit_handle(struct aztfs *a, const char *path, struct open_file *of)
+{
+    char *etag = NULL;
+    int rc;
+
+    if (!of->written)
+        return 0;
+    rc = save_entity(a, path, of->data ? of->data : "", of->len, of->is_new, of->etag, 0,
+                     &etag);
+    if (rc == 0) {
+        free(of->etag);
+        of->etag = etag;
+        of->is_new = 0;
+        of->written = 0;
+        of->failed = 0;
+    } else {
+        of->failed = 1;
+        of->written = 0;    /* reported once; a later flush does not resend */
+    }
+    return rc;
+}
+
+/* Make OF's buffer exactly LEN bytes (zero-filled growth). Lock held. */
+static int handle_resize(struct open_file *of, size_t len)
+{
+    if (len > OPEN_FILE_MAX)
+        return -EFBIG;
+    if (len + 1 > of->cap) {
+        size_t cap = of->cap ? of->cap : 4096;
+        char *d;
+
+        while (cap < len + 1)
+            cap *= 2;
+        if (!(d = realloc(of->data, cap)))
+            return -ENOMEM;
+        of->data = d;
+        of->cap = cap;
+    }
+    if (len > of->len)
+        memset(of->data + of->len, 0, len - of->len);
+    of->len = len;
+    of->data[len] = '\0';
+    return 0;
+}
+
+static struct open_file *handle_new(void)
+{
+    struct open_file *of = calloc(1, sizeof(*of));
+
+    if (of && pthread_mutex_init(&of->lock, NULL) != 0) {
+        free(of);
+        return NULL;
+    }
+    return of;
+}
+
+/* Refuse, with a log line, to put something where the tree has no place. */
+static int misplaced(struct aztfs *a, const char *path, const char *what)
+{
+    log_error(&a->log, "%s: %s", path, what);
+    return -EPERM;
+}
+
+/* Register OF (a write handle) under PATH. */
+int fs_pending_add(struct aztfs *a, const char *path, struct open_file *of)
+{
+    if (!(of->path = strdup(path)))
+        return -ENOMEM;
+    pthread_mutex_lock(&a->pending_lock);
+    of->pnext = a->pending;
+    a->pending = of;
+    pthread_mutex_unlock(&a->pending_lock);
+    return 0;
+}
+
+void fs_pending_remove(struct aztfs *a, struct open_file *of)
+{
+    struct open_file **pp;
+
+    if (!of->path)
+        return;
+    pthread_mutex_lock(&a->pending_lock);
+    for (pp = &a->pending; *pp; pp = &(*pp)->pnext) {
+        if (*pp == of) {
+            *pp = of->pnext;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&a->pending_lock);
+}
+
+/* Size of the unsaved copy of PATH (new or written), if one is open. */
+int fs_pending_size(struct aztfs *a, const char *path, size_t *len)
+{
+    int rc = -ENOENT;
+
+    pthread_mutex_lock(&a->pending_lock);
+    for (struct open_file *of = a->pending; of; of = of->pnext) {
+        if (strcmp(of->path, path) != 0)
+            continue;
+        pthread_mutex_lock(&of->lock);
+        if (of->is_new || of->written) {
+            *len = of->len;
+            rc = 0;
+        }
+        pthread_mutex_unlock(&of->lock);
+        if (rc == 0)
+            break;
+    }
+    pthread_mutex_unlock(&a->pending_lock);
+    return rc;
+}
+
+/* --- callbacks ---------------------------------------------------------------- */
+
+int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    struct aztfs *a = fs_ctx();
+    struct open_file *of;
+    struct fspath fp;
+    int rc;
+
+    if ((rc = fspath_parse(path, &fp)) < 0)
+        return rc == -ENOENT ? misplaced(a, path, "no file can have this name here "
+                                         "(see doc/NAMES.md)") : rc;
+    if (fp.kind != FSP_ENTITY && fp.kind != FSP_SCRATCH) {
+        fspath_free(&fp);
+        return misplaced(a, path, "files live inside partition directories "
+                         "(/TABLE/PARTITION/ROWKEY.json)");
+    }
+    if (!(of = handle_new())) {
+        fspath_free(&fp);
+        return -ENOMEM;
+    }
+    if (fp.kind == FSP_SCRATCH) {
+        rc = scratch_create(a->scratch, path, mode);
+        if (rc == -EEXIST && !(fi->flags & O_EXCL))
+            rc = (fi->flags & O_TRUNC) ? scratch_truncate(a->scratch, path, 0) : 0;
+        of->scratch = 1;
+    } else {
+        of->is_new = 1;
+        of->append = !!(fi->flags & O_APPEND);
+        of->trunc_open = !!(fi->flags & O_TRUNC);
+    }
+    fspath_free(&fp);
+    if (rc == 0 && !of->scratch)
+        rc = fs_pending_add(a, path, of);
+    if (rc < 0) {
+        fs_open_file_free(of);
+        return rc;
+    }
+    fi->fh = (uint64_t)(uintptr_t)of;
+    fi->direct_io = 1;
+    return 0;
+}
+
+/* Open an entity for writing: the text and ETag as read now (from the cache
+ * when fresh); O_TRUNC empties the copy but commits nothing by itself. */
+int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
+                  struct fuse_file_info *fi)
+{
+    struct cache_file f = { 0 };
+    struct open_file *of;
+    int rc;
+
+    rc = fs_load_entity(a, fp, path, &f);
+    if (rc < 0)
+        return rc;
+    if (!(of = handle_new())) {
+        cache_file_clear(&f);
+        return -ENOMEM;
+    }
+    of->data = f.data;
+    of->len = f.len;
+    of->cap = f.len + 1;
+    of->etag = f.etag;
+    f.data = f.etag = NULL;
+    cache_file_clear(&f);
+    if (!of->etag) {
+        log_error(&a->log, "%s: the service gave no ETag, so a write could not be guarded",
+                  path);
+        fs_open_file_free(of);
+        return -EIO;
+    }
+    if (fi->flags & O_TRUNC)
+        of->len = 0;
+    of->append = !!(fi->flags & O_APPEND);
+    of->trunc_open = !!(fi->flags & O_TRUNC);
+    if ((rc = fs_pending_add(a, path, of)) < 0) {
+        fs_open_file_free(of);
+        return rc;
+    }
+    fi->fh = (uint64_t)(uintptr_t)of;
+    fi->direct_io = 1;
+    return 0;
+}
+
+int fs_write(const char *path, const char *buf, size_t size, off_t off,
+             struct fuse_file_info *fi)
+{
+    struct open_file *of = fs_handle(fi);
+    int rc;
+
+    if (off < 0)
+        return -EINVAL;
+    if (of->scratch)
+        return (int)scratch_write(fs_ctx()->scratch, path, buf, size, off);
+    pthread_mutex_lock(&of->lock);
+    if (of->append)     /* the kernel's idea of the size may be stale */
+        off = (off_t)of->len;
+    rc = (size_t)off + size > of->len ? handle_resize(of, (size_t)off + size) : 0;
+    if (rc == 0) {
+        memcpy(of->data + off, buf, size);
+        of->written = of->ever_written = 1;
+        rc = (int)size;
+    } else if (rc == -EFBIG) {
+        log_error(&fs_ctx()->log, "%s: larger than %d bytes: no entity can be that big", path,
+                  OPEN_FILE_MAX);
+    }
+    pthread_mutex_unlock(&of->lock);
+    return rc;
+}
+
+int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+    struct aztfs *a = fs_ctx();
+    struct open_file *of = fs_handle(fi);
+    struct cache_file f = { 0 };
+    struct fspath fp;
+    int rc;
+
+    if (size < 0)
+        return -EINVAL;
+    if (of && !of->scratch) {
+        pthread_mutex_lock(&of->lock);
+        rc = handle_resize(of, (size_t)size);
+        if (rc == 0)
+            of->written = of->ever_written = 1;
+        pthread_mutex_unlock(&of->lock);
+        return rc;
+    }
+    if ((rc = fspath_parse(path, &fp)) < 0)
+        return rc;
+    if (fp.kind == FSP_SCRATCH) {
+        rc = scratch_truncate(a->scratch, path, size);
+    } else if (fp.kind != FSP_ENTITY) {
+        rc = -EISDIR;
+    } else if ((rc = fs_load_entity(a, &fp, path, &f)) == 0) {
+        /* truncate by path: change and commit at once */
+        if ((size_t)size <= f.len) {
+            rc = save_entity(a, path, f.data, (size_t)size, 0, f.etag, 0, NULL);
+        } else {
+            char *d = realloc(f.data, (size_t)size + 1);
+
+            rc = d ? 0 : -ENOMEM;
+            if (d) {
+                memset(d + f.len, 0, (size_t)size - f.len);
+                f.data = d;
+                rc = save_entity(a, path, f.data, (size_t)size, 0, f.etag, 0, NULL);
+            }
+        }
+    }
+    cache_file_clear(&f);
+    fspath_free(&fp);
+    return rc;
+}
+
+int fs_flush(const char *path, struct fuse_file_info *fi)
+{
+    struct open_file *of = fs_handle(fi);
+    int rc;
+
+    if (!of || of->scratch)
+        return 0;
+    pthread_mutex_lock(&of->lock);
+    /* A new file flushed before any write: touch means "create it now";
+     * after O_TRUNC (bash's '>') the data is still to come. */
+    if (of->is_new && !of->ever_written && !of->trunc_open && !of->failed)
+        of->written = 1;
+    rc = commit_handle(fs_ctx(), path, of);
+    pthread_mutex_unlock(&of->lock);
+    return rc;
+}
+
+int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    return fs_flush(path, fi);
+}
+
+/* At release: a file created with O_TRUNC and closed without any write
+ * (': > new.json') becomes an entity without properties. Errors here reach
+ * no application; they are logged. */
+int fs_release_write(const char *path, struct open_file *of)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&of->lock);
+    if (of->is_new && !of->ever_written && !of->failed) {
+        of->written = 1;
+        rc = commit_handle(fs_ctx(), path, of);
+    }
+    pthread_mutex_unlock(&of->lock);
+    return rc;
+}
+
+int fs_unlink(const char *path)
+{
+    struct aztfs *a = fs_ctx();
+    struct cache_file f = { 0 };
+    struct az_status st;
+    struct fspath fp;
+    int rc;
+
+    if ((rc = fspath_parse(path, &fp)) < 0)
+        return rc;
+    if (fp.kind == FSP_SCRATCH) {
+        rc = scratch_unlink(a->scratch, path);
+    } else if (fp.kind != FSP_ENTITY) {
+        rc = -EISDIR;
+    } else if ((rc = fs_load_entity(a, &fp, path, &f)) == 0) {
+        rc = table_delete_entity(a->tc, fp.table, fp.pk, fp.rk, f.etag, &st);
+        if (rc == -ESTALE)
+            log_error(&a->log, "%s: not deleted: the entity was changed by someone else "
+                      "since it was read (HTTP 412)", path);
+        cache_invalidate(a->cache, path);
+        if (rc == 0) {
+            char *tdir = NULL;
+
+            /* the directory stays until rmdir, as on a local disk */
+            scratch_mkdir(a->scratch, fp.parent);
+            cache_invalidate(a->cache, fp.parent);
+            if (asprintf(&tdir, "/%s", fp.table) >= 0) {
+                cache_invalidate(a->cache, tdir);
+                free(tdir);
+            }
+        }
+    }
+    cache_file_clear(&f);
+    fspath_free(&fp);
+    return rc;
+}
+
+int fs_mkdir(const char *path, mode_t mode)
+{
+    struct aztfs *a = fs_ctx();
+    struct az_status st;
+    struct fspath fp;
+    int rc;
+
+    if ((rc = fspath_parse(path, &fp)) < 0) {
+        if (rc == -ENOENT && strchr(path + 1, '/') == NULL) {
+            log_error(&a->log, "%s: not a valid table name (a letter, then 2-62 letters or "
+                      "digits; 'Tables' is reserved)", path);
+            return -EINVAL;
+        }
+        if (rc == -ENOENT) {
+            log_error(&a->log, "%s: no directory can have this name here (see doc/NAMES.md)",
+                      path);
+            return -EINVAL;
+        }
+        return rc;
+    }
+    switch (fp.kind) {
+    case FSP_TABLE:
+        rc = table_create(a->tc, fp.table, &st);
+        if (rc == -EEXIST)
+            log_info(&a->log, "%s: table exists (table names ignore case)", path);
+        cache_invalidate(a->cache, "/");
+        break;
+    case FSP_PARTITION:
+        rc = scratch_is_dir(a->scratch, path) ? 1 : fs_partition_exists(a, &fp, 0);
+        if (rc == 1)
+            rc = -EEXIST;
+        else if (rc == 0)
+            rc = scratch_mkdir(a->scratch, path);
+        break;
+    default:
+        rc = misplaced(a, path, "directories are tables (at the top) or partitions "
+                       "(inside a table), nothing deeper");
+    }
+    fspath_free(&fp);
+    return rc;
+}
+
+static int on_any_entity(void *p, json_t *value)
+{
+    int *found = p;
+
+    *found = json_array_size(value) > 0;
+    return *found;
+}
+
+int fs_rmdir(const char *path)
+{
+    struct aztfs *a = fs_ctx();
+    struct az_status st;
+    struct fspath fp;
+    char *tdir = NULL;
+    int rc, found = 0;
+
+    if ((rc = fspath_parse(path, &fp)) < 0)
+        return rc;
+    switch (fp.kind) {
+    case FSP_TABLE:
+        rc = table_query(a->tc, fp.table, NULL, "PartitionKey", 1, on_any_entity, &found, &st);
+        if (rc == 0 && found)
+            rc = -ENOTEMPTY;
+        if (rc == 0)
+            rc = table_delete(a->tc, fp.table, &st);
+        cache_invalidate(a->cache, "/");
+        cache_invalidate(a->cache, path);
+        break;
+    case FSP_PARTITION:
+        if (scratch_count(a->scratch, path) > 0) {
+            rc = -ENOTEMPTY;
+            break;
+        }
+        rc = fs_partition_exists(a, &fp, 1);
+        if (rc == 1) {
+            rc = -ENOTEMPTY;
+        } else if (rc == 0) {
+            rc = scratch_rmdir(a->scratch, path);
+            cache_invalidate(a->cache, path);
+            if (asprintf(&tdir, "/%s", fp.table) >= 0) {
+                cache_invalidate(a->cache, tdir);
+                free(tdir);
+            }
+        }
+        break;
+    default:
+        rc = -ENOTDIR;
+    }
+    fspath_free(&fp);
+    return rc;
+}
+
+/* Rename entity FROM onto entity TO in the same partition: one entity group
+ * transaction that writes TO (insert or guarded replace) and deletes FROM
+ * with its ETag, so either both happen or neither. */
+static int rename_in_partition(struct aztfs *a, const char *from, struct fspath *ff,
+                               const char *to, struct fspath *tf)
+{
+    struct cache_file src = { 0 }, dst = { 0 };
+    struct table_batch_op ops[2];
+    struct entity_error err = { 0 };
+    struct az_status st;
+    json_t *wire = NULL;
+    int rc, exists;
+
+    if ((rc = fs_load_entity(a, ff, from, &src)) < 0)
+        return rc;
+    rc = fs_load_entity(a, tf, to, &dst);
+    exists = rc == 0;
+    if (rc < 0 && rc != -ENOENT)
+        goto out;
+    if (!exists && (rc = write_keys(a, tf, to, &(char *){ NULL }, &(char *){ NULL })) < 0)
+        goto out;
+    if ((rc = entity_parse(src.data, src.len, &wire, NULL, NULL, &err)) < 0) {
+        log_error(&a->log, "%s: cannot be moved: %s", from, err.text);
+        goto out;
+    }
+    ops[0] = (struct table_batch_op){ exists ? TB_REPLACE : TB_INSERT, tf->rk, wire,
+                                      exists ? dst.etag : NULL };
+    ops[1] = (struct table_batch_op){ TB_DELETE, ff->rk, NULL, src.etag };
+    rc = table_batch(a->tc, ff->table, ff->pk, ops, 2, &st);
+    if (rc < 0)
+        log_error(&a->log, "rename %s -> %s failed, nothing changed: HTTP %ld %s %s", from,
+                  to, st.http_status, st.code, st.message);
+    cache_invalidate(a->cache, from);
+    cache_invalidate(a->cache, to);
+    cache_invalidate(a->cache, ff->parent);
+out:
+    json_decref(wire);
+    cache_file_clear(&src);
+    cache_file_clear(&dst);
+    return rc;
+}
+
+/* Rename scratch file FROM onto entity TO: commit its bytes as TO in one
+ * request (Insert, or Replace guarded by TO's ETag), then drop the scratch file. */
+static int commit_scratch(struct aztfs *a, const char *from, const char *to, struct fspath *tf)
+{
+    struct cache_file dst = { 0 };
+    char *data = NULL;
+    size_t len = 0;
+    int rc, exists;
+
+    if ((rc = scratch_get(a->scratch, from, &data, &len)) < 0)
+        return rc;
+    rc = fs_load_entity(a, tf, to, &dst);
+    exists = rc == 0;
+    if (rc == 0 || rc == -ENOENT)
+        rc = save_entity(a, to, data, len, !exists, exists ? dst.etag : NULL, 1, NULL);
+    if (rc == 0)
+        scratch_unlink(a->scratch, from);
+    cache_file_clear(&dst);
+    free(data);
+    return rc;
+}
+
+int fs_rename(const char *from, const char *to, unsigned int flags)
+{
+    struct aztfs *a = fs_ctx();
+    struct fspath ff, tf;
+    int rc;
+
+    if (flags)
+        return -EINVAL;     /* RENAME_NOREPLACE/EXCHANGE: mv retries a plain rename */
+    if ((rc = fspath_parse(from, &ff)) < 0)
+        return rc;
+    if ((rc = fspath_parse(to, &tf)) < 0) {
+        fspath_free(&ff);
+        return rc == -ENOENT ? misplaced(a, to, "no file can have this name here "
+                                         "(see doc/NAMES.md)") : rc;
+    }
+    if (ff.kind == FSP_SCRATCH && tf.kind == FSP_SCRATCH)
+        rc = scratch_rename(a->scratch, from, to);
+    else if (ff.kind == FSP_SCRATCH && tf.kind == FSP_ENTITY)
+        rc = commit_scratch(a, from, to, &tf);
+    else if (ff.kind == FSP_ENTITY && tf.kind == FSP_ENTITY &&
+             strcmp(ff.parent, tf.parent) == 0)
+        rc = strcmp(from, to) == 0 ? 0 : rename_in_partition(a, from, &ff, to, &tf);
+    else if (ff.kind == FSP_SCRATCH || tf.kind == FSP_SCRATCH || ff.kind != tf.kind)
+        rc = ff.kind == FSP_SCRATCH ? misplaced(a, to, "scratch files can only become "
+                                                "entities inside a partition") : -EXDEV;
+    else
+        rc = -EXDEV;        /* across partitions or tables, or directories: copy + unlink */
+    fspath_free(&ff);
+    fspath_free(&tf);
+    return rc;
+}
+
+int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    struct aztfs *a = fs_ctx();
+    struct fspath fp;
+    int rc;
+
+    if ((rc = fspath_parse(path, &fp)) < 0)
+        return rc;
+    if (fp.kind == FSP_SCRATCH)
+        rc = scratch_chmod(a->scratch, path, mode);
+    fspath_free(&fp);
+    return rc;      /* entities and directories: accepted, modes are fixed */
+}
+
+int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+    struct aztfs *a = fs_ctx();
+
+    if ((uid != (uid_t)-1 && uid != a->uid) || (gid != (gid_t)-1 && gid != a->gid))
+        return -EPERM;  /* everything belongs to the mounting user */
+    return 0;
+}
+
+int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+    struct aztfs *a = fs_ctx();
+    struct fspath fp;
+    struct timespec mt;
+    int rc;
+
+    if ((rc = fspath_parse(path, &fp)) < 0)
+        return rc;
+    if (fp.kind == FSP_SCRATCH) {
+        if (!tv || tv[1].tv_nsec == UTIME_NOW)
+            clock_gettime(CLOCK_REALTIME, &mt);
+        else
+            mt = tv[1];
+        rc = tv && tv[1].tv_nsec == UTIME_OMIT ? 0 : scratch_utimens(a->scratch, path, &mt);
+    }
+    fspath_free(&fp);
+    return rc;      /* entities: mtime is the service's Timestamp */
+}

@@ -1,0 +1,61 @@
+/* scratch.h - files the mount keeps locally (editor/rsync temporaries) and local-only directories. */
+#ifndef AZTFS_SCRATCH_H
+#define AZTFS_SCRATCH_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct scratch;
+
+/* Attributes of a scratch file. */
+struct scratch_attr {
+    size_t size;
+    mode_t mode;              /* permission bits only */
+    struct timespec mtime;
+};
+
+/* New empty store; NULL on ENOMEM. */
+struct scratch *scratch_new(void);
+void scratch_free(struct scratch *s);
+
+/* Create an empty file at PATH with MODE. -EEXIST if present, -ENOMEM. */
+int scratch_create(struct scratch *s, const char *path, mode_t mode);
+/* Attributes of PATH: 0 or -ENOENT. */
+int scratch_stat(struct scratch *s, const char *path, struct scratch_attr *out);
+/* Read up to SIZE bytes at OFF into BUF: bytes read, or -ENOENT. */
+ssize_t scratch_read(struct scratch *s, const char *path, char *buf, size_t size, off_t off);
+/* Write SIZE bytes at OFF (growing the file, zero-filling any gap): bytes
+ * written, -ENOENT, -EFBIG (over SCRATCH_MAX_BYTES), -ENOMEM. */
+ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size_t size,
+                      off_t off);
+/* Set the length: 0, -ENOENT, -EFBIG, -ENOMEM. */
+int scratch_truncate(struct scratch *s, const char *path, off_t size);
+int scratch_chmod(struct scratch *s, const char *path, mode_t mode);
+int scratch_utimens(struct scratch *s, const char *path, const struct timespec *mtime);
+/* Take the whole content of PATH: malloc'd copy in *data and *len (caller frees). */
+int scratch_get(struct scratch *s, const char *path, char **data, size_t *len);
+/* Replace the content of PATH (creating it with mode 0600 if absent). */
+int scratch_put(struct scratch *s, const char *path, const char *data, size_t len);
+/* Remove PATH: 0 or -ENOENT. */
+int scratch_unlink(struct scratch *s, const char *path);
+/* Rename FROM to TO, replacing TO: 0 or -ENOENT. */
+int scratch_rename(struct scratch *s, const char *from, const char *to);
+/* Call FN(ctx, name, attr) for each file directly inside directory DIR. */
+void scratch_list(struct scratch *s, const char *dir,
+                  void (*fn)(void *ctx, const char *name, const struct scratch_attr *a),
+                  void *ctx);
+/* Number of files directly inside DIR. */
+size_t scratch_count(struct scratch *s, const char *dir);
+
+/* Local directories (partitions made with mkdir, not yet in the table). */
+int scratch_mkdir(struct scratch *s, const char *path);      /* 0, -EEXIST, -ENOMEM */
+int scratch_is_dir(struct scratch *s, const char *path);      /* 1 or 0 */
+int scratch_rmdir(struct scratch *s, const char *path);       /* 0 or -ENOENT */
+/* Call FN(ctx, name) for each local directory directly inside DIR. */
+void scratch_list_dirs(struct scratch *s, const char *dir,
+                       void (*fn)(void *ctx, const char *name), void *ctx);
+
+#define SCRATCH_MAX_BYTES (8 * 1024 * 1024)
+
+#endif
