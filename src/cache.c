@@ -8,7 +8,7 @@
 
 #define ENTRY_OVERHEAD 96   /* bytes charged per entry for bookkeeping */
 
-enum entry_kind { ENTRY_FILE, ENTRY_DIR };
+enum entry_kind { ENTRY_FILE, ENTRY_DIR, ENTRY_MARK };
 
 struct entry {
     char *path;
@@ -382,6 +382,45 @@ int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, cha
     }
     pthread_mutex_unlock(&c->lock);
     return rc;
+}
+
+/* Store an existence marker; see cache.h. */
+int cache_put_exists(struct cache *c, const char *path)
+{
+    struct entry *e, *cur;
+
+    pthread_mutex_lock(&c->lock);
+    cur = find(c, path);
+    pthread_mutex_unlock(&c->lock);
+    if (cur && cur->kind == ENTRY_DIR)
+        return 0;
+    if (!(e = calloc(1, sizeof(*e))))
+        return -ENOMEM;
+    e->kind = ENTRY_MARK;
+    if (!(e->path = strdup(path))) {
+        free(e);
+        return -ENOMEM;
+    }
+    e->charge = ENTRY_OVERHEAD + strlen(path);
+    pthread_mutex_lock(&c->lock);
+    insert(c, e);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+/* Known to exist? See cache.h. */
+int cache_exists(struct cache *c, const char *path)
+{
+    struct entry *e;
+    int r;
+
+    pthread_mutex_lock(&c->lock);
+    e = find(c, path);
+    r = e && (e->kind == ENTRY_MARK || (e->kind == ENTRY_DIR && e->n_ents > 0));
+    if (r)
+        c->hits++;
+    pthread_mutex_unlock(&c->lock);
+    return r;
 }
 
 /* Drop PATH; see cache.h. */

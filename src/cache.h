@@ -61,6 +61,14 @@ void cache_dirents_free(struct cache_dirent *ents, size_t n);
  * listing: ask the service), -ENOMEM. */
 int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, char **key_out);
 
+/* Remember, for the TTL, that directory PATH exists (without its listing).
+ * A listing already cached for PATH is kept. Returns 0 or -ENOMEM. */
+int cache_put_exists(struct cache *c, const char *path);
+
+/* Is directory PATH known to exist: a fresh marker, or a fresh listing with
+ * at least one entry? Returns 1 or 0. */
+int cache_exists(struct cache *c, const char *path);
+
 /* Drop the entry at PATH (file or directory listing), if any. */
 void cache_invalidate(struct cache *c, const char *path);
 

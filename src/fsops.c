@@ -9,6 +9,7 @@
 #include "entity.h"
 #include "fsint.h"
 #include "keycodec.h"
+#include "stats.h"
 
 /* A growable listing under construction. */
 struct dirvec {
@@ -156,25 +157,31 @@ static int on_tables_page(void *p, json_t *value)
     return 0;
 }
 
+/* List the account's tables into the cache ("/"). Returns 0 or -errno with
+ * details in *st. */
+int fs_list_root(struct aztfs *a, struct az_status *st)
+{
+    struct tables_scan s = { 0 };
+    int rc = table_list_tables(a->tc, 0, on_tables_page, &s, st);
+
+    if (rc == 0)
+        rc = cache_put_dir(a->cache, "/", s.names.v, s.names.n);
+    dirvec_free(&s.names);
+    return rc;
+}
+
 /* The list of tables ("/"), from the cache or Query Tables. */
 static int list_tables(struct aztfs *a, struct cache_dirent **ents, size_t *n)
 {
-    struct tables_scan s = { 0 };
     struct az_status st;
     int rc;
 
     if (cache_get_dir(a->cache, "/", ents, n) == 0)
         return 0;
-    rc = table_list_tables(a->tc, 0, on_tables_page, &s, &st);
-    if (rc == 0)
-        rc = cache_put_dir(a->cache, "/", s.names.v, s.names.n);
-    if (rc == 0) {
-        *ents = s.names.v;
-        *n = s.names.n;
-        return 0;
-    }
-    dirvec_free(&s.names);
-    return rc;
+    if ((rc = fs_list_root(a, &st)) < 0)
+        return rc;
+    rc = cache_get_dir(a->cache, "/", ents, n);
+    return rc == -ENOENT ? -EIO : rc;   /* not kept: cache_timeout=0 */
 }
 
 /* State of a scan that fills entity listings (one partition or a table). */
@@ -382,27 +389,42 @@ static int on_first_entity(void *p, json_t *value)
 int fs_partition_exists(struct aztfs *a, struct fspath *fp, int fresh)
 {
     struct az_status st;
-    char *tdir = NULL, *lit = NULL, *filter = NULL;
+    char *tdir = NULL, *pdir = NULL, *lit = NULL, *filter = NULL;
     int found = 0, rc;
 
     if (asprintf(&tdir, "/%s", fp->table) < 0)
         return -ENOMEM;
-    rc = fresh ? -EAGAIN : cache_dir_lookup(a->cache, tdir, fp->pk_name, NULL);
+    if (asprintf(&pdir, "%s/%s", tdir, fp->pk_name) < 0) {
+        free(tdir);
+        return -ENOMEM;
+    }
+    rc = -EAGAIN;
+    if (!fresh) {
+        rc = cache_exists(a->cache, pdir) ? 0 : cache_dir_lookup(a->cache, tdir, fp->pk_name,
+                                                                 NULL);
+    }
     free(tdir);
-    if (rc != -EAGAIN)
+    if (rc != -EAGAIN) {
+        free(pdir);
         return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
+    }
     if (!fp->pk) {
+        free(pdir);
         rc = fs_resolve_keys(a, fp);
         return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
     }
     if (!(lit = table_odata_literal(fp->pk)) ||
         asprintf(&filter, "PartitionKey eq %s", lit) < 0) {
         free(lit);
+        free(pdir);
         return -ENOMEM;
     }
     rc = table_query(a->tc, fp->table, filter, "RowKey", 1, on_first_entity, &found, &st);
+    if (rc == 0 && found)
+        cache_put_exists(a->cache, pdir);
     free(filter);
     free(lit);
+    free(pdir);
     return rc < 0 ? rc : found;
 }
 
@@ -748,7 +770,37 @@ static int aztfs_statfs(const char *path, struct statvfs *sv)
     return 0;
 }
 
+/* Extended attributes: only the root's user.aztfs.stats (not listed, so
+ * rsync -X and cp --preserve=xattr copy nothing). security.* and system.*
+ * answer ENOTSUP, which ls asks once per run, not once per file. */
+static int aztfs_getxattr(const char *path, const char *name, char *value, size_t size)
+{
+    char *json;
+    size_t len;
+
+    if (strcmp(path, "/") != 0 || strcmp(name, STATS_XATTR) != 0)
+        return strncmp(name, "user.", 5) == 0 ? -ENODATA : -ENOTSUP;
+    if (!(json = stats_json(fs_ctx())))
+        return -ENOMEM;
+    len = strlen(json);
+    if (size > 0 && size < len) {
+        free(json);
+        return -ERANGE;
+    }
+    if (size > 0)
+        memcpy(value, json, len);
+    free(json);
+    return (int)len;
+}
+
+static int aztfs_listxattr(const char *path, char *list, size_t size)
+{
+    return 0;
+}
+
 const struct fuse_operations aztfs_ops = {
+    .getxattr = aztfs_getxattr,
+    .listxattr = aztfs_listxattr,
     .init = aztfs_init,
     .getattr = aztfs_getattr,
     .readdir = aztfs_readdir,

@@ -32,6 +32,10 @@ struct aztfs {
     struct open_file *pending;   /* entity handles open for writing, by path */
 };
 
+/* List the account's tables into the cache: at mount time this is both the
+ * credentials check and the first listing. Returns 0 or -errno, details in *st. */
+int fs_list_root(struct aztfs *a, struct az_status *st);
+
 /* The operations table (designated initializers in fsops.c). */
 extern const struct fuse_operations aztfs_ops;
 

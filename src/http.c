@@ -244,11 +244,13 @@ static double now_ms(void)
 }
 
 /* Count one finished attempt in the stats. */
-static void count_attempt(struct http_stats *st, long status, size_t in, size_t out)
+static void count_attempt(struct http_stats *st, int kind, long status, size_t in, size_t out)
 {
     if (!st)
         return;
     atomic_fetch_add_explicit(&st->requests, 1, memory_order_relaxed);
+    if (kind >= 0 && kind < HTTP_KINDS)
+        atomic_fetch_add_explicit(&st->by_kind[kind], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->bytes_in, in, memory_order_relaxed);
     atomic_fetch_add_explicit(&st->bytes_out, out, memory_order_relaxed);
     if (status == 0)
@@ -312,11 +314,11 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
     if (rc != CURLE_OK) {
         snprintf(resp->transport_error, sizeof(resp->transport_error), "%s",
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
-        count_attempt(pool->stats, 0, 0, req->body_len);
+        count_attempt(pool->stats, req->kind, 0, 0, req->body_len);
         return rc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-    count_attempt(pool->stats, resp->status, body.len, req->body_len);
+    count_attempt(pool->stats, req->kind, resp->status, body.len, req->body_len);
     return 0;
 }
 

@@ -19,8 +19,11 @@ struct http_config {
     const char *ca_file;       /* CA bundle for https, NULL = system default */
 };
 
+#define HTTP_KINDS 16   /* request kinds counted separately (see table.h) */
+
 /* Counters, readable at any time (relaxed atomics). */
 struct http_stats {
+    atomic_ulong by_kind[HTTP_KINDS];   /* attempts by request kind */
     atomic_ulong requests;     /* requests sent, retries included */
     atomic_ulong retries;
     atomic_ulong transport_errors;
@@ -36,6 +39,7 @@ struct http_request {
     const char *body;                /* may be NULL */
     size_t body_len;
     const char *log_what;            /* short description for logs, e.g. "query t" */
+    int kind;                        /* 0..HTTP_KINDS-1, for the counters */
 };
 
 /* Response headers the Table service layer cares about are captured by name. */

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <syslog.h>
 
 #include <curl/curl.h>
@@ -13,6 +16,7 @@
 
 #include "connstr.h"
 #include "options.h"
+#include "stats.h"
 
 /* Load the account from -o config= or AZURE_STORAGE_CONNECTION_STRING.
  * Returns 0 or -errno after printing one line that says what to fix. */
@@ -40,17 +44,12 @@ static int load_account(const struct aztfs_opts *o, struct account *acct)
     return rc;
 }
 
-static int on_probe_page(void *ctx, json_t *value)
-{
-    return 1;   /* one page is proof enough */
-}
-
 /* Try the endpoint and credentials once, so a bad account fails the mount
  * with one clear line instead of a mount that answers EIO. */
 static int probe_account(struct aztfs *a, const struct account *acct)
 {
     struct az_status st;
-    int rc = table_list_tables(a->tc, 1, on_probe_page, NULL, &st);
+    int rc = fs_list_root(a, &st);
 
     if (rc == 0)
         return 0;
@@ -68,12 +67,36 @@ static int probe_account(struct aztfs *a, const struct account *acct)
     return rc;
 }
 
+/* The SIGUSR1 thread: logs the counters each time the signal arrives.
+ * SIGUSR1 is blocked in every other thread (the mask is inherited). */
+struct usr1 {
+    struct aztfs *a;
+    sigset_t set;
+    atomic_int stop;
+};
+
+static void *usr1_thread(void *p)
+{
+    struct usr1 *u = p;
+    int sig;
+
+    while (sigwait(&u->set, &sig) == 0 && !atomic_load(&u->stop)) {
+        char *json = stats_json(u->a);
+
+        log_info(&u->a->log, "stats %s", json ? json : "(out of memory)");
+        free(json);
+    }
+    return NULL;
+}
+
 /* Mount and serve until unmounted; returns the process exit status. */
 static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_cmdline_opts *cmd)
 {
     struct fuse *f;
     struct fuse_loop_config *lc = NULL;
-    int rc = 1;
+    struct usr1 u = { .a = a };
+    pthread_t usr1_tid;
+    int rc = 1, have_usr1 = 0;
 
     f = fuse_new(args, &aztfs_ops, sizeof(aztfs_ops), a);
     if (!f)
@@ -88,6 +111,11 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     }
     if (fuse_set_signal_handlers(fuse_get_session(f)) != 0)
         goto out_unmount;
+    sigemptyset(&u.set);
+    sigaddset(&u.set, SIGUSR1);
+    if (pthread_sigmask(SIG_BLOCK, &u.set, NULL) == 0 &&
+        pthread_create(&usr1_tid, NULL, usr1_thread, &u) == 0)
+        have_usr1 = 1;
     log_info(&a->log, "mounted %s", cmd->mountpoint);
     if (cmd->singlethread) {
         rc = fuse_loop(f) ? 1 : 0;
@@ -105,6 +133,11 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         fuse_loop_cfg_destroy(lc);
     }
 out_signals:
+    if (have_usr1) {
+        atomic_store(&u.stop, 1);
+        pthread_kill(usr1_tid, SIGUSR1);
+        pthread_join(usr1_tid, NULL);
+    }
     fuse_remove_signal_handlers(fuse_get_session(f));
 out_unmount:
     fuse_unmount(f);

@@ -22,6 +22,18 @@ struct table_client {
     struct http_pool *pool;
 };
 
+static const char *const kind_names[TK_COUNT] = {
+    [TK_LIST_TABLES] = "list_tables", [TK_QUERY] = "query",
+    [TK_GET_ENTITY] = "get_entity", [TK_INSERT] = "insert", [TK_REPLACE] = "replace",
+    [TK_MERGE] = "merge", [TK_DELETE] = "delete", [TK_BATCH] = "batch",
+    [TK_CREATE_TABLE] = "create_table", [TK_DELETE_TABLE] = "delete_table",
+};
+
+const char *table_kind_name(int kind)
+{
+    return kind >= 0 && kind < TK_COUNT ? kind_names[kind] : NULL;
+}
+
 /* Create a client; see table.h. */
 int table_client_new(struct table_client **out, const struct account *acct,
                      const struct http_config *hcfg, const struct logger *lg,
@@ -171,8 +183,8 @@ static void parse_error(const struct http_response *r, struct az_status *st)
  * path ("/Tables", "/t()"); QUERY the encoded query without '?' (or NULL).
  * On return 0 an HTTP response is in *resp (any status; ST filled from it).
  * Returns -errno when no response could be had (ST says why). */
-static int send_request(struct table_client *tc, const char *method, const char *path,
-                        const char *query, const char *content_type,
+static int send_request(struct table_client *tc, int kind, const char *method,
+                        const char *path, const char *query, const char *content_type,
                         const char *body, size_t body_len,
                         const char *const *extra, const char *what,
                         struct http_response *resp, struct az_status *st)
@@ -236,7 +248,7 @@ static int send_request(struct table_client *tc, const char *method, const char 
 
     req = (struct http_request){
         .method = method, .url = url, .headers = headers,
-        .body = body, .body_len = body_len, .log_what = what,
+        .body = body, .body_len = body_len, .log_what = what, .kind = kind,
     };
     rc = http_perform(tc->pool, &req, resp);
     st->attempts = resp->attempts;
@@ -341,7 +353,8 @@ static int paged_get(struct table_client *tc, const char *path, const char *filt
             free(q);
             break;
         }
-        rc = send_request(tc, "GET", path, q, NULL, NULL, 0, NULL, what, &resp, st);
+        rc = send_request(tc, tables ? TK_LIST_TABLES : TK_QUERY, "GET", path, q, NULL, NULL, 0,
+                          NULL, what, &resp, st);
         free(q);
         if (rc < 0) {
             log_warn(tc->lg, "%s failed: no response: %s (attempts %d)", what, st->message,
@@ -485,7 +498,8 @@ int table_get_entity(struct table_client *tc, const char *table, const char *pk,
         *etag = NULL;
     if (!path)
         return -ENOMEM;
-    rc = send_request(tc, "GET", path, NULL, NULL, NULL, 0, NULL, "get entity", &resp, st);
+    rc = send_request(tc, TK_GET_ENTITY, "GET", path, NULL, NULL, NULL, 0, NULL, "get entity",
+                      &resp, st);
     free(path);
     if (rc < 0) {
         log_warn(tc->lg, "get entity %s: no response: %s", table, st->message);
@@ -617,7 +631,8 @@ int table_write_entity(struct table_client *tc, const char *table, const char *p
         what = NULL;
         goto out;
     }
-    rc = send_request(tc, method, path, NULL, "application/json", body, strlen(body),
+    rc = send_request(tc, how == TW_INSERT ? TK_INSERT : how == TW_REPLACE ? TK_REPLACE :
+                      TK_MERGE, method, path, NULL, "application/json", body, strlen(body),
                       extra, what, &resp, st);
     if (rc < 0) {
         log_warn(tc->lg, "%s failed: no response: %s (attempts %d)", what, st->message,
@@ -672,8 +687,8 @@ int table_delete_entity(struct table_client *tc, const char *table, const char *
         goto out;
     }
     extra[0] = ifmatch;
-    rc = send_request(tc, "DELETE", path, NULL, NULL, NULL, 0, extra, "delete entity",
-                      &resp, st);
+    rc = send_request(tc, TK_DELETE, "DELETE", path, NULL, NULL, NULL, 0, extra,
+                      "delete entity", &resp, st);
     if (rc < 0) {
         log_warn(tc->lg, "delete entity failed: no response: %s", st->message);
         goto out;
@@ -704,8 +719,8 @@ int table_create(struct table_client *tc, const char *name, struct az_status *st
     memset(&resp, 0, sizeof(resp));
     if (!body)
         return rc;
-    rc = send_request(tc, "POST", "/Tables", NULL, "application/json", body, strlen(body),
-                      extra, "create table", &resp, st);
+    rc = send_request(tc, TK_CREATE_TABLE, "POST", "/Tables", NULL, "application/json", body,
+                      strlen(body), extra, "create table", &resp, st);
     if (rc == 0 && resp.status >= 300) {
         if (resp.status == 409 && resp.attempts > 1)
             rc = 0;
@@ -729,7 +744,8 @@ int table_delete(struct table_client *tc, const char *name, struct az_status *st
         path = NULL;
         goto out;
     }
-    rc = send_request(tc, "DELETE", path, NULL, NULL, NULL, 0, NULL, "delete table", &resp, st);
+    rc = send_request(tc, TK_DELETE_TABLE, "DELETE", path, NULL, NULL, NULL, 0, NULL,
+                      "delete table", &resp, st);
     if (rc == 0 && resp.status >= 300) {
         if (resp.status == 404 && resp.attempts > 1)
             rc = 0;
@@ -880,7 +896,7 @@ int table_batch(struct table_client *tc, const char *table, const char *pk,
         ctype = NULL;
         goto out;
     }
-    rc = send_request(tc, "POST", "/$batch", NULL, ctype, b.s, b.len, NULL, "batch",
+    rc = send_request(tc, TK_BATCH, "POST", "/$batch", NULL, ctype, b.s, b.len, NULL, "batch",
                       &resp, st);
     if (rc < 0) {
         log_warn(tc->lg, "batch on %s failed: no response: %s", table, st->message);

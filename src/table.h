@@ -10,6 +10,15 @@
 
 struct table_client;
 
+/* Request kinds, counted in http_stats.by_kind. */
+enum table_req_kind {
+    TK_LIST_TABLES, TK_QUERY, TK_GET_ENTITY, TK_INSERT, TK_REPLACE, TK_MERGE,
+    TK_DELETE, TK_BATCH, TK_CREATE_TABLE, TK_DELETE_TABLE, TK_COUNT
+};
+
+/* "list_tables", "query", ... for stats output; NULL past TK_COUNT. */
+const char *table_kind_name(int kind);
+
 /* What the service said about a failed (or successful) operation. */
 struct az_status {
     long http_status;       /* 0 when no response was received */

@@ -477,3 +477,114 @@ def raw_get(azurite, path, accept="application/json;odata=minimalmetadata"):
 @pytest.fixture(scope="session")
 def wire(azurite):
     return lambda path, **kw: raw_get(azurite, path, **kw)
+
+
+# --------------------------------------------------------------------------
+# helpers for the write tests (test_write*.py, test_rsync.py)
+# --------------------------------------------------------------------------
+REQUEST_LINE = re.compile(r"debug: (GET|POST|PUT|MERGE|PATCH|DELETE) (\S+) -> (\d+)")
+
+
+class WriteHelpers:
+    """Remote state through the SDK, and the requests a debug mount logged."""
+
+    def __init__(self, sdk_client):
+        self.sdk = sdk_client
+
+    def get(self, table, pk, rk):
+        """The entity via the SDK, or None when it does not exist."""
+        from azure.core.exceptions import ResourceNotFoundError
+        try:
+            return self.sdk.get_table_client(table).get_entity(pk, rk)
+        except ResourceNotFoundError:
+            return None
+
+    def etag(self, table, pk, rk):
+        e = self.get(table, pk, rk)
+        return e.metadata["etag"] if e is not None else None
+
+    def entities(self, table):
+        return list(self.sdk.get_table_client(table).list_entities())
+
+    def table_exists(self, name):
+        return any(t.name == name for t in self.sdk.list_tables())
+
+    @staticmethod
+    def typed(e):
+        """{name: (Edm type, comparable value)} of an SDK entity, keys included."""
+        import datetime
+        import math
+        import uuid
+        from azure.data.tables import EntityProperty
+        out = {}
+        for k, v in e.items():
+            if isinstance(v, EntityProperty):
+                t = getattr(v.edm_type, "value", v.edm_type)
+                v = v.value
+            elif isinstance(v, bool):
+                t = "Edm.Boolean"
+            elif isinstance(v, int):
+                t = "Edm.Int32"
+            elif isinstance(v, float):
+                t = "Edm.Double"
+            elif isinstance(v, str):
+                t = "Edm.String"
+            elif isinstance(v, bytes):
+                t = "Edm.Binary"
+            elif isinstance(v, uuid.UUID):
+                t = "Edm.Guid"
+            elif isinstance(v, datetime.datetime):
+                t = "Edm.DateTime"
+            else:
+                t = type(v).__name__
+            if isinstance(v, float) and math.isnan(v):
+                v = "NaN"
+            elif isinstance(v, uuid.UUID):
+                v = str(v)
+            elif isinstance(v, datetime.datetime):
+                v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat()
+            out[k] = (t, v)
+        return out
+
+    @staticmethod
+    def requests(mount, since=0):
+        """[(method, url, status)] logged by a -o loglevel=debug mount after
+        character offset SINCE of its stderr."""
+        return [(m.group(1), m.group(2), int(m.group(3)))
+                for m in REQUEST_LINE.finditer(mount.stderr()[since:])]
+
+    @staticmethod
+    def writes(mount, since=0):
+        """The modifying requests (everything but GET) after SINCE."""
+        return [r for r in WriteHelpers.requests(mount, since) if r[0] != "GET"]
+
+    @staticmethod
+    def mark(mount):
+        return len(mount.stderr())
+
+    @staticmethod
+    def write_fd(path, data, flags=os.O_WRONLY | os.O_TRUNC, mode=0o644):
+        """os.open + os.write + os.close; returns None, or the errno of the
+        failing call as (call, errno)."""
+        try:
+            fd = os.open(path, flags, mode)
+        except OSError as e:
+            return ("open", e.errno)
+        err = None
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+        except OSError as e:
+            err = ("write", e.errno)
+        try:
+            os.close(fd)
+        except OSError as e:
+            err = err or ("close", e.errno)
+        return err
+
+
+@pytest.fixture(scope="session")
+def wh(sdk):
+    return WriteHelpers(sdk)

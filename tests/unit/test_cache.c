@@ -62,6 +62,25 @@ static void test_dirs(void)
     cache_free(c);
 }
 
+static void test_exists(void)
+{
+    struct cache *c = cache_new(1 << 20, 60);
+    struct cache_dirent one[] = { { "a.json", "a" } };
+
+    is_int(cache_exists(c, "/t/p"), 0, "unknown dir does not exist");
+    is_int(cache_put_exists(c, "/t/p"), 0, "marker stored");
+    is_int(cache_exists(c, "/t/p"), 1, "marker says it exists");
+    cache_invalidate(c, "/t/p");
+    is_int(cache_exists(c, "/t/p"), 0, "invalidated marker");
+    cache_put_dir(c, "/t/q", NULL, 0);
+    is_int(cache_exists(c, "/t/q"), 0, "empty listing is not existence");
+    cache_put_dir(c, "/t/q", one, 1);
+    is_int(cache_exists(c, "/t/q"), 1, "listing with an entry is existence");
+    is_int(cache_put_exists(c, "/t/q"), 0, "marker over a listing");
+    is_int(cache_dir_lookup(c, "/t/q", "a.json", NULL), 0, "listing kept under the marker");
+    cache_free(c);
+}
+
 static void test_bound_and_lru(void)
 {
     /* room for a few 1000-byte files only */
@@ -145,6 +164,7 @@ int main(void)
 {
     test_files();
     test_dirs();
+    test_exists();
     test_bound_and_lru();
     test_expiry();
     test_many();

@@ -1,0 +1,13 @@
+/* stats.h - the mount's request and cache counters as JSON (xattr user.aztfs.stats, SIGUSR1). */
+#ifndef AZTFS_STATS_H
+#define AZTFS_STATS_H
+
+#include "fsops.h"
+
+#define STATS_XATTR "user.aztfs.stats"
+
+/* The counters of mount A as one line of JSON: malloc'd, caller frees;
+ * NULL on ENOMEM. Counts are attempts (retries included). */
+char *stats_json(struct aztfs *a);
+
+#endif

@@ -1,0 +1,121 @@
+/* fuzz_keycodec.c - libFuzzer target for src/keycodec.c.
+ * FUZZ_SOURCES: src/keycodec.c
+ *
+ * Input = arbitrary bytes, used twice:
+ *  1. as a key (cut at the first NUL, since keys are C strings): encode ->
+ *     name; a short-form name must decode (rc 0) to exactly the key, a
+ *     long-form name (rc 1) must decode to a prefix of the key; the name must
+ *     match the key (keycodec_matches), stay within KEYCODEC_NAME_MAX, and
+ *     the ".json" file-name variants must agree.
+ *  2. as a name (cut at the first NUL): decode must not crash; rc 0 means the
+ *     name is canonical, so encode(decoded key) == name; rc 1 means a long
+ *     form whose decoded prefix re-encodes to the part before "%~".
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keycodec.h"
+
+#define CHECK(cond, ...) do { if (!(cond)) { \
+    fprintf(stderr, "fuzz_keycodec: check failed: %s: ", #cond); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void key_roundtrip(const char *key)
+{
+    char *name = keycodec_encode(key), *back = NULL, *fname, *fback = NULL;
+    int rc, frc, m;
+
+    if (!name)
+        return;                          /* ENOMEM */
+    CHECK(strlen(name) <= KEYCODEC_NAME_MAX, "name of %zu bytes", strlen(name));
+    CHECK(strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && strchr(name, '/') == NULL,
+          "unsafe name '%s'", name);
+    rc = keycodec_decode(name, &back);
+    if (rc == 0) {
+        CHECK(back != NULL, "rc 0 without a key");
+        CHECK(strstr(name, KEYCODEC_LONG_MARK) == NULL, "short form with a mark");
+        CHECK(strcmp(back, key) == 0, "key '%s' -> '%s' -> '%s'", key, name, back);
+    } else if (rc == 1) {
+        CHECK(back != NULL, "rc 1 without a prefix");
+        CHECK(strlen(key) > 0 && strncmp(back, key, strlen(back)) == 0,
+              "long form '%s': decoded prefix is not a prefix of the key", name);
+        CHECK(strlen(back) < strlen(key), "long-form prefix is the whole key");
+    } else {
+        CHECK(rc == -ENOMEM, "encode output '%s' does not decode: %d", name, rc);
+    }
+    m = keycodec_matches(key, name);
+    CHECK(m == 1 || m == -ENOMEM, "keycodec_matches(key, encode(key)) = %d", m);
+
+    fname = keycodec_file_encode(key);
+    if (fname) {
+        size_t n = strlen(name);
+
+        CHECK(strncmp(fname, name, n) == 0 && strcmp(fname + n, ENTITY_SUFFIX) == 0,
+              "file name '%s' vs name '%s'", fname, name);
+        frc = keycodec_file_decode(fname, &fback);
+        CHECK(frc == rc || frc == -ENOMEM || rc == -ENOMEM,
+              "file_decode rc %d, decode rc %d", frc, rc);
+        if (frc >= 0 && rc >= 0)
+            CHECK(strcmp(fback, back) == 0, "file_decode and decode differ");
+        free(fback);
+        free(fname);
+    }
+    free(back);
+    free(name);
+}
+
+static void name_roundtrip(const char *name)
+{
+    char *key = NULL;
+    int rc = keycodec_decode(name, &key);
+
+    if (rc == 0) {
+        char *again;
+
+        CHECK(key != NULL, "rc 0 without key");
+        again = keycodec_encode(key);
+        if (again) {
+            CHECK(strcmp(again, name) == 0,
+                  "decode('%s') = '%s' (%zu bytes) re-encodes to '%s'",
+                  name, key, strlen(key), again);
+            free(again);
+        }
+        CHECK(keycodec_matches(key, name) != 0, "matches() disagrees");
+    } else if (rc == 1) {
+        const char *mark = strstr(name, KEYCODEC_LONG_MARK);
+        char *again;
+
+        CHECK(key != NULL && mark != NULL, "rc 1 without key or mark");
+        again = keycodec_encode(key);
+        if (again) {
+            CHECK(strlen(again) == (size_t)(mark - name) &&
+                  strncmp(again, name, (size_t)(mark - name)) == 0,
+                  "long-form prefix of '%s' decodes to '%s' which re-encodes to '%s'",
+                  name, key, again);
+            free(again);
+        }
+    } else {
+        CHECK(rc == -EINVAL || rc == -ENOMEM, "unexpected rc %d", rc);
+        CHECK(key == NULL, "key set on failure");
+    }
+    free(key);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *s = malloc(size + 1);
+
+    if (!s)
+        return 0;
+    memcpy(s, data, size);
+    s[size] = '\0';             /* a C string: cut at the first NUL */
+    key_roundtrip(s);
+    name_roundtrip(s);
+    free(s);
+    return 0;
+}

@@ -1,0 +1,111 @@
+"""Requests at the protocol minimum, counted by the mount itself (the
+user.aztfs.stats extended attribute): a listing answers every later stat and
+read, and a whole-table walk costs one scan."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+N_BIG = 2500          # one partition, three pages
+P_WIDE = 12           # partitions of the wide table
+N_WIDE = 1800         # entities of the wide table, spread over P_WIDE partitions
+BIG = "reqBig"
+WIDE = "reqWide"
+
+
+@pytest.fixture(scope="module")
+def seeded(sdk, seed):
+    t = seed.table(sdk, BIG)
+    seed.insert(t, [{"PartitionKey": "p", "RowKey": "r%05d" % i, "v": "value %d" % i}
+                    for i in range(N_BIG)])
+    t = seed.table(sdk, WIDE)
+    seed.insert(t, [{"PartitionKey": "part%02d" % (i % P_WIDE), "RowKey": "r%05d" % i,
+                     "v": "wide %d" % i} for i in range(N_WIDE)])
+    return True
+
+
+def stats(mnt):
+    raw = os.getxattr(str(mnt), "user.aztfs.stats")
+    return json.loads(raw)
+
+
+def delta(before, after):
+    kinds = {k: after["requests_by_kind"][k] - before["requests_by_kind"][k]
+             for k in after["requests_by_kind"]}
+    return after["requests"] - before["requests"], kinds
+
+
+def test_stats_attribute_is_json_and_hidden(seeded, mounter, sh):
+    mnt = mounter.mount()
+    s = stats(mnt)
+    for key in ("requests", "requests_by_kind", "retries", "transport_errors",
+                "responses", "bytes_in", "bytes_out", "cache"):
+        assert key in s, key
+    # mounting listed the tables once: the credentials check is that listing
+    assert s["requests_by_kind"]["list_tables"] == 1
+    # not listed: rsync -X / cp --preserve=xattr copy nothing from the mount
+    assert os.listxattr(str(mnt)) == []
+    # other attributes: ENODATA for user.*, ENOTSUP for security.*/system.*
+    with pytest.raises(OSError) as e:
+        os.getxattr(str(mnt), "user.other")
+    assert e.value.errno == 61  # ENODATA
+    with pytest.raises(OSError) as e:
+        os.getxattr(os.path.join(str(mnt), BIG), "security.selinux")
+    assert e.value.errno == 95  # ENOTSUP
+
+
+def test_ls_l_of_a_partition_then_reads_cost_nothing(seeded, mounter, sh):
+    mnt = mounter.mount()
+    part = os.path.join(str(mnt), BIG, "p")
+    before = stats(mnt)
+    names = sh(["ls", "-l", part]).lines()[1:]          # drop "total N"
+    assert len(names) == N_BIG
+    mid = stats(mnt)
+    total, kinds = delta(before, mid)
+    assert total <= math.ceil(N_BIG / 1000) + 1, (total, kinds)
+    assert kinds["get_entity"] == 0
+    # within the cache lifetime: cat, grep, stat of every file send nothing
+    sh("cat %s/* > /dev/null" % part)
+    sh(["grep", "-rq", "value 2499", part])
+    sh("stat %s/* > /dev/null" % part)
+    total2, kinds2 = delta(mid, stats(mnt))
+    assert total2 == 0, kinds2
+
+
+@pytest.mark.parametrize("walk", ["grep", "find", "rsync"])
+def test_whole_table_walk_is_one_scan(seeded, mounter, sh, tmp_path, walk):
+    mnt = mounter.mount()
+    table = os.path.join(str(mnt), WIDE)
+    before = stats(mnt)
+    if walk == "grep":
+        r = sh(["grep", "-rl", "wide 1799", table])
+        assert len(r.lines()) == 1
+    elif walk == "find":
+        r = sh(["find", table, "-type", "f"])
+        assert len(r.lines()) == N_WIDE
+    else:
+        dest = tmp_path / "backup"
+        sh(["rsync", "-a", table + "/", str(dest) + "/"])
+        n = sum(len(files) for _, _, files in os.walk(dest))
+        assert n == N_WIDE
+    total, kinds = delta(before, stats(mnt))
+    assert total <= math.ceil(N_WIDE / 1000) + P_WIDE + 2, (total, kinds)
+    assert kinds["get_entity"] == 0, kinds
+
+
+def test_sigusr1_logs_the_counters(seeded, mounter, sh):
+    mnt = mounter.mount()
+    sh(["ls", os.path.join(str(mnt), BIG)])
+    os.kill(mnt.proc.pid, signal.SIGUSR1)
+    deadline = time.time() + 5
+    while time.time() < deadline and "stats {" not in mnt.stderr():
+        time.sleep(0.1)
+    line = [l for l in mnt.stderr().splitlines() if "stats {" in l]
+    assert line, mnt.stderr()
+    doc = json.loads(line[-1].split("stats ", 1)[1])
+    assert doc["requests"] >= 2
