@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # fuzz.sh [SECONDS_PER_TARGET] - build and run the libFuzzer targets in tests/fuzz.
 #
-# Each tests/fuzz/fuzz_<name>.c is built with clang (-fsanitize=fuzzer,address,
-# undefined) directly against the src/*.c files named on its " * FUZZ_SOURCES:"
-# comment line (all of src/*.c but main.c when it has none). For each target:
+# src/*.c but main.c are compiled with clang (ASan + UBSan + libFuzzer coverage)
+# into a static archive; each tests/fuzz/fuzz_<name>.c is linked against it, so
+# it gets exactly the source files it needs (the linker pulls in only the
+# objects that resolve its symbols). For each target:
 #   1. every file in tests/fuzz/regressions/<name>/ is run once (regressions);
 #   2. libFuzzer runs for SECONDS_PER_TARGET (default 30) from the seed corpus
 #      tests/fuzz/corpus/<name>/ (a scratch copy: the checked-in corpus is not
@@ -66,6 +67,22 @@ fi
 failed=0
 passed=0
 
+# Instrumented objects of src/ (minus main.c) in one archive.
+LIB=$WORK/libaztfs-fuzz.a
+OBJDIR=$WORK/obj
+rm -rf "$OBJDIR" "$LIB"
+mkdir -p "$OBJDIR"
+LIBCFLAGS=("${CFLAGS[@]/-fsanitize=fuzzer,address,undefined/-fsanitize=fuzzer-no-link,address,undefined}")
+for f in "${SRCS[@]}"; do
+    if ! "$CC" "${LIBCFLAGS[@]}" -c -o "$OBJDIR/$(basename "$f" .c).o" "$f" >"$WORK/build-src.log" 2>&1; then
+        echo "fuzz: FAIL (cannot compile $f, see $WORK/build-src.log)"
+        sed -n '1,40p' "$WORK/build-src.log" >&2
+        echo "fuzz: 0 passed, 1 failed"
+        exit 1
+    fi
+done
+ar cr "$LIB" "$OBJDIR"/*.o
+
 # Copy the newest crash-*/leak-*/timeout-*/oom-* of ART_DIR into the regressions.
 keep_artifacts() {   # keep_artifacts ART_DIR NAME
     local art=$1 name=$2 f kept=""
@@ -89,10 +106,7 @@ for name in "${targets[@]}"; do
         echo "fuzz $name: FAIL (no such target $src)"
         failed=$((failed + 1)); continue
     fi
-    # The sources a target needs: its "FUZZ_SOURCES:" line, else all of src/.
-    need=$(sed -n 's/^ *\* FUZZ_SOURCES: *//p' "$src" | head -n1)
-    if [ -n "$need" ]; then read -r -a tsrcs <<<"$need"; else tsrcs=("${SRCS[@]}"); fi
-    if ! "$CC" "${CFLAGS[@]}" -o "$bin" "$src" "${tsrcs[@]}" $PKG_LIBS -lpthread >"$log" 2>&1; then
+    if ! "$CC" "${CFLAGS[@]}" -o "$bin" "$src" "$LIB" $PKG_LIBS -lpthread >"$log" 2>&1; then
         echo "fuzz $name: FAIL (build failed, see $log)"
         sed -n '1,40p' "$log" >&2
         failed=$((failed + 1)); continue

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "entity.h"
+#include "sharedkey.h"
 
 #define TYPE_SUFFIX "@odata.type"
 #define TYPE_SUFFIX_LEN (sizeof(TYPE_SUFFIX) - 1)
@@ -261,43 +262,19 @@ static int is_guid(const char *s, size_t n)
     return 1;
 }
 
-static int b64_value(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
-/* Check that S (N bytes) is canonical standard base64: a multiple of 4
- * characters, '=' padding only at the end (at most 2), unused bits of the
- * last character zero. Returns 0 with *decoded = the decoded size, or -EINVAL. */
+/* Check that S (N bytes) is canonical standard base64 (the strict rules of
+ * sharedkey_b64decode). Returns 0 with *decoded = the decoded size, -EINVAL,
+ * or -ENOMEM. */
 static int b64_check(const char *s, size_t n, size_t *decoded)
 {
-    size_t pad = 0;
-    int last;
+    unsigned char *bytes = NULL;
+    int rc;
 
-    if (n % 4 != 0)
-        return -EINVAL;
-    if (n > 0 && s[n - 1] == '=')
-        pad = (s[n - 2] == '=') ? 2 : 1;
-    for (size_t i = 0; i < n - pad; i++)
-        if (b64_value(s[i]) < 0)
-            return -EINVAL;
-    if (pad > 0) {
-        last = b64_value(s[n - pad - 1]);
-        if ((pad == 1 && (last & 0x03)) || (pad == 2 && (last & 0x0F)))
-            return -EINVAL;
-    }
-    *decoded = n / 4 * 3 - pad;
-    return 0;
+    if (strlen(s) != n)
+        return -EINVAL;         /* an embedded NUL */
+    rc = sharedkey_b64decode(s, &bytes, decoded);
+    free(bytes);
+    return rc == -ENOMEM ? rc : rc < 0 ? -EINVAL : 0;
 }
 
 /* Size of the UTF-8 string S (N bytes) in UTF-16 code units. */

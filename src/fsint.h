@@ -78,6 +78,8 @@ int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
 int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
 int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
 
+/* A new handle (zeroed, lock initialised), or NULL on ENOMEM. */
+struct open_file *fs_open_file_new(void);
 void fs_open_file_free(struct open_file *of);
 
 /* Write handles are registered by path while open, so that a stat by path

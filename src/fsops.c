@@ -157,31 +157,27 @@ static int on_tables_page(void *p, json_t *value)
     return 0;
 }
 
-/* List the account's tables into the cache ("/"). Returns 0 or -errno with
- * details in *st. */
-int fs_list_root(struct aztfs *a, struct az_status *st)
+/* List the account's tables into the cache ("/"); with OUT non-NULL, also
+ * hand the listing to the caller (the cache may keep nothing). */
+static int list_root(struct aztfs *a, struct az_status *st, struct dirvec *out)
 {
     struct tables_scan s = { 0 };
     int rc = table_list_tables(a->tc, 0, on_tables_page, &s, st);
 
     if (rc == 0)
         rc = cache_put_dir(a->cache, "/", s.names.v, s.names.n);
+    if (rc == 0 && out) {
+        *out = s.names;
+        return 0;
+    }
     dirvec_free(&s.names);
     return rc;
 }
 
-/* The list of tables ("/"), from the cache or Query Tables. */
-static int list_tables(struct aztfs *a, struct cache_dirent **ents, size_t *n)
+/* See fsops.h. */
+int fs_list_root(struct aztfs *a, struct az_status *st)
 {
-    struct az_status st;
-    int rc;
-
-    if (cache_get_dir(a->cache, "/", ents, n) == 0)
-        return 0;
-    if ((rc = fs_list_root(a, &st)) < 0)
-        return rc;
-    rc = cache_get_dir(a->cache, "/", ents, n);
-    return rc == -ENOENT ? -EIO : rc;   /* not kept: cache_timeout=0 */
+    return list_root(a, st, NULL);
 }
 
 /* State of a scan that fills entity listings (one partition or a table). */
@@ -194,8 +190,9 @@ struct entity_scan {
     struct dirvec parts;       /* partitions seen (table scans) */
 };
 
-/* Close the partition being collected: cache its listing, note its name. */
-static int scan_finish_partition(struct entity_scan *s)
+/* Close the partition being collected: cache its listing, note its name.
+ * With KEEP non-NULL the listing is also moved there. */
+static int scan_finish_partition(struct entity_scan *s, struct dirvec *keep)
 {
     int rc = 0;
 
@@ -206,6 +203,10 @@ static int scan_finish_partition(struct entity_scan *s)
         const char *name = strrchr(s->cur_dir, '/') + 1;
 
         rc = dirvec_push(&s->parts, name, s->cur_pk);
+    }
+    if (rc == 0 && keep) {
+        *keep = s->files;
+        memset(&s->files, 0, sizeof(s->files));
     }
     dirvec_free(&s->files);
     free(s->cur_pk);
@@ -231,7 +232,7 @@ static int on_entities_page(void *p, json_t *value)
         if (!s->cur_pk || strcmp(pk, s->cur_pk) != 0) {
             char *pk_name, *tdir = NULL;
 
-            if ((rc = scan_finish_partition(s)) < 0)
+            if ((rc = scan_finish_partition(s, NULL)) < 0)
                 return rc;
             if (!(pk_name = keycodec_encode(pk)) || asprintf(&tdir, "/%s/%s", s->table, pk_name) < 0) {
                 free(pk_name);
@@ -264,8 +265,8 @@ static void scan_clear(struct entity_scan *s)
 }
 
 /* Scan a whole table once: fills every partition's listing and entity files,
- * and the table's own listing of partitions. */
-static int scan_table(struct aztfs *a, const char *table)
+ * and the table's own listing of partitions (also moved to OUT if non-NULL). */
+static int scan_table(struct aztfs *a, const char *table, struct dirvec *out)
 {
     struct entity_scan s = { .a = a, .table = table };
     struct az_status st;
@@ -274,7 +275,7 @@ static int scan_table(struct aztfs *a, const char *table)
 
     rc = table_query(a->tc, table, NULL, NULL, 0, on_entities_page, &s, &st);
     if (rc == 0)
-        rc = scan_finish_partition(&s);
+        rc = scan_finish_partition(&s, NULL);
     if (rc == 0) {
         if (asprintf(&tdir, "/%s", table) < 0) {
             tdir = NULL;
@@ -283,13 +284,19 @@ static int scan_table(struct aztfs *a, const char *table)
             rc = cache_put_dir(a->cache, tdir, s.parts.v, s.parts.n);
         }
     }
+    if (rc == 0 && out) {
+        *out = s.parts;
+        memset(&s.parts, 0, sizeof(s.parts));
+    }
     free(tdir);
     scan_clear(&s);
     return rc;
 }
 
-/* Scan one partition: fills its listing and entity files. */
-static int scan_partition(struct aztfs *a, const char *table, const char *pk, const char *dir)
+/* Scan one partition: fills its listing (also moved to OUT if non-NULL) and
+ * entity files. */
+static int scan_partition(struct aztfs *a, const char *table, const char *pk, const char *dir,
+                          struct dirvec *out)
 {
     struct entity_scan s = { .a = a, .table = table };
     struct az_status st;
@@ -304,7 +311,7 @@ static int scan_partition(struct aztfs *a, const char *table, const char *pk, co
     if (rc == 0 && !s.cur_pk)       /* empty: still a (now empty) listing */
         rc = cache_put_dir(a->cache, dir, NULL, 0);
     else if (rc == 0)
-        rc = scan_finish_partition(&s);
+        rc = scan_finish_partition(&s, out);
 out:
     free(lit);
     free(filter);
@@ -322,9 +329,9 @@ static int resolve_by_listing(struct aztfs *a, const struct fspath *fp, const ch
     if (rc != -EAGAIN)
         return rc;
     if (fp->kind == FSP_PARTITION || !fp->pk)
-        rc = scan_table(a, fp->table);
+        rc = scan_table(a, fp->table, NULL);
     else
-        rc = scan_partition(a, fp->table, fp->pk, dirpath);
+        rc = scan_partition(a, fp->table, fp->pk, dirpath, NULL);
     if (rc < 0)
         return rc;
     rc = cache_dir_lookup(a->cache, dirpath, name, key);
@@ -334,7 +341,7 @@ static int resolve_by_listing(struct aztfs *a, const struct fspath *fp, const ch
 /* Fill in FP->pk (and FP->rk for entities) when the names are long-form. */
 int fs_resolve_keys(struct aztfs *a, struct fspath *fp)
 {
-    char *tdir = NULL, *pdir = NULL;
+    char *tdir = NULL;
     int rc = 0;
 
     if (!fp->pk) {
@@ -347,7 +354,6 @@ int fs_resolve_keys(struct aztfs *a, struct fspath *fp)
     }
     if (fp->kind == FSP_ENTITY && !fp->rk)
         rc = resolve_by_listing(a, fp, fp->parent, fp->file_name, &fp->rk);
-    free(pdir);
     return rc;
 }
 
@@ -437,9 +443,9 @@ static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     cfg->use_ino = 1;
     cfg->readdir_ino = 1;
     cfg->entry_timeout = a->cache_timeout;
-    /* short: after a failed commit the kernel must not keep the size it saw
-     * written; getattr is answered from our cache without a request */
-    cfg->attr_timeout = a->cache_timeout < 1 ? a->cache_timeout : 1;
+    /* 0: a saved entity is rendered canonically, so its size is not the
+     * size the kernel saw written; getattr is answered from our cache */
+    cfg->attr_timeout = 0;
     cfg->negative_timeout = a->cache_timeout > 1 ? 1 : a->cache_timeout;
     cfg->direct_io = 1;       /* reads return the entity as opened: see doc/ */
     cfg->nullpath_ok = 0;
@@ -463,15 +469,19 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
     int rc;
 
     if (of && !of->scratch) {
-        size_t len;
+        int unsaved;
         struct timespec mt;
 
-        if (cache_file_attr(a->cache, path, &len, &mt) != 0 || of->written)
-            clock_gettime(CLOCK_REALTIME, &mt);
+        /* unsaved changes show as they are; otherwise the entity as stored */
         pthread_mutex_lock(&of->lock);
-        fill_file_stat(a, path, of->len, mt, st);
+        unsaved = of->written || of->is_new || !of->path;
+        if (unsaved) {
+            clock_gettime(CLOCK_REALTIME, &mt);
+            fill_file_stat(a, path, of->len, mt, st);
+        }
         pthread_mutex_unlock(&of->lock);
-        return 0;
+        if (unsaved)
+            return 0;
     }
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
@@ -603,38 +613,29 @@ static int aztfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, of
 {
     struct aztfs *a = fs_ctx();
     struct cache_dirent *ents = NULL;
+    struct dirvec fetched = { 0 };
+    struct az_status st;
     size_t n = 0;
     struct fspath fp;
-    int rc, local_only = 0;
+    int rc;
 
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
-    switch (fp.kind) {
-    case FSP_ROOT:
-        rc = list_tables(a, &ents, &n);
-        break;
-    case FSP_TABLE:
-        rc = cache_get_dir(a->cache, path, &ents, &n);
-        if (rc == -ENOENT && (rc = scan_table(a, fp.table)) == 0)
-            rc = cache_get_dir(a->cache, path, &ents, &n);
-        break;
-    case FSP_PARTITION:
-        rc = cache_get_dir(a->cache, path, &ents, &n);
-        if (rc == -ENOENT && (rc = fs_resolve_keys(a, &fp)) == 0 &&
-            (rc = scan_partition(a, fp.table, fp.pk, path)) == 0)
-            rc = cache_get_dir(a->cache, path, &ents, &n);
-        if (rc == -ENOENT && scratch_is_dir(a->scratch, path)) {
-            local_only = 1;     /* made with mkdir, nothing in the table yet */
-            rc = 0;
-        }
-        break;
-    default:
-        rc = -ENOTDIR;
-    }
-    if (rc == -ENOENT && !local_only && (fp.kind == FSP_TABLE || fp.kind == FSP_PARTITION)) {
-        /* listed but not kept (cache too small or TTL 0) */
-        log_warn(&a->log, "%s: listing could not be kept in the cache", path);
-        rc = -EIO;
+    /* a cached listing, else one fetched now (which the cache may not keep:
+     * cache_timeout=0 or a listing larger than the cache) */
+    rc = fp.kind <= FSP_PARTITION ? cache_get_dir(a->cache, path, &ents, &n) : -ENOTDIR;
+    if (rc == -ENOENT) {
+        if (fp.kind == FSP_ROOT)
+            rc = list_root(a, &st, &fetched);
+        else if (fp.kind == FSP_TABLE)
+            rc = scan_table(a, fp.table, &fetched);
+        else if ((rc = fs_resolve_keys(a, &fp)) == 0)
+            rc = scan_partition(a, fp.table, fp.pk, path, &fetched);
+        if (rc == -ENOENT && fp.kind == FSP_PARTITION && scratch_is_dir(a->scratch, path))
+            rc = 0;     /* made with mkdir, nothing in the table yet */
+        ents = fetched.v;
+        n = fetched.n;
+        memset(&fetched, 0, sizeof(fetched));
     }
     if (rc == 0) {
         struct local_fill lf = { a, path, ents, n, buf, filler };
@@ -653,7 +654,7 @@ static int aztfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, of
 }
 
 /* Allocate a handle (data NULL, lock initialised); NULL on ENOMEM. */
-static struct open_file *open_file_new(void)
+struct open_file *fs_open_file_new(void)
 {
     struct open_file *of = calloc(1, sizeof(*of));
 
@@ -690,7 +691,7 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
         rc = scratch_stat(a->scratch, path, &sa);
         if (rc == 0 && (fi->flags & O_TRUNC))
             rc = scratch_truncate(a->scratch, path, 0);
-        if (rc == 0 && !(of = open_file_new()))
+        if (rc == 0 && !(of = fs_open_file_new()))
             rc = -ENOMEM;
         if (rc == 0) {
             of->scratch = 1;
@@ -713,7 +714,7 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
     fspath_free(&fp);
     if (rc < 0)
         return rc;
-    if (!(of = open_file_new())) {
+    if (!(of = fs_open_file_new())) {
         cache_file_clear(&f);
         return -ENOMEM;
     }

@@ -30,6 +30,10 @@ struct aztfs {
     gid_t gid;
     pthread_mutex_t pending_lock;
     struct open_file *pending;   /* entity handles open for writing, by path */
+    struct conflict {            /* recent ESTALE answers to path operations */
+        char *path;
+        struct timespec at;      /* CLOCK_MONOTONIC */
+    } conflicts[8];              /* guarded by pending_lock */
 };
 
 /* List the account's tables into the cache: at mount time this is both the

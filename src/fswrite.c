@@ -86,8 +86,11 @@ static int write_keys(struct aztfs *a, struct fspath *fp, const char *path,
         *pk_in = NULL;
     }
     if (!fp->rk) {
-        if (!*rk_in || keycodec_matches(*rk_in, fp->file_name) != 1 ||
-            strlen(fp->file_name) < strlen(ENTITY_SUFFIX))
+        char *want = *rk_in ? keycodec_file_encode(*rk_in) : NULL;
+        int same = want && strcmp(want, fp->file_name) == 0;
+
+        free(want);
+        if (!same)
             goto bad;
         fp->rk = *rk_in;
         *rk_in = NULL;
@@ -176,11 +179,22 @@ static int commit_handle(struct aztfs *a, const char *path, struct open_file *of
     rc = save_entity(a, path, of->data ? of->data : "", of->len, of->is_new, of->etag, 0,
                      &etag);
     if (rc == 0) {
+        struct cache_file f = { 0 };
+
         free(of->etag);
         of->etag = etag;
         of->is_new = 0;
         of->written = 0;
         of->failed = 0;
+        /* the entity as stored (canonical text) replaces what was written */
+        if (cache_get_file(a->cache, path, &f) == 0) {
+            free(of->data);
+            of->data = f.data;
+            of->len = f.len;
+            of->cap = f.len + 1;
+            f.data = NULL;
+            cache_file_clear(&f);
+        }
     } else {
         of->failed = 1;
         of->written = 0;    /* reported once; a later flush does not resend */
@@ -211,15 +225,16 @@ static int handle_resize(struct open_file *of, size_t len)
     return 0;
 }
 
-static struct open_file *handle_new(void)
+/* The entity at PATH with its keys resolved (long-form names served from
+ * the cache carry no keys yet): what every change needs. */
+static int load_for_change(struct aztfs *a, struct fspath *fp, const char *path,
+                           struct cache_file *out)
 {
-    struct open_file *of = calloc(1, sizeof(*of));
+    int rc = fs_load_entity(a, fp, path, out);
 
-    if (of && pthread_mutex_init(&of->lock, NULL) != 0) {
-        free(of);
-        return NULL;
-    }
-    return of;
+    if (rc == 0 && (!fp->pk || !fp->rk) && (rc = fs_resolve_keys(a, fp)) < 0)
+        cache_file_clear(out);
+    return rc;
 }
 
 /* Refuse, with a log line, to put something where the tree has no place. */
@@ -279,6 +294,63 @@ int fs_pending_size(struct aztfs *a, const char *path, size_t *len)
     return rc;
 }
 
+/* The kernel answers ESTALE from a path operation (unlink, rename,
+ * truncate) by revalidating the path and running the operation once more;
+ * by then we would have read the new ETag, and the retry would overwrite or
+ * delete the change we just refused to touch. So a conflict is noted for a
+ * moment, and the retry gets the same answer. */
+#define CONFLICT_WINDOW_NS 2000000000LL
+
+static long long mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void conflict_note(struct aztfs *a, const char *path)
+{
+    struct conflict *slot = &a->conflicts[0];
+    char *p = strdup(path);
+
+    if (!p)
+        return;
+    pthread_mutex_lock(&a->pending_lock);
+    for (size_t i = 0; i < sizeof(a->conflicts) / sizeof(a->conflicts[0]); i++) {
+        struct conflict *c = &a->conflicts[i];
+
+        if (!c->path || (c->at.tv_sec < slot->at.tv_sec && slot->path))
+            slot = c;
+        if (!c->path)
+            break;
+    }
+    free(slot->path);
+    slot->path = p;
+    clock_gettime(CLOCK_MONOTONIC, &slot->at);
+    pthread_mutex_unlock(&a->pending_lock);
+}
+
+/* Was a conflict noted for PATH in the last moment? Consumes the note. */
+static int conflict_take(struct aztfs *a, const char *path)
+{
+    int hit = 0;
+
+    pthread_mutex_lock(&a->pending_lock);
+    for (size_t i = 0; i < sizeof(a->conflicts) / sizeof(a->conflicts[0]); i++) {
+        struct conflict *c = &a->conflicts[i];
+
+        if (!c->path || strcmp(c->path, path) != 0)
+            continue;
+        hit = mono_ns() - (c->at.tv_sec * 1000000000LL + c->at.tv_nsec) < CONFLICT_WINDOW_NS;
+        free(c->path);
+        c->path = NULL;
+        break;
+    }
+    pthread_mutex_unlock(&a->pending_lock);
+    return hit;
+}
+
 /* --- callbacks ---------------------------------------------------------------- */
 
 int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
@@ -296,7 +368,7 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         return misplaced(a, path, "files live inside partition directories "
                          "(/TABLE/PARTITION/ROWKEY.json)");
     }
-    if (!(of = handle_new())) {
+    if (!(of = fs_open_file_new())) {
         fspath_free(&fp);
         return -ENOMEM;
     }
@@ -334,7 +406,7 @@ int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
     rc = fs_load_entity(a, fp, path, &f);
     if (rc < 0)
         return rc;
-    if (!(of = handle_new())) {
+    if (!(of = fs_open_file_new())) {
         cache_file_clear(&f);
         return -ENOMEM;
     }
@@ -413,7 +485,9 @@ int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         rc = scratch_truncate(a->scratch, path, size);
     } else if (fp.kind != FSP_ENTITY) {
         rc = -EISDIR;
-    } else if ((rc = fs_load_entity(a, &fp, path, &f)) == 0) {
+    } else if (conflict_take(a, path)) {
+        rc = -ESTALE;
+    } else if ((rc = load_for_change(a, &fp, path, &f)) == 0) {
         /* truncate by path: change and commit at once */
         if ((size_t)size <= f.len) {
             rc = save_entity(a, path, f.data, (size_t)size, 0, f.etag, 0, NULL);
@@ -427,6 +501,8 @@ int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
                 rc = save_entity(a, path, f.data, (size_t)size, 0, f.etag, 0, NULL);
             }
         }
+        if (rc == -ESTALE)
+            conflict_note(a, path);
     }
     cache_file_clear(&f);
     fspath_free(&fp);
@@ -442,8 +518,9 @@ int fs_flush(const char *path, struct fuse_file_info *fi)
         return 0;
     pthread_mutex_lock(&of->lock);
     /* A new file flushed before any write: touch means "create it now";
-     * after O_TRUNC (bash's '>') the data is still to come. */
-    if (of->is_new && !of->ever_written && !of->trunc_open && !of->failed)
+     * after O_TRUNC or O_APPEND (bash's '>' and '>>' flush before they
+     * write) the data is still to come. */
+    if (of->is_new && !of->ever_written && !of->trunc_open && !of->append && !of->failed)
         of->written = 1;
     rc = commit_handle(fs_ctx(), path, of);
     pthread_mutex_unlock(&of->lock);
@@ -455,8 +532,8 @@ int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
     return fs_flush(path, fi);
 }
 
-/* At release: a file created with O_TRUNC and closed without any write
- * (': > new.json') becomes an entity without properties. Errors here reach
+/* At release: a file created with O_TRUNC or O_APPEND and closed without any
+ * write (': > new.json') becomes an entity without properties. Errors here reach
  * no application; they are logged. */
 int fs_release_write(const char *path, struct open_file *of)
 {
@@ -485,11 +562,15 @@ int fs_unlink(const char *path)
         rc = scratch_unlink(a->scratch, path);
     } else if (fp.kind != FSP_ENTITY) {
         rc = -EISDIR;
-    } else if ((rc = fs_load_entity(a, &fp, path, &f)) == 0) {
+    } else if (conflict_take(a, path)) {
+        rc = -ESTALE;
+    } else if ((rc = load_for_change(a, &fp, path, &f)) == 0) {
         rc = table_delete_entity(a->tc, fp.table, fp.pk, fp.rk, f.etag, &st);
-        if (rc == -ESTALE)
+        if (rc == -ESTALE) {
             log_error(&a->log, "%s: not deleted: the entity was changed by someone else "
                       "since it was read (HTTP 412)", path);
+            conflict_note(a, path);
+        }
         cache_invalidate(a->cache, path);
         if (rc == 0) {
             char *tdir = NULL;
@@ -570,6 +651,10 @@ int fs_rmdir(const char *path)
         return rc;
     switch (fp.kind) {
     case FSP_TABLE:
+        if (scratch_has_dirs(a->scratch, path)) {
+            rc = -ENOTEMPTY;    /* a partition made with mkdir */
+            break;
+        }
         rc = table_query(a->tc, fp.table, NULL, "PartitionKey", 1, on_any_entity, &found, &st);
         if (rc == 0 && found)
             rc = -ENOTEMPTY;
@@ -602,9 +687,28 @@ int fs_rmdir(const char *path)
     return rc;
 }
 
+/* Is ETAG (what the mount last saw of entity FP) still the entity's ETag?
+ * Returns 1, 0 (changed or gone), or -errno. */
+static int etag_current(struct aztfs *a, const struct fspath *fp, const char *etag)
+{
+    struct az_status st;
+    json_t *e = NULL;
+    char *now = NULL;
+    int rc = table_get_entity(a->tc, fp->table, fp->pk, fp->rk, &e, &now, &st);
+
+    json_decref(e);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc == 0)
+        rc = etag && now && strcmp(etag, now) == 0;
+    free(now);
+    return rc;
+}
+
 /* Rename entity FROM onto entity TO in the same partition: one entity group
  * transaction that writes TO (insert or guarded replace) and deletes FROM
- * with its ETag, so either both happen or neither. */
+ * with its ETag, so either both happen or neither. The ETags are also
+ * checked just before: Azurite ignores If-Match inside a batch. */
 static int rename_in_partition(struct aztfs *a, const char *from, struct fspath *ff,
                                const char *to, struct fspath *tf)
 {
@@ -613,24 +717,41 @@ static int rename_in_partition(struct aztfs *a, const char *from, struct fspath 
     struct entity_error err = { 0 };
     struct az_status st;
     json_t *wire = NULL;
+    char *no_pk = NULL, *no_rk = NULL;   /* a rename carries no keys in content */
     int rc, exists;
 
-    if ((rc = fs_load_entity(a, ff, from, &src)) < 0)
+    if ((rc = load_for_change(a, ff, from, &src)) < 0)
         return rc;
-    rc = fs_load_entity(a, tf, to, &dst);
+    rc = load_for_change(a, tf, to, &dst);
     exists = rc == 0;
     if (rc < 0 && rc != -ENOENT)
         goto out;
-    if (!exists && (rc = write_keys(a, tf, to, &(char *){ NULL }, &(char *){ NULL })) < 0)
+    if (!exists && (rc = write_keys(a, tf, to, &no_pk, &no_rk)) < 0)
         goto out;
     if ((rc = entity_parse(src.data, src.len, &wire, NULL, NULL, &err)) < 0) {
         log_error(&a->log, "%s: cannot be moved: %s", from, err.text);
+        goto out;
+    }
+    if ((rc = etag_current(a, ff, src.etag)) == 1 &&
+        (!exists || (rc = etag_current(a, tf, dst.etag)) == 1)) {
+        rc = 0;
+    } else if (rc == 0) {
+        log_error(&a->log, "rename %s -> %s: nothing changed: %s was changed by someone "
+                  "else since it was read", from, to, exists ? "source or target" : "source");
+        rc = -ESTALE;
+        conflict_note(a, from);
+        cache_invalidate(a->cache, from);
+        cache_invalidate(a->cache, to);
+        goto out;
+    } else {
         goto out;
     }
     ops[0] = (struct table_batch_op){ exists ? TB_REPLACE : TB_INSERT, tf->rk, wire,
                                       exists ? dst.etag : NULL };
     ops[1] = (struct table_batch_op){ TB_DELETE, ff->rk, NULL, src.etag };
     rc = table_batch(a->tc, ff->table, ff->pk, ops, 2, &st);
+    if (rc == -ESTALE)
+        conflict_note(a, from);
     if (rc < 0)
         log_error(&a->log, "rename %s -> %s failed, nothing changed: HTTP %ld %s %s", from,
                   to, st.http_status, st.code, st.message);
@@ -655,12 +776,18 @@ static int commit_scratch(struct aztfs *a, const char *from, const char *to, str
 
     if ((rc = scratch_get(a->scratch, from, &data, &len)) < 0)
         return rc;
-    rc = fs_load_entity(a, tf, to, &dst);
+    if (conflict_take(a, to)) {
+        free(data);
+        return -ESTALE;
+    }
+    rc = load_for_change(a, tf, to, &dst);
     exists = rc == 0;
     if (rc == 0 || rc == -ENOENT)
         rc = save_entity(a, to, data, len, !exists, exists ? dst.etag : NULL, 1, NULL);
     if (rc == 0)
         scratch_unlink(a->scratch, from);
+    else if (rc == -ESTALE)
+        conflict_note(a, to);
     cache_file_clear(&dst);
     free(data);
     return rc;
@@ -687,7 +814,8 @@ int fs_rename(const char *from, const char *to, unsigned int flags)
         rc = commit_scratch(a, from, to, &tf);
     else if (ff.kind == FSP_ENTITY && tf.kind == FSP_ENTITY &&
              strcmp(ff.parent, tf.parent) == 0)
-        rc = strcmp(from, to) == 0 ? 0 : rename_in_partition(a, from, &ff, to, &tf);
+        rc = strcmp(from, to) == 0 ? 0 : conflict_take(a, from) ? -ESTALE :
+             rename_in_partition(a, from, &ff, to, &tf);
     else if (ff.kind == FSP_SCRATCH || tf.kind == FSP_SCRATCH || ff.kind != tf.kind)
         rc = ff.kind == FSP_SCRATCH ? misplaced(a, to, "scratch files can only become "
                                                 "entities inside a partition") : -EXDEV;

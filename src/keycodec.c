@@ -58,21 +58,26 @@ static int is_utf8_cont(unsigned char c)
 /* Where to cut the escaped key ENC (longer than KEYCODEC_NAME_MAX) for its
  * long form: the longest prefix of at most KEYCODEC_PREFIX_MAX bytes that
  * splits neither a "%XX" escape nor a UTF-8 sequence. In an escaped key a '%'
- * always starts an escape. For invalid UTF-8 (more than 3 continuation bytes
- * in a row) the cut stays at the escape-safe position. */
+ * always starts an escape; a stray continuation byte (invalid UTF-8) is a
+ * unit of its own. */
 static size_t long_form_cut(const char *enc)
 {
     const unsigned char *u = (const unsigned char *)enc;
-    size_t p = KEYCODEC_PREFIX_MAX, q;
+    size_t i = 0;
 
-    if (u[p - 1] == '%')
-        p -= 1;
-    else if (u[p - 2] == '%')
-        p -= 2;
-    q = p;
-    while (q > p - 3 && is_utf8_cont(u[q]))
-        q--;
-    return is_utf8_cont(u[q]) ? p : q;
+    /* walk whole units: a %XX escape, a UTF-8 sequence, or a single byte */
+    for (;;) {
+        size_t step = 1;
+
+        if (u[i] == '%')
+            step = 3;
+        else if (u[i] >= 0xC0)
+            while (step < 4 && is_utf8_cont(u[i + step]))
+                step++;
+        if (u[i] == '\0' || i + step > KEYCODEC_PREFIX_MAX)
+            return i;
+        i += step;
+    }
 }
 
 /* Write the first 16 bytes of SHA-256(KEY) as 32 lower-case hex digits and a

@@ -118,7 +118,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         have_usr1 = 1;
     log_info(&a->log, "mounted %s", cmd->mountpoint);
     if (cmd->singlethread) {
-        rc = fuse_loop(f) ? 1 : 0;
+        rc = fuse_loop(f) < 0 ? 1 : 0;   /* > 0: ended by a signal: clean */
     } else {
         lc = fuse_loop_cfg_create();
         if (!lc)
@@ -129,7 +129,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
                                               ? cmd->max_threads : 10);
         if (cmd->max_idle_threads <= 1000)    /* UINT_MAX: not given */
             fuse_loop_cfg_set_idle_threads(lc, cmd->max_idle_threads);
-        rc = fuse_loop_mt(f, lc) ? 1 : 0;
+        rc = fuse_loop_mt(f, lc) < 0 ? 1 : 0;
         fuse_loop_cfg_destroy(lc);
     }
 out_signals:
@@ -228,6 +228,8 @@ out_curl:
     table_client_free(a.tc);
     cache_free(a.cache);
     scratch_free(a.scratch);
+    for (size_t i = 0; i < sizeof(a.conflicts) / sizeof(a.conflicts[0]); i++)
+        free(a.conflicts[i].path);
     curl_global_cleanup();
 out:
     account_free(&acct);

@@ -30,6 +30,7 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
     FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
     FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
     FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
     FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
     FUSE_OPT_KEY("comment=", FUSE_OPT_KEY_DISCARD),
@@ -59,8 +60,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
         o->n_positional++;
         return 0;            /* put back below, once we know which it is */
     case FUSE_OPT_KEY_OPT:
-        /* x-systemd.* options are for systemd's fstab generator */
-        return strncmp(arg, "x-systemd.", 10) == 0 ? 0 : 1;
+        /* x-* options (x-systemd.*, x-gvfs-*) are for other readers of fstab */
+        return strncmp(arg, "x-", 2) == 0 ? 0 : 1;
     default:
         return 1;
     }

@@ -366,3 +366,14 @@ void scratch_list_dirs(struct scratch *s, const char *dir,
     }
     pthread_mutex_unlock(&s->lock);
 }
+
+int scratch_has_dirs(struct scratch *s, const char *dir)
+{
+    int r = 0;
+
+    pthread_mutex_lock(&s->lock);
+    for (struct node *n = s->head; n && !r; n = n->next)
+        r = n->is_dir && child_name(n->path, dir) != NULL;
+    pthread_mutex_unlock(&s->lock);
+    return r;
+}

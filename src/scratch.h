@@ -52,6 +52,8 @@ size_t scratch_count(struct scratch *s, const char *dir);
 int scratch_mkdir(struct scratch *s, const char *path);      /* 0, -EEXIST, -ENOMEM */
 int scratch_is_dir(struct scratch *s, const char *path);      /* 1 or 0 */
 int scratch_rmdir(struct scratch *s, const char *path);       /* 0 or -ENOENT */
+/* Does DIR hold a local directory directly inside it? 1 or 0. */
+int scratch_has_dirs(struct scratch *s, const char *dir);
 /* Call FN(ctx, name) for each local directory directly inside DIR. */
 void scratch_list_dirs(struct scratch *s, const char *dir,
                        void (*fn)(void *ctx, const char *name), void *ctx);

@@ -467,7 +467,12 @@ int table_query(struct table_client *tc, const char *table, const char *filter,
 /* Build "/table(PartitionKey='..',RowKey='..')" with keys quoted and encoded. */
 static char *entity_path(const char *table, const char *pk, const char *rk)
 {
-    char *lp = table_odata_literal(pk), *lr = table_odata_literal(rk);
+    char *lp, *lr;
+
+    if (!pk || !rk)
+        return NULL;
+    lp = table_odata_literal(pk);
+    lr = table_odata_literal(rk);
     char *ep = NULL, *er = NULL, *path = NULL;
 
     if (lp && lr && (ep = table_url_encode(lp + 1)) && (er = table_url_encode(lr + 1))) {
@@ -496,6 +501,10 @@ int table_get_entity(struct table_client *tc, const char *table, const char *pk,
     *entity = NULL;
     if (etag)
         *etag = NULL;
+    if (!pk || !rk) {
+        free(path);
+        return -EINVAL;
+    }
     if (!path)
         return -ENOMEM;
     rc = send_request(tc, TK_GET_ENTITY, "GET", path, NULL, NULL, NULL, 0, NULL, "get entity",
@@ -571,22 +580,45 @@ static char *canonical_props(const json_t *e)
     return text;
 }
 
-/* Does the stored entity hold exactly ENTITY's properties (and types)?
- * Used to settle a write whose first attempt may have been applied.
- * Returns 1, 0, or -errno; *etag gets the stored entity's ETag. */
+/* Does the stored entity hold exactly ENTITY's properties (and types), or
+ * with MERGED, ENTITY's properties over whatever else it has? Used to settle
+ * a write whose first send may have been applied. Returns 1, 0 (also when
+ * the entity is gone), or -errno; *etag gets the stored entity's ETag. */
 static int entity_holds(struct table_client *tc, const char *table, const char *pk,
-                        const char *rk, const json_t *entity, char **etag)
+                        const char *rk, const json_t *entity, int merged, char **etag)
 {
     struct az_status st;
-    json_t *cur = NULL;
+    json_t *cur = NULL, *want = NULL;
     char *a = NULL, *b = NULL;
     int rc;
 
     rc = table_get_entity(tc, table, pk, rk, &cur, etag, &st);
+    if (rc == -ENOENT)
+        return 0;
     if (rc < 0)
         return rc;
+    if (merged) {
+        const char *k;
+        json_t *v;
+
+        /* the merge of ENTITY into the stored one: the stored one itself?
+         * A merged property brings its own annotation (or none). */
+        want = json_deep_copy(cur);
+        json_object_foreach((json_t *)entity, k, v) {
+            char ann[300];
+
+            snprintf(ann, sizeof(ann), "%s@odata.type", k);
+            if (want)
+                json_object_del(want, ann);
+        }
+        json_object_foreach((json_t *)entity, k, v) {
+            if (want)
+                json_object_set(want, k, v);
+        }
+    }
     a = canonical_props(cur);
-    b = canonical_props(entity);
+    b = canonical_props(merged ? want : entity);
+    json_decref(want);
     rc = (a && b) ? strcmp(a, b) == 0 : -ENOMEM;
     free(a);
     free(b);
@@ -608,7 +640,7 @@ int table_write_entity(struct table_client *tc, const char *table, const char *p
     if (new_etag)
         *new_etag = NULL;
     memset(&resp, 0, sizeof(resp));
-    if (how != TW_INSERT && !etag)
+    if ((how != TW_INSERT && !etag) || !pk || !rk)
         return -EINVAL;
     if (how == TW_INSERT) {
         if (asprintf(&path, "/%s", table) < 0)
@@ -640,15 +672,17 @@ int table_write_entity(struct table_client *tc, const char *table, const char *p
         goto out;
     }
     if (resp.status >= 300) {
-        /* A retried write may have been applied by an earlier attempt that
-         * looked failed: 409 (insert) or 412 (replace/merge) is then ours. */
-        if (resp.attempts > 1 && (resp.status == 409 || resp.status == 412) &&
-            how != TW_MERGE) {
+        /* A 409 (insert) or 412 (replace/merge) may answer a resend of our
+         * own write whose first reply was lost: libcurl resends by itself on
+         * a dead keep-alive connection, so "attempts" cannot tell. The
+         * entity decides: if it holds what we sent, the write happened. */
+        if (resp.status == 409 || resp.status == 412) {
             char *cur_etag = NULL;
 
-            rc = entity_holds(tc, table, pk, rk, entity, &cur_etag);
+            rc = entity_holds(tc, table, pk, rk, entity, how == TW_MERGE, &cur_etag);
             if (rc == 1) {
-                log_info(tc->lg, "%s: an earlier attempt had been applied", what);
+                log_info(tc->lg, "%s: the service already holds this write (an earlier "
+                         "send was applied)", what);
                 if (new_etag)
                     *new_etag = cur_etag;
                 else
@@ -693,8 +727,8 @@ int table_delete_entity(struct table_client *tc, const char *table, const char *
         log_warn(tc->lg, "delete entity failed: no response: %s", st->message);
         goto out;
     }
-    if (resp.status == 404 && resp.attempts > 1) {
-        rc = 0;     /* an earlier attempt deleted it */
+    if (resp.status == 404) {
+        rc = 0;     /* gone: deleted by a resend of ours, or by someone else */
         goto out;
     }
     if (resp.status >= 300)

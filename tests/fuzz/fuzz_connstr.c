@@ -1,5 +1,4 @@
 /* fuzz_connstr.c - libFuzzer target: arbitrary text -> connstr_parse.
- * FUZZ_SOURCES: src/connstr.c src/sharedkey.c
  * Must not crash or leak. On failure the account is all zero and errbuf is a
  * NUL-terminated line; on success name, endpoint, scheme and host are set,
  * scheme is http/https, the endpoint has no trailing '/', and the error

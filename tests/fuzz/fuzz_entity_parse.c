@@ -1,5 +1,4 @@
 /* fuzz_entity_parse.c - libFuzzer target: arbitrary text -> entity_parse.
- * FUZZ_SOURCES: src/entity.c
  * Must not crash or leak. On success the wire object must be an object
  * without PartitionKey/RowKey/Timestamp, every annotation must name a present
  * property, and rendering it (keys added back) must succeed; on failure the

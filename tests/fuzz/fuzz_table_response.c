@@ -1,5 +1,4 @@
 /* fuzz_table_response.c - libFuzzer target for a whole Query Entities page.
- * FUZZ_SOURCES: src/entity.c
  * The page and batch parsers in src/table.c are static and need a network
  * round trip, so this walks a page the way the listing code sees it:
  * json_loadb(body, 0) (table.c's flags), then its "value" array, and renders

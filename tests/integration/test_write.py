@@ -230,6 +230,54 @@ def test_fresh_etag_after_own_commit_allows_second_write(sdk, seed, mounter, wh)
     assert props(wh.get(T, "p", "a")) == {"v": ("Edm.String", "two")}
 
 
+def test_two_writers_second_close_is_estale(sdk, seed, mounter, wh):
+    T = "wrTwoWriters"
+    mnt, _ = seeded_mount(sdk, seed, mounter, T, [{"PartitionKey": "p", "RowKey": "a", "v": 0}])
+    path = p(mnt, T, "p", "a.json")
+    fd1 = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    fd2 = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd1, b'{"v": 1}')
+    os.write(fd2, b'{"v": 2}')
+    os.close(fd1)
+    assert props(wh.get(T, "p", "a")) == {"v": ("Edm.Int32", 1)}
+    with pytest.raises(OSError) as ei:
+        os.close(fd2)
+    assert ei.value.errno == errno.ESTALE
+    assert props(wh.get(T, "p", "a")) == {"v": ("Edm.Int32", 1)}
+    assert json.loads(read(path))["v"] == 1
+
+
+def test_new_file_created_meanwhile_by_sdk_is_eexist(sdk, seed, mounter, wh):
+    T = "wrCreateRace"
+    mnt, t = seeded_mount(sdk, seed, mounter, T, [{"PartitionKey": "p", "RowKey": "a"}])
+    path = p(mnt, T, "p", "n.json")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, b'{"v": "mount"}')
+    t.create_entity({"PartitionKey": "p", "RowKey": "n", "v": "sdk"})
+    with pytest.raises(OSError) as ei:
+        os.close(fd)
+    assert ei.value.errno == errno.EEXIST
+    assert props(wh.get(T, "p", "n")) == {"v": ("Edm.String", "sdk")}
+    assert json.loads(read(path))["v"] == "sdk"
+    # O_EXCL on an existing entity fails at open
+    with pytest.raises(FileExistsError):
+        os.open(p(mnt, T, "p", "a.json"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+
+
+def test_write_to_entity_deleted_meanwhile(sdk, seed, mounter, wh):
+    T = "wrDelRace"
+    mnt, t = seeded_mount(sdk, seed, mounter, T, [{"PartitionKey": "p", "RowKey": "a", "v": 1}])
+    path = p(mnt, T, "p", "a.json")
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, b'{"v": 2}')
+    t.delete_entity("p", "a")
+    with pytest.raises(OSError) as ei:
+        os.close(fd)
+    assert ei.value.errno in (errno.ENOENT, errno.ESTALE)
+    assert wh.get(T, "p", "a") is None       # not resurrected
+    assert not os.path.exists(path)
+
+
 def test_commit_only_at_flush(sdk, seed, mounter, wh):
     T = "wrAtFlush"
     mnt, _ = seeded_mount(sdk, seed, mounter, T, [
@@ -387,6 +435,10 @@ def test_unlink_stale_is_estale(sdk, seed, mounter, wh):
     assert ei.value.errno == errno.ESTALE
     assert props(wh.get(T, "p", "a")) == {"v": ("Edm.Int32", 2)}
     assert json.loads(read(p(mnt, T, "p", "a.json")))["v"] == 2
+    # having seen the new version, deleting it again works (at once)
+    os.unlink(p(mnt, T, "p", "a.json"))
+    assert wh.get(T, "p", "a") is None
+    assert os.listdir(p(mnt, T, "p")) == []
 
 
 def test_last_unlink_keeps_partition_dir_until_rmdir(sdk, seed, mounter, wh):
@@ -465,6 +517,47 @@ def test_mkdir_partition_local_until_written(sdk, seed, mounter, wh, sh):
         os.rmdir(p(mnt, T, "p"))
     assert ei.value.errno == errno.ENOTEMPTY
     assert wh.get(T, "p", "a") is not None
+
+
+def test_rmdir_table_with_local_partition_is_enotempty(sdk, seed, mounter, wh):
+    """A partition made with mkdir (nothing in the table yet) still makes its
+    table non-empty, as on a local disk; and it must not come back as a ghost
+    when a table of that name is made again."""
+    T = "wrTabLocalPart"
+    mnt, _ = seeded_mount(sdk, seed, mounter, T)
+    os.mkdir(p(mnt, T, "localp"))
+    with pytest.raises(OSError) as ei:
+        os.rmdir(p(mnt, T))
+    assert ei.value.errno == errno.ENOTEMPTY
+    assert wh.table_exists(T)
+    assert os.listdir(p(mnt, T)) == ["localp"]
+    os.rmdir(p(mnt, T, "localp"))
+    os.rmdir(p(mnt, T))
+    assert not wh.table_exists(T)
+    os.mkdir(p(mnt, T))
+    assert os.listdir(p(mnt, T)) == []
+
+
+def test_truncate_by_path(sdk, seed, mounter, wh):
+    T = "wrTruncPath"
+    mnt, t = seeded_mount(sdk, seed, mounter, T, [
+        {"PartitionKey": "p", "RowKey": "a", "v": 1}, {"PartitionKey": "p", "RowKey": "b", "v": 1}])
+    os.truncate(p(mnt, T, "p", "a.json"), 0)
+    assert props(wh.get(T, "p", "a")) == {}
+    # growing a file by path pads it with NUL bytes: not JSON, refused
+    etag = wh.etag(T, "p", "b")
+    size = os.stat(p(mnt, T, "p", "b.json")).st_size
+    with pytest.raises(OSError) as ei:
+        os.truncate(p(mnt, T, "p", "b.json"), size + 10)
+    assert ei.value.errno == errno.EINVAL
+    assert wh.etag(T, "p", "b") == etag
+    # stale: the SDK's change survives
+    read(p(mnt, T, "p", "b.json"))
+    t.update_entity({"PartitionKey": "p", "RowKey": "b", "v": 2}, mode="replace")
+    with pytest.raises(OSError) as ei:
+        os.truncate(p(mnt, T, "p", "b.json"), 0)
+    assert ei.value.errno == errno.ESTALE
+    assert props(wh.get(T, "p", "b")) == {"v": ("Edm.Int32", 2)}
 
 
 def test_misplaced_files_and_dirs_eperm(sdk, seed, mounter, wh):
@@ -615,6 +708,27 @@ def test_scratch_rename_onto_entity_commits_once(sdk, seed, mounter, wh):
     assert props(wh.get(T, "p", "a")) == {"v": ("Edm.String", "replaced")}
     assert sorted(os.listdir(p(mnt, T, "p"))) == ["a.json", "n.json"]
     assert json.loads(read(p(mnt, T, "p", "a.json")))["v"] == "replaced"
+
+
+def test_scratch_rename_onto_stale_entity_is_estale(sdk, seed, mounter, wh):
+    """Atomic save (temp + rename) over an entity changed meanwhile through
+    the SDK: refused, the SDK's change survives, the temp file stays."""
+    T = "wrScratchStale"
+    mnt, t = seeded_mount(sdk, seed, mounter, T, [{"PartitionKey": "p", "RowKey": "a", "v": 1}])
+    assert json.loads(read(p(mnt, T, "p", "a.json")))["v"] == 1
+    s = p(mnt, T, "p", ".a.json.tmp")
+    with open(s, "wb") as f:
+        f.write(b'{"v": 3}')
+    t.update_entity({"PartitionKey": "p", "RowKey": "a", "v": 2}, mode="replace")
+    with pytest.raises(OSError) as ei:
+        os.replace(s, p(mnt, T, "p", "a.json"))
+    assert ei.value.errno == errno.ESTALE
+    assert props(wh.get(T, "p", "a")) == {"v": ("Edm.Int32", 2)}
+    assert json.loads(read(p(mnt, T, "p", "a.json")))["v"] == 2
+    assert read(s) == '{"v": 3}'
+    # saving again now that the new version was seen works
+    os.replace(s, p(mnt, T, "p", "a.json"))
+    assert props(wh.get(T, "p", "a")) == {"v": ("Edm.Int32", 3)}
 
 
 def test_scratch_rename_bad_content_keeps_scratch(sdk, seed, mounter, wh):
