@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# test.sh [--sanitizers] - install deps, build, run the C unit tests (make check,
-# TAP) and the integration tests (pytest against a private Azurite).
+# test.sh [--sanitizers] [--quick] - install deps, build, run the C unit tests
+# (make check, TAP) and the integration tests (pytest against a private
+# Azurite); then, unless --quick: the unit tests under valgrind, every fuzz
+# target for FUZZ_SECONDS (default 15) with its regression inputs, and the
+# unit and integration suites again built with ASan+UBSan (in .run/asan, so
+# ./aztfs stays a normal build).
 # Always ends with exactly one line "N passed, N failed" (unit + integration).
 # Exit status: 0 only when something ran and nothing failed.
 #   Counted as failed: TAP FAIL/XFAIL/XPASS/ERROR/SKIP, pytest failures, errors
@@ -12,10 +16,12 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 build_args=()
+quick=0
 for a in "$@"; do
     case $a in
         --sanitizers) build_args+=(--sanitizers) ;;
-        -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+        --quick) quick=1 ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
         *) echo "test.sh: unknown argument: $a" >&2; exit 2 ;;
     esac
 done
@@ -121,6 +127,78 @@ else
         failed=$((failed + 1))
     elif [ "$py_rc" -ne 0 ] && [ "$i_bad" -eq 0 ]; then
         echo "test.sh: pytest exit $py_rc with no failing test: counted as 1 failure" >&2
+        failed=$((failed + 1))
+    fi
+fi
+
+# --- 4. more of the same, harder (skipped with --quick) -----------------------------
+# count_line NAME FILE: add the counts of the last "N passed, N failed" in FILE.
+count_line() {
+    local line p f
+    line=$(grep -E '^(fuzz: )?[0-9]+ passed, [0-9]+ failed' "$2" | tail -n1)
+    if [ -z "$line" ]; then
+        echo "test.sh: $1 printed no result line: counted as 1 failure" >&2
+        failed=$((failed + 1)); return
+    fi
+    p=$(sed -E 's/^(fuzz: )?([0-9]+) passed.*/\2/' <<<"$line")
+    f=$(sed -E 's/.* ([0-9]+) failed.*/\1/' <<<"$line")
+    echo "$1: $p passed, $f failed"
+    passed=$((passed + p)); failed=$((failed + f))
+}
+
+if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
+    section "unit tests under valgrind"
+    vp=0; vf=0
+    for t in tests/unit/test_*; do
+        [ -x "$t" ] && [ "${t%.c}" = "$t" ] || continue
+        if valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect \
+               --error-exitcode=99 "$t" > "$RUN/valgrind-$(basename "$t").log" 2>&1; then
+            vp=$((vp + 1))
+        else
+            vf=$((vf + 1)); echo "valgrind: $t failed (see $RUN/valgrind-$(basename "$t").log)" >&2
+            tail -n 30 "$RUN/valgrind-$(basename "$t").log" >&2
+        fi
+    done
+    echo "$vp passed, $vf failed" > "$RUN/valgrind.out"
+    count_line valgrind "$RUN/valgrind.out"
+
+    section "fuzzing (${FUZZ_SECONDS:-15} s per target, regression inputs first)"
+    timeout -k 10 900 scripts/fuzz.sh "${FUZZ_SECONDS:-15}" 2>&1 | tee "$RUN/fuzz.out"
+    count_line fuzz "$RUN/fuzz.out"
+
+    section "ASan + UBSan build: unit and integration tests"
+    ASAN_DIR="$RUN/asan"
+    rm -rf "$ASAN_DIR"; mkdir -p "$ASAN_DIR"
+    rsync -a --exclude=/.run --exclude=/.deps-node --exclude=/mnt ./ "$ASAN_DIR/"
+    (cd "$ASAN_DIR" && { make distclean >/dev/null 2>&1 || true; }) 
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    if (cd "$ASAN_DIR" && scripts/build.sh --sanitizers > "$RUN/asan-build.log" 2>&1); then
+        (cd "$ASAN_DIR" && timeout -k 10 600 make -j"${JOBS:-2}" check AM_COLOR_TESTS=no) \
+            > "$RUN/asan-check.out" 2>&1
+        ap=$(count PASS "$RUN/asan-check.out"); at=$(count TOTAL "$RUN/asan-check.out")
+        echo "${ap:-0} passed, $(( ${at:-1} - ${ap:-0} )) failed" > "$RUN/asan-unit.out"
+        count_line asan-unit "$RUN/asan-unit.out"
+        AZTFS_BIN="$ASAN_DIR/aztfs" timeout -k 15 1200 "$PY" -m pytest tests/integration -q \
+            -p no:cacheprovider --junitxml="$RUN/asan-junit.xml" </dev/null | tail -n 15
+        "$PY" - "$RUN/asan-junit.xml" > "$RUN/asan-integration.out" <<'PYEOF'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print("0 passed, 1 failed"); sys.exit(0)
+ok = bad = 0
+for tc in root.iter("testcase"):
+    if {c.tag for c in tc} & {"failure", "error", "skipped"}:
+        bad += 1
+    else:
+        ok += 1
+print("%d passed, %d failed" % (ok, bad if ok + bad else 1))
+PYEOF
+        count_line asan-integration "$RUN/asan-integration.out"
+    else
+        echo "test.sh: sanitizer build failed (see $RUN/asan-build.log)" >&2
+        tail -n 30 "$RUN/asan-build.log" >&2
         failed=$((failed + 1))
     fi
 fi
