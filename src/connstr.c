@@ -599,3 +599,24 @@ out:
     }
     return rc;
 }
+
+/* Loopback check of the endpoint host; see connstr.h. */
+int account_is_loopback(const struct account *acct)
+{
+    const char *h = acct->host;
+    size_t n;
+
+    if (!h)
+        return 0;
+    if (h[0] == '[')                            /* [::1] or [::1]:port */
+        return strncmp(h, "[::1]", 5) == 0 && (h[5] == '\0' || h[5] == ':');
+    n = strcspn(h, ":");                        /* drop the port */
+    if (n == 9 && strncasecmp(h, "localhost", 9) == 0)
+        return 1;
+    if (strncmp(h, "127.", 4) != 0)
+        return 0;
+    for (size_t i = 4; i < n; i++)              /* 127.a.b.c: digits and dots */
+        if (!isdigit((unsigned char)h[i]) && h[i] != '.')
+            return 0;
+    return 1;
+}

@@ -44,6 +44,10 @@ int connstr_parse(const char *s, struct account *acct, char *errbuf, size_t errl
  * The file buffer is wiped with OPENSSL_cleanse before being freed. */
 int connstr_load_file(const char *path, struct account *acct, char *errbuf, size_t errlen);
 
+/* Is the endpoint's host a loopback address (127.0.0.0/8, ::1 or
+ * "localhost"), where plain http cannot be read by anyone else? 1 or 0. */
+int account_is_loopback(const struct account *acct);
+
 /* Free every member and wipe key and SAS with OPENSSL_cleanse; zeroes *acct. */
 void account_free(struct account *acct);
 

@@ -188,6 +188,12 @@ int main(int argc, char *argv[])
     }
     if (load_account(&o, &acct) < 0)
         goto out;
+    if (strcmp(acct.scheme, "http") == 0 && !account_is_loopback(&acct) && !o.allow_http) {
+        fprintf(stderr, "aztfs: refusing plain http to %s: requests and keys would cross the "
+                "network unencrypted; use https, or add -o allow_http if you mean it\n",
+                acct.host);
+        goto out;
+    }
 
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "aztfs: libcurl could not be initialised\n");

@@ -21,6 +21,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("retries=%d", retries),
     OPT("cafile=%s", cafile),
     OPT("merge", merge),
+    OPT("allow_http", allow_http),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -127,6 +128,7 @@ void options_usage(const char *progname)
            "    -o retries=N            retries of a transient failure (4)\n"
            "    -o cafile=FILE          CA bundle for https endpoints\n"
            "    -o merge                writes to existing entities Merge instead of Replace\n"
+           "    -o allow_http           allow plain http to a host that is not loopback\n"
            "    -o uid=N,gid=N,umask=M  owner and permissions of every file\n\n",
            progname);
 }

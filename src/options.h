@@ -15,6 +15,7 @@ struct aztfs_opts {
     int retries;              /* -o retries=N */
     char *cafile;             /* -o cafile=FILE */
     int merge;                /* -o merge */
+    int allow_http;           /* -o allow_http: plain http beyond loopback */
     char *positional[2];      /* non-option arguments, in order */
     int n_positional;
     int show_help;

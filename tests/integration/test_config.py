@@ -100,6 +100,14 @@ def test_config_file_with_key_must_be_private(azurite, probe, mp, tmp_path, aztf
     assert_refused(res, mp, r"(?i)chmod|permission|mode")
 
 
+def test_plain_http_beyond_loopback_refused(azurite, mp, aztfs_run):
+    # 192.0.2.1 is TEST-NET-1: the refusal comes before any request is sent
+    conn = conn_str_for(azurite.port).replace("127.0.0.1:%d" % azurite.port, "192.0.2.1:10002")
+    assert "192.0.2.1" in conn
+    res = aztfs_run(["-f", mp], aztfs_env(conn))
+    assert_refused(res, mp, r"refusing plain http to 192\.0\.2\.1.*allow_http")
+
+
 def test_missing_config_file_refused(azurite, mp, tmp_path, aztfs_run):
     res = aztfs_run(["-f", "-o", "config=%s" % (tmp_path / "nope.conf"), mp],
                     aztfs_env(azurite.conn_str))

@@ -416,6 +416,37 @@ static void test_files(void)
     }
 }
 
+static void test_loopback(void)
+{
+    static const struct { const char *ep; int want; } cases[] = {
+        { "http://127.0.0.1:10002/devstoreaccount1", 1 },
+        { "http://127.1.2.3", 1 },
+        { "http://localhost:10002/devstoreaccount1", 1 },
+        { "http://LOCALHOST", 1 },
+        { "http://[::1]:10002/devstoreaccount1", 1 },
+        { "http://127.evil.example.com", 0 },
+        { "http://10.0.0.1:10002/devstoreaccount1", 0 },
+        { "http://localhost.example.com", 0 },
+        { "https://acct.table.core.windows.net", 0 },
+        { "http://[::2]:10002/x", 0 },
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct account a;
+        char err[256], cs[300];
+
+        snprintf(cs, sizeof(cs), "AccountName=devstoreaccount1;AccountKey=%s;TableEndpoint=%s",
+                 DEVSTORE_KEY, cases[i].ep);
+        memset(&a, 0, sizeof(a));
+        if (connstr_parse(cs, &a, err, sizeof(err)) != 0) {
+            ok(0, "loopback: %s parses (%s)", cases[i].ep, err);
+            continue;
+        }
+        is_int(account_is_loopback(&a), cases[i].want, "loopback: %s", cases[i].ep);
+        account_free(&a);
+    }
+}
+
 int main(void)
 {
     test_devstore();
@@ -424,5 +455,6 @@ int main(void)
     test_sas();
     test_errors();
     test_files();
+    test_loopback();
     return done_testing();
 }
