@@ -74,7 +74,11 @@ static void fill_file_stat(const struct aztfs *a, const char *path, size_t len,
     memset(st, 0, sizeof(*st));
     st->st_ino = fspath_ino(path);
     st->st_mode = FILE_MODE;
-    st->st_nlink = 1;
+    /* 2 links: editors (vim's backupcopy=auto) then rewrite the file in
+     * place, one guarded write, instead of renaming it away and creating
+     * it anew (a delete and an insert). Inodes are unique, so cp -a, tar
+     * and du still see distinct files. */
+    st->st_nlink = 2;
     st->st_uid = a->uid;
     st->st_gid = a->gid;
     st->st_size = (off_t)len;
@@ -457,6 +461,7 @@ static void fill_scratch_stat(const struct aztfs *a, const char *path,
 {
     fill_file_stat(a, path, sa->size, sa->mtime, st);
     st->st_mode = S_IFREG | (sa->mode & 07777);
+    st->st_nlink = 1;
 }
 
 static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
