@@ -82,6 +82,11 @@ int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_i
 struct open_file *fs_open_file_new(void);
 void fs_open_file_free(struct open_file *of);
 
+/* A new handle holding the entity at PATH (text and ETag, from the cache
+ * when fresh, else a point query). Returns 0 with *out, or -errno. */
+int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path,
+                   struct open_file **out);
+
 /* Write handles are registered by path while open, so that a stat by path
  * (futimens, chmod, ls) sees a new or changed entity before it is saved.
  * fs_pending_size: 0 and *len when PATH has such a handle, else -ENOENT. */

@@ -681,10 +681,32 @@ void fs_open_file_free(struct open_file *of)
     free(of);
 }
 
+/* A new handle holding the entity at PATH (text and ETag, from the cache
+ * when fresh, else a point query). Returns 0 with *out, or -errno. */
+int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path,
+                   struct open_file **out)
+{
+    struct cache_file f = { 0 };
+    struct open_file *of;
+    int rc = fs_load_entity(a, fp, path, &f);
+
+    if (rc < 0)
+        return rc;
+    if (!(of = fs_open_file_new())) {
+        cache_file_clear(&f);
+        return -ENOMEM;
+    }
+    of->data = f.data;
+    of->len = f.len;
+    of->cap = f.len + 1;    /* cache copies are NUL-terminated */
+    of->etag = f.etag;
+    *out = of;
+    return 0;
+}
+
 static int aztfs_open(const char *path, struct fuse_file_info *fi)
 {
     struct aztfs *a = fs_ctx();
-    struct cache_file f = { 0 };
     struct open_file *of;
     struct scratch_attr sa;
     struct fspath fp;
@@ -715,18 +737,10 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
         fspath_free(&fp);
         return rc;
     }
-    rc = fs_load_entity(a, &fp, path, &f);
+    rc = fs_open_entity(a, &fp, path, &of);
     fspath_free(&fp);
     if (rc < 0)
         return rc;
-    if (!(of = fs_open_file_new())) {
-        cache_file_clear(&f);
-        return -ENOMEM;
-    }
-    of->data = f.data;
-    of->len = of->cap = f.len;
-    f.data = NULL;
-    cache_file_clear(&f);
     fi->fh = (uint64_t)(uintptr_t)of;
     fi->direct_io = 1;
     return 0;

@@ -399,23 +399,11 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
                   struct fuse_file_info *fi)
 {
-    struct cache_file f = { 0 };
     struct open_file *of;
     int rc;
 
-    rc = fs_load_entity(a, fp, path, &f);
-    if (rc < 0)
+    if ((rc = fs_open_entity(a, fp, path, &of)) < 0)
         return rc;
-    if (!(of = fs_open_file_new())) {
-        cache_file_clear(&f);
-        return -ENOMEM;
-    }
-    of->data = f.data;
-    of->len = f.len;
-    of->cap = f.len + 1;
-    of->etag = f.etag;
-    f.data = f.etag = NULL;
-    cache_file_clear(&f);
     if (!of->etag) {
         log_error(&a->log, "%s: the service gave no ETag, so a write could not be guarded",
                   path);

@@ -251,20 +251,6 @@ int scratch_get(struct scratch *s, const char *path, char **data, size_t *len)
     return rc;
 }
 
-int scratch_put(struct scratch *s, const char *path, const char *data, size_t len)
-{
-    struct node *n;
-    int rc = 0;
-
-    pthread_mutex_lock(&s->lock);
-    if (!(n = find(s, path, 0)) && (rc = add(s, path, 0, 0600)) == 0)
-        n = s->head;
-    if (rc == 0 && (rc = resize(n, len)) == 0 && len)
-        memcpy(n->data, data, len);
-    pthread_mutex_unlock(&s->lock);
-    return rc;
-}
-
 int scratch_unlink(struct scratch *s, const char *path)
 {
     struct node *n;

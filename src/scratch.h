@@ -35,8 +35,6 @@ int scratch_chmod(struct scratch *s, const char *path, mode_t mode);
 int scratch_utimens(struct scratch *s, const char *path, const struct timespec *mtime);
 /* Take the whole content of PATH: malloc'd copy in *data and *len (caller frees). */
 int scratch_get(struct scratch *s, const char *path, char **data, size_t *len);
-/* Replace the content of PATH (creating it with mode 0600 if absent). */
-int scratch_put(struct scratch *s, const char *path, const char *data, size_t len);
 /* Remove PATH: 0 or -ENOENT. */
 int scratch_unlink(struct scratch *s, const char *path);
 /* Rename FROM to TO, replacing TO: 0 or -ENOENT. */
