@@ -92,13 +92,10 @@ else
 fi
 
 # --- 3. integration tests (pytest) -----------------------------------------------
-section "integration tests (pytest)"
-JUNIT="$RUN/pytest-junit.xml"
-rm -f "$JUNIT"
-timeout -k 15 900 "$PY" -m pytest tests/integration -q --junitxml="$JUNIT" </dev/null
-py_rc=$?
-
-read -r i_pass i_bad i_total < <("$PY" - "$JUNIT" <<'PYEOF'
+# junit_counts FILE -> "PASSED BAD TOTAL" from a pytest JUnit report, where
+# failures, errors and skips are BAD; TOTAL is -1 when FILE is unreadable.
+junit_counts() {
+    "$PY" - "$1" <<'PYEOF'
 import sys, xml.etree.ElementTree as ET
 try:
     root = ET.parse(sys.argv[1]).getroot()
@@ -106,14 +103,21 @@ except Exception:
     print("0 0 -1"); sys.exit(0)
 ok = bad = 0
 for tc in root.iter("testcase"):
-    kinds = {c.tag for c in tc}
-    if kinds & {"failure", "error", "skipped"}:
+    if {c.tag for c in tc} & {"failure", "error", "skipped"}:
         bad += 1
     else:
         ok += 1
 print(ok, bad, ok + bad)
 PYEOF
-)
+}
+
+section "integration tests (pytest)"
+JUNIT="$RUN/pytest-junit.xml"
+rm -f "$JUNIT"
+timeout -k 15 900 "$PY" -m pytest tests/integration -q --junitxml="$JUNIT" </dev/null
+py_rc=$?
+
+read -r i_pass i_bad i_total < <(junit_counts "$JUNIT")
 i_pass=${i_pass:-0}; i_bad=${i_bad:-0}; i_total=${i_total:--1}
 if [ "$i_total" -lt 0 ]; then
     echo "test.sh: pytest left no report (exit status $py_rc: crashed or timed out): counted as 1 failure" >&2
@@ -181,20 +185,12 @@ if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
         count_line asan-unit "$RUN/asan-unit.out"
         AZTFS_BIN="$ASAN_DIR/aztfs" timeout -k 15 1200 "$PY" -m pytest tests/integration -q \
             -p no:cacheprovider --junitxml="$RUN/asan-junit.xml" </dev/null | tail -n 15
-        "$PY" - "$RUN/asan-junit.xml" > "$RUN/asan-integration.out" <<'PYEOF'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception:
-    print("0 passed, 1 failed"); sys.exit(0)
-ok = bad = 0
-for tc in root.iter("testcase"):
-    if {c.tag for c in tc} & {"failure", "error", "skipped"}:
-        bad += 1
-    else:
-        ok += 1
-print("%d passed, %d failed" % (ok, bad if ok + bad else 1))
-PYEOF
+        read -r ip ib it < <(junit_counts "$RUN/asan-junit.xml")
+        if [ "${it:--1}" -le 0 ]; then     # no report, or no test ran: a failure
+            echo "0 passed, 1 failed"
+        else
+            echo "$ip passed, $ib failed"
+        fi > "$RUN/asan-integration.out"
         count_line asan-integration "$RUN/asan-integration.out"
     else
         echo "test.sh: sanitizer build failed (see $RUN/asan-build.log)" >&2
