@@ -17,8 +17,7 @@ struct entry {
     double expires;                 /* CLOCK_MONOTONIC seconds */
     size_t charge;                  /* bytes accounted to this entry */
     struct cache_file file;         /* ENTRY_FILE */
-    struct cache_dirent *ents;      /* ENTRY_DIR */
-    size_t n_ents;
+    struct listing *dir;            /* ENTRY_DIR (one reference) */
     struct entry *hnext;            /* hash chain */
     struct entry *prev, *next;      /* LRU list, head = most recent */
 };
@@ -79,20 +78,11 @@ void cache_file_clear(struct cache_file *f)
     memset(f, 0, sizeof(*f));
 }
 
-void cache_dirents_free(struct cache_dirent *ents, size_t n)
-{
-    for (size_t i = 0; ents && i < n; i++) {
-        free(ents[i].name);
-        free(ents[i].key);
-    }
-    free(ents);
-}
-
 static void entry_free(struct entry *e)
 {
     free(e->path);
     cache_file_clear(&e->file);
-    cache_dirents_free(e->ents, e->n_ents);
+    listing_unref(e->dir);
     free(e);
 }
 
@@ -282,78 +272,44 @@ int cache_file_attr(struct cache *c, const char *path, size_t *len, struct times
     return rc;
 }
 
-/* Deep-copy N dirents into a new array. */
-static struct cache_dirent *dirents_dup(const struct cache_dirent *ents, size_t n,
-                                        size_t *bytes)
-{
-    struct cache_dirent *d = calloc(n ? n : 1, sizeof(*d));
-
-    if (!d)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        d[i].name = strdup(ents[i].name);
-        d[i].key = strdup(ents[i].key);
-        if (!d[i].name || !d[i].key) {
-            cache_dirents_free(d, i + 1);
-            return NULL;
-        }
-        if (bytes)
-            *bytes += sizeof(*d) + strlen(d[i].name) + strlen(d[i].key) + 2;
-    }
-    return d;
-}
-
 /* Store a listing; see cache.h. */
-int cache_put_dir(struct cache *c, const char *path, const struct cache_dirent *ents,
-                  size_t n)
+int cache_put_listing(struct cache *c, const char *path, struct listing *l)
 {
     struct entry *e = calloc(1, sizeof(*e));
-    size_t bytes = 0;
 
     if (!e)
         return -ENOMEM;
     e->kind = ENTRY_DIR;
-    e->path = strdup(path);
-    e->ents = dirents_dup(ents, n, &bytes);
-    e->n_ents = n;
-    if (!e->path || !e->ents) {
-        e->n_ents = 0;
+    if (!(e->path = strdup(path)) || listing_seal(l) < 0) {
         entry_free(e);
         return -ENOMEM;
     }
-    e->charge = ENTRY_OVERHEAD + strlen(path) + bytes;
+    e->dir = listing_ref(l);
+    e->charge = ENTRY_OVERHEAD + strlen(path) + listing_bytes(l);
     pthread_mutex_lock(&c->lock);
     insert(c, e);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
 
-/* Copy a fresh listing out; see cache.h. */
-int cache_get_dir(struct cache *c, const char *path, struct cache_dirent **ents, size_t *n)
+/* A reference to a fresh listing; see cache.h. */
+struct listing *cache_get_listing(struct cache *c, const char *path)
 {
     struct entry *e;
-    int rc = -ENOENT;
+    struct listing *l = NULL;
 
-    *ents = NULL;
-    *n = 0;
     pthread_mutex_lock(&c->lock);
     e = find(c, path);
     if (e && e->kind == ENTRY_DIR) {
         c->hits++;
         lru_unlink(c, e);
         lru_push_front(c, e);
-        *ents = dirents_dup(e->ents, e->n_ents, NULL);
-        if (*ents) {
-            *n = e->n_ents;
-            rc = 0;
-        } else {
-            rc = -ENOMEM;
-        }
+        l = listing_ref(e->dir);
     } else {
         c->misses++;
     }
     pthread_mutex_unlock(&c->lock);
-    return rc;
+    return l;
 }
 
 /* Find NAME in a fresh listing; see cache.h. */
@@ -368,18 +324,43 @@ int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, cha
     e = find(c, dirpath);
     if (e && e->kind == ENTRY_DIR) {
         c->hits++;
-        rc = -ENOENT;
-        for (size_t i = 0; i < e->n_ents; i++) {
-            if (strcmp(e->ents[i].name, name) != 0)
-                continue;
-            rc = 0;
-            if (key_out && !(*key_out = strdup(e->ents[i].key)))
-                rc = -ENOMEM;
-            break;
-        }
+        long i = listing_find(e->dir, name);
+
+        rc = i < 0 ? -ENOENT : 0;
+        if (i >= 0 && key_out && !(*key_out = listing_key_dup(e->dir, (size_t)i)))
+            rc = -ENOMEM;
     } else {
         c->misses++;
     }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* Attributes from a listing; see cache.h. */
+int cache_dir_attr(struct cache *c, const char *dirpath, const char *name, size_t *len,
+                   struct timespec *mtime)
+{
+    struct listing_ent le;
+    struct entry *e;
+    int rc = -EAGAIN;
+
+    pthread_mutex_lock(&c->lock);
+    e = find(c, dirpath);
+    if (e && e->kind == ENTRY_DIR) {
+        long i = listing_find(e->dir, name);
+
+        rc = -ENOENT;
+        if (i >= 0) {
+            listing_get(e->dir, (size_t)i, &le);
+            rc = le.has_attr ? 0 : -EAGAIN;
+            *len = (size_t)le.size;
+            *mtime = le.mtime;
+        }
+    }
+    if (rc == 0)
+        c->hits++;
+    else
+        c->misses++;
     pthread_mutex_unlock(&c->lock);
     return rc;
 }
@@ -416,7 +397,7 @@ int cache_exists(struct cache *c, const char *path)
 
     pthread_mutex_lock(&c->lock);
     e = find(c, path);
-    r = e && (e->kind == ENTRY_MARK || (e->kind == ENTRY_DIR && e->n_ents > 0));
+    r = e && (e->kind == ENTRY_MARK || (e->kind == ENTRY_DIR && listing_count(e->dir) > 0));
     if (r)
         c->hits++;
     pthread_mutex_unlock(&c->lock);

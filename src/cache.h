@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "listing.h"
+
 struct cache;
 
 /* A cached entity file (all members malloc'd copies owned by the holder). */
@@ -14,12 +16,6 @@ struct cache_file {
     size_t len;
     char *etag;               /* may be NULL */
     struct timespec mtime;    /* entity Timestamp */
-};
-
-/* One name in a cached directory listing. */
-struct cache_dirent {
-    char *name;               /* file or directory name as shown */
-    char *key;                /* the key it stands for (table name, PK or RK) */
 };
 
 struct cache_stats {
@@ -46,20 +42,26 @@ void cache_file_clear(struct cache_file *f);
  * Returns 0 or -ENOENT. */
 int cache_file_attr(struct cache *c, const char *path, size_t *len, struct timespec *mtime);
 
-/* Store (replace) the listing of directory PATH (entries copied). */
-int cache_put_dir(struct cache *c, const char *path, const struct cache_dirent *ents,
-                  size_t n);
+/* Store (replace) the listing of directory PATH. L is sealed here if it is
+ * not yet, and the cache takes its own reference (the caller keeps its).
+ * Returns 0 or -ENOMEM; a listing larger than the whole cache is not kept. */
+int cache_put_listing(struct cache *c, const char *path, struct listing *l);
 
-/* Copy the fresh listing of PATH. Returns 0, -ENOENT when not cached, -ENOMEM.
- * Release with cache_dirents_free. */
-int cache_get_dir(struct cache *c, const char *path, struct cache_dirent **ents, size_t *n);
-void cache_dirents_free(struct cache_dirent *ents, size_t n);
+/* The fresh listing of PATH: a new reference (release with listing_unref),
+ * or NULL when none is cached. */
+struct listing *cache_get_listing(struct cache *c, const char *path);
 
 /* Look NAME up in the fresh listing of DIRPATH.
  * Returns 0 (found; *key_out malloc'd copy of its key if KEY_OUT non-NULL),
  * -ENOENT (the listing is cached and NAME is not in it), -EAGAIN (no fresh
  * listing: ask the service), -ENOMEM. */
 int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, char **key_out);
+
+/* Size and mtime of file NAME as recorded in the fresh listing of DIRPATH.
+ * Returns 0, -ENOENT (listed, and NAME is not there), -EAGAIN (no fresh
+ * listing, or it has no attributes for NAME). */
+int cache_dir_attr(struct cache *c, const char *dirpath, const char *name, size_t *len,
+                   struct timespec *mtime);
 
 /* Remember, for the TTL, that directory PATH exists (without its listing).
  * A listing already cached for PATH is kept. Returns 0 or -ENOMEM. */

@@ -56,9 +56,37 @@ int fs_resolve_keys(struct aztfs *a, struct fspath *fp);
  * FRESH: ask the service even when a listing is cached. */
 int fs_partition_exists(struct aztfs *a, struct fspath *fp, int fresh);
 
-/* Render wire entity E and cache it in directory DIR. */
-int fs_cache_entity(struct aztfs *a, const char *dir, json_t *e, char **name_out,
+/* How an entity is shown: its file name (malloc'd), size and mtime. */
+struct fs_shown {
+    char *name;
+    size_t len;
+    struct timespec mtime;
+};
+
+/* Render wire entity E and cache it in directory DIR. With SHOWN non-NULL,
+ * *SHOWN describes the file (free SHOWN->name); with COPY non-NULL, *COPY
+ * receives the rendered file too (release with cache_file_clear), even when
+ * the cache does not keep it. Returns 0 or -errno (logged). */
+int fs_cache_entity(struct aztfs *a, const char *dir, json_t *e, struct fs_shown *shown,
                     struct cache_file *copy);
+
+/* Does table NAME exist? Asked with a one-entity query, which a SAS scoped
+ * to the table allows. Returns 0, -ENOENT, or -errno (details in *st). */
+int fs_table_probe(struct aztfs *a, const char *name, struct az_status *st);
+
+/* Attributes of a directory, an entity file of LEN bytes, a scratch file. */
+void fs_fill_dir_stat(const struct aztfs *a, const char *path, struct stat *st);
+void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len,
+                       struct timespec mtime, struct stat *st);
+void fs_fill_scratch_stat(const struct aztfs *a, const char *path,
+                          const struct scratch_attr *sa, struct stat *st);
+
+/* Directory callbacks (fsdir.c): listings stream page by page through an
+ * open directory handle. */
+int fs_opendir(const char *path, struct fuse_file_info *fi);
+int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
+               struct fuse_file_info *fi, enum fuse_readdir_flags flags);
+int fs_releasedir(const char *path, struct fuse_file_info *fi);
 
 /* Write callbacks (fswrite.c). */
 int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi);

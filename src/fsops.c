@@ -11,41 +11,6 @@
 #include "keycodec.h"
 #include "stats.h"
 
-/* A growable listing under construction. */
-struct dirvec {
-    struct cache_dirent *v;
-    size_t n, cap;
-};
-
-static void dirvec_free(struct dirvec *d)
-{
-    cache_dirents_free(d->v, d->n);
-    memset(d, 0, sizeof(*d));
-}
-
-/* Append (NAME, KEY); both are copied. Returns 0 or -ENOMEM. */
-static int dirvec_push(struct dirvec *d, const char *name, const char *key)
-{
-    if (d->n == d->cap) {
-        size_t cap = d->cap ? d->cap * 2 : 64;
-        struct cache_dirent *v = realloc(d->v, cap * sizeof(*v));
-
-        if (!v)
-            return -ENOMEM;
-        d->v = v;
-        d->cap = cap;
-    }
-    d->v[d->n].name = strdup(name);
-    d->v[d->n].key = strdup(key);
-    if (!d->v[d->n].name || !d->v[d->n].key) {
-        free(d->v[d->n].name);
-        free(d->v[d->n].key);
-        return -ENOMEM;
-    }
-    d->n++;
-    return 0;
-}
-
 /* "PARENT/NAME" (PARENT "/" gives "/NAME"); NULL on ENOMEM. */
 char *fs_path_join(const char *parent, const char *name)
 {
@@ -56,7 +21,7 @@ char *fs_path_join(const char *parent, const char *name)
     return p;
 }
 
-static void fill_dir_stat(const struct aztfs *a, const char *path, struct stat *st)
+void fs_fill_dir_stat(const struct aztfs *a, const char *path, struct stat *st)
 {
     memset(st, 0, sizeof(*st));
     st->st_ino = fspath_ino(path);
@@ -68,8 +33,8 @@ static void fill_dir_stat(const struct aztfs *a, const char *path, struct stat *
     st->st_atime = st->st_mtime = st->st_ctime = a->mount_time;
 }
 
-static void fill_file_stat(const struct aztfs *a, const char *path, size_t len,
-                           struct timespec mtime, struct stat *st)
+void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len,
+                       struct timespec mtime, struct stat *st)
 {
     memset(st, 0, sizeof(*st));
     st->st_ino = fspath_ino(path);
@@ -89,8 +54,8 @@ static void fill_file_stat(const struct aztfs *a, const char *path, size_t len,
 
 /* Render wire entity E and cache it at DIR/name(RK). On success *name_out
  * (if non-NULL) receives the malloc'd file name. Returns 0 or -errno. */
-int fs_cache_entity(struct aztfs *a, const char *dir, json_t *e, char **name_out,
-                        struct cache_file *copy)
+int fs_cache_entity(struct aztfs *a, const char *dir, json_t *e, struct fs_shown *shown,
+                    struct cache_file *copy)
 {
     struct entity_error err;
     const char *rk = json_string_value(json_object_get(e, "RowKey"));
@@ -127,237 +92,16 @@ int fs_cache_entity(struct aztfs *a, const char *dir, json_t *e, char **name_out
             rc = -ENOMEM;
         }
     }
-    if (rc == 0 && name_out) {
-        *name_out = name;
+    if (rc == 0 && shown) {
+        shown->name = name;
+        shown->len = len;
+        shown->mtime = mtime;
         name = NULL;
     }
 out:
     free(text);
     free(name);
     free(path);
-    return rc;
-}
-
-/* --- listings ------------------------------------------------------------ */
-
-struct tables_scan {
-    struct dirvec names;
-};
-
-static int on_tables_page(void *p, json_t *value)
-{
-    struct tables_scan *s = p;
-    size_t i;
-    json_t *t;
-
-    json_array_foreach(value, i, t) {
-        const char *name = json_string_value(json_object_get(t, "TableName"));
-        int rc;
-
-        if (name && fspath_valid_table_name(name) &&
-            (rc = dirvec_push(&s->names, name, name)) < 0)
-            return rc;
-    }
-    return 0;
-}
-
-/* List the account's tables into the cache ("/"); with OUT non-NULL, also
- * hand the listing to the caller (the cache may keep nothing). */
-static int list_root(struct aztfs *a, struct az_status *st, struct dirvec *out)
-{
-    struct tables_scan s = { 0 };
-    int rc = table_list_tables(a->tc, 0, on_tables_page, &s, st);
-
-    if (rc == 0)
-        rc = cache_put_dir(a->cache, "/", s.names.v, s.names.n);
-    if (rc == 0 && out) {
-        *out = s.names;
-        return 0;
-    }
-    dirvec_free(&s.names);
-    return rc;
-}
-
-/* See fsops.h. */
-int fs_list_root(struct aztfs *a, struct az_status *st)
-{
-    return list_root(a, st, NULL);
-}
-
-/* State of a scan that fills entity listings (one partition or a table). */
-struct entity_scan {
-    struct aztfs *a;
-    const char *table;
-    char *cur_pk;              /* partition being collected */
-    char *cur_dir;             /* its directory path */
-    struct dirvec files;       /* its entries */
-    struct dirvec parts;       /* partitions seen (table scans) */
-};
-
-/* Close the partition being collected: cache its listing, note its name.
- * With KEEP non-NULL the listing is also moved there. */
-static int scan_finish_partition(struct entity_scan *s, struct dirvec *keep)
-{
-    int rc = 0;
-
-    if (!s->cur_pk)
-        return 0;
-    rc = cache_put_dir(s->a->cache, s->cur_dir, s->files.v, s->files.n);
-    if (rc == 0) {
-        const char *name = strrchr(s->cur_dir, '/') + 1;
-
-        rc = dirvec_push(&s->parts, name, s->cur_pk);
-    }
-    if (rc == 0 && keep) {
-        *keep = s->files;
-        memset(&s->files, 0, sizeof(s->files));
-    }
-    dirvec_free(&s->files);
-    free(s->cur_pk);
-    free(s->cur_dir);
-    s->cur_pk = s->cur_dir = NULL;
-    return rc;
-}
-
-static int on_entities_page(void *p, json_t *value)
-{
-    struct entity_scan *s = p;
-    size_t i;
-    json_t *e;
-
-    json_array_foreach(value, i, e) {
-        const char *pk = json_string_value(json_object_get(e, "PartitionKey"));
-        const char *rk = json_string_value(json_object_get(e, "RowKey"));
-        char *name = NULL;
-        int rc;
-
-        if (!pk || !rk)
-            continue;
-        if (!s->cur_pk || strcmp(pk, s->cur_pk) != 0) {
-            char *pk_name, *tdir = NULL;
-
-            if ((rc = scan_finish_partition(s, NULL)) < 0)
-                return rc;
-            if (!(pk_name = keycodec_encode(pk)) || asprintf(&tdir, "/%s/%s", s->table, pk_name) < 0) {
-                free(pk_name);
-                return -ENOMEM;
-            }
-            free(pk_name);
-            s->cur_dir = tdir;
-            if (!(s->cur_pk = strdup(pk)))
-                return -ENOMEM;
-        }
-        rc = fs_cache_entity(s->a, s->cur_dir, e, &name, NULL);
-        if (rc == -ENOMEM)
-            return rc;
-        if (rc < 0)
-            continue;      /* logged; an entity we cannot show is left out */
-        rc = dirvec_push(&s->files, name, rk);
-        free(name);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
-}
-
-static void scan_clear(struct entity_scan *s)
-{
-    free(s->cur_pk);
-    free(s->cur_dir);
-    dirvec_free(&s->files);
-    dirvec_free(&s->parts);
-}
-
-/* Scan a whole table once: fills every partition's listing and entity files,
- * and the table's own listing of partitions (also moved to OUT if non-NULL). */
-static int scan_table(struct aztfs *a, const char *table, struct dirvec *out)
-{
-    struct entity_scan s = { .a = a, .table = table };
-    struct az_status st;
-    char *tdir = NULL;
-    int rc;
-
-    rc = table_query(a->tc, table, NULL, NULL, 0, on_entities_page, &s, &st);
-    if (rc == 0)
-        rc = scan_finish_partition(&s, NULL);
-    if (rc == 0) {
-        if (asprintf(&tdir, "/%s", table) < 0) {
-            tdir = NULL;
-            rc = -ENOMEM;
-        } else {
-            rc = cache_put_dir(a->cache, tdir, s.parts.v, s.parts.n);
-        }
-    }
-    if (rc == 0 && out) {
-        *out = s.parts;
-        memset(&s.parts, 0, sizeof(s.parts));
-    }
-    free(tdir);
-    scan_clear(&s);
-    return rc;
-}
-
-/* Scan one partition: fills its listing (also moved to OUT if non-NULL) and
- * entity files. */
-static int scan_partition(struct aztfs *a, const char *table, const char *pk, const char *dir,
-                          struct dirvec *out)
-{
-    struct entity_scan s = { .a = a, .table = table };
-    struct az_status st;
-    char *lit = table_odata_literal(pk), *filter = NULL;
-    int rc = -ENOMEM;
-
-    if (!lit || asprintf(&filter, "PartitionKey eq %s", lit) < 0) {
-        filter = NULL;
-        goto out;
-    }
-    rc = table_query(a->tc, table, filter, NULL, 0, on_entities_page, &s, &st);
-    if (rc == 0 && !s.cur_pk)       /* empty: still a (now empty) listing */
-        rc = cache_put_dir(a->cache, dir, NULL, 0);
-    else if (rc == 0)
-        rc = scan_finish_partition(&s, out);
-out:
-    free(lit);
-    free(filter);
-    scan_clear(&s);
-    return rc;
-}
-
-/* Resolve NAME in directory DIRPATH to its key using the listing (filling
- * it when not cached). Returns 0 with malloc'd *key, -ENOENT, -errno. */
-static int resolve_by_listing(struct aztfs *a, const struct fspath *fp, const char *dirpath,
-                              const char *name, char **key)
-{
-    int rc = cache_dir_lookup(a->cache, dirpath, name, key);
-
-    if (rc != -EAGAIN)
-        return rc;
-    if (fp->kind == FSP_PARTITION || !fp->pk)
-        rc = scan_table(a, fp->table, NULL);
-    else
-        rc = scan_partition(a, fp->table, fp->pk, dirpath, NULL);
-    if (rc < 0)
-        return rc;
-    rc = cache_dir_lookup(a->cache, dirpath, name, key);
-    return rc == -EAGAIN ? -ENOENT : rc;
-}
-
-/* Fill in FP->pk (and FP->rk for entities) when the names are long-form. */
-int fs_resolve_keys(struct aztfs *a, struct fspath *fp)
-{
-    char *tdir = NULL;
-    int rc = 0;
-
-    if (!fp->pk) {
-        if (asprintf(&tdir, "/%s", fp->table) < 0)
-            return -ENOMEM;
-        rc = resolve_by_listing(a, fp, tdir, fp->pk_name, &fp->pk);
-        free(tdir);
-        if (rc < 0)
-            return rc;
-    }
-    if (fp->kind == FSP_ENTITY && !fp->rk)
-        rc = resolve_by_listing(a, fp, fp->parent, fp->file_name, &fp->rk);
     return rc;
 }
 
@@ -438,6 +182,36 @@ int fs_partition_exists(struct aztfs *a, struct fspath *fp, int fresh)
     return rc < 0 ? rc : found;
 }
 
+static int on_probe_page(void *p, json_t *value)
+{
+    (void)p;
+    (void)value;
+    return 1;       /* one page answers the question */
+}
+
+/* See fsint.h. */
+int fs_table_probe(struct aztfs *a, const char *name, struct az_status *st)
+{
+    return table_query(a->tc, name, NULL, "PartitionKey", 1, on_probe_page, NULL, st);
+}
+
+/* Does table NAME exist, when the cached root listing cannot say?
+ * With -o tables=, only the tables named there are shown. */
+static int table_known(struct aztfs *a, const char *name)
+{
+    struct az_status st;
+    int rc;
+
+    if (a->tables) {
+        for (char **t = a->tables; *t; t++)
+            if (strcmp(*t, name) == 0)
+                return fs_table_probe(a, name, &st);
+        return -ENOENT;
+    }
+    rc = table_exists(a->tc, name, &st);
+    return rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;
+}
+
 /* --- FUSE callbacks ------------------------------------------------------ */
 
 static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
@@ -456,10 +230,10 @@ static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     return a;
 }
 
-static void fill_scratch_stat(const struct aztfs *a, const char *path,
-                              const struct scratch_attr *sa, struct stat *st)
+void fs_fill_scratch_stat(const struct aztfs *a, const char *path,
+                          const struct scratch_attr *sa, struct stat *st)
 {
-    fill_file_stat(a, path, sa->size, sa->mtime, st);
+    fs_fill_file_stat(a, path, sa->size, sa->mtime, st);
     st->st_mode = S_IFREG | (sa->mode & 07777);
     st->st_nlink = 1;
 }
@@ -482,7 +256,7 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
         unsaved = of->written || of->is_new || !of->path;
         if (unsaved) {
             clock_gettime(CLOCK_REALTIME, &mt);
-            fill_file_stat(a, path, of->len, mt, st);
+            fs_fill_file_stat(a, path, of->len, mt, st);
         }
         pthread_mutex_unlock(&of->lock);
         if (unsaved)
@@ -496,164 +270,49 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
 
         if (fs_pending_size(a, path, &len) == 0) {
             clock_gettime(CLOCK_REALTIME, &mt);
-            fill_file_stat(a, path, len, mt, st);
+            fs_fill_file_stat(a, path, len, mt, st);
             fspath_free(&fp);
             return 0;
         }
     }
     switch (fp.kind) {
     case FSP_ROOT:
-        fill_dir_stat(a, path, st);
+        fs_fill_dir_stat(a, path, st);
         break;
     case FSP_TABLE:
         rc = cache_dir_lookup(a->cache, "/", fp.table, NULL);
-        if (rc == -EAGAIN) {
-            struct az_status as;
-
-            rc = table_exists(a->tc, fp.table, &as);
-            rc = rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;
-        }
+        if (rc == -EAGAIN)
+            rc = table_known(a, fp.table);
         if (rc == 0)
-            fill_dir_stat(a, path, st);
+            fs_fill_dir_stat(a, path, st);
         break;
     case FSP_PARTITION:
         rc = scratch_is_dir(a->scratch, path) ? 1 : fs_partition_exists(a, &fp, 0);
         rc = rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;
         if (rc == 0)
-            fill_dir_stat(a, path, st);
+            fs_fill_dir_stat(a, path, st);
         break;
-    case FSP_ENTITY:
-        if ((rc = fs_load_entity(a, &fp, path, &f)) == 0)
-            fill_file_stat(a, path, f.len, f.mtime, st);
-        cache_file_clear(&f);
-        break;
-    case FSP_SCRATCH:
-        rc = scratch_stat(a->scratch, path, &sa);
-        if (rc == 0)
-            fill_scratch_stat(a, path, &sa, st);
-        break;
-    }
-    fspath_free(&fp);
-    return rc;
-}
-
-/* Pass every entry of ENTS to FILLER, with attributes where they are known. */
-static int fill_listing(struct aztfs *a, const char *dir, const struct cache_dirent *ents,
-                        size_t n, int dirs, void *buf, fuse_fill_dir_t filler)
-{
-    for (size_t i = 0; i < n; i++) {
-        char *path = fs_path_join(dir, ents[i].name);
-        struct stat st;
-        enum fuse_fill_dir_flags ff = FUSE_FILL_DIR_PLUS;
+    case FSP_ENTITY: {
         size_t len;
         struct timespec mt;
 
-        if (!path)
-            return -ENOMEM;
-        if (dirs)
-            fill_dir_stat(a, path, &st);
-        else if (cache_file_attr(a->cache, path, &len, &mt) == 0)
-            fill_file_stat(a, path, len, mt, &st);
-        else {
-            memset(&st, 0, sizeof(st));
-            st.st_ino = fspath_ino(path);
-            st.st_mode = FILE_MODE;
-            ff = 0;
-        }
-        free(path);
-        if (filler(buf, ents[i].name, &st, 0, ff))
-            break;
+        /* the cached file, else the attributes its listing recorded, else
+         * a point query */
+        if ((rc = cache_file_attr(a->cache, path, &len, &mt)) < 0)
+            rc = cache_dir_attr(a->cache, fp.parent, fp.file_name, &len, &mt);
+        if (rc == 0)
+            fs_fill_file_stat(a, path, len, mt, st);
+        else if (rc != -ENOENT && (rc = fs_load_entity(a, &fp, path, &f)) == 0)
+            fs_fill_file_stat(a, path, f.len, f.mtime, st);
+        cache_file_clear(&f);
+        break;
     }
-    return 0;
-}
-
-/* Extra names the mount holds locally, merged into a listing. */
-struct local_fill {
-    struct aztfs *a;
-    const char *dir;
-    const struct cache_dirent *ents;   /* remote names, to skip duplicates */
-    size_t n;
-    void *buf;
-    fuse_fill_dir_t filler;
-};
-
-static int listed_remotely(const struct local_fill *lf, const char *name)
-{
-    for (size_t i = 0; i < lf->n; i++)
-        if (strcmp(lf->ents[i].name, name) == 0)
-            return 1;
-    return 0;
-}
-
-static void fill_local_dir(void *p, const char *name)
-{
-    struct local_fill *lf = p;
-    char *path = fs_path_join(lf->dir, name);
-    struct stat st;
-
-    if (!path || listed_remotely(lf, name)) {
-        free(path);
-        return;
+    case FSP_SCRATCH:
+        rc = scratch_stat(a->scratch, path, &sa);
+        if (rc == 0)
+            fs_fill_scratch_stat(a, path, &sa, st);
+        break;
     }
-    fill_dir_stat(lf->a, path, &st);
-    lf->filler(lf->buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
-    free(path);
-}
-
-static void fill_local_file(void *p, const char *name, const struct scratch_attr *sa)
-{
-    struct local_fill *lf = p;
-    char *path = fs_path_join(lf->dir, name);
-    struct stat st;
-
-    if (!path)
-        return;
-    fill_scratch_stat(lf->a, path, sa, &st);
-    lf->filler(lf->buf, name, &st, 0, FUSE_FILL_DIR_PLUS);
-    free(path);
-}
-
-static int aztfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
-                         struct fuse_file_info *fi, enum fuse_readdir_flags flags)
-{
-    struct aztfs *a = fs_ctx();
-    struct cache_dirent *ents = NULL;
-    struct dirvec fetched = { 0 };
-    struct az_status st;
-    size_t n = 0;
-    struct fspath fp;
-    int rc;
-
-    if ((rc = fspath_parse(path, &fp)) < 0)
-        return rc;
-    /* a cached listing, else one fetched now (which the cache may not keep:
-     * cache_timeout=0 or a listing larger than the cache) */
-    rc = fp.kind <= FSP_PARTITION ? cache_get_dir(a->cache, path, &ents, &n) : -ENOTDIR;
-    if (rc == -ENOENT) {
-        if (fp.kind == FSP_ROOT)
-            rc = list_root(a, &st, &fetched);
-        else if (fp.kind == FSP_TABLE)
-            rc = scan_table(a, fp.table, &fetched);
-        else if ((rc = fs_resolve_keys(a, &fp)) == 0)
-            rc = scan_partition(a, fp.table, fp.pk, path, &fetched);
-        if (rc == -ENOENT && fp.kind == FSP_PARTITION && scratch_is_dir(a->scratch, path))
-            rc = 0;     /* made with mkdir, nothing in the table yet */
-        ents = fetched.v;
-        n = fetched.n;
-        memset(&fetched, 0, sizeof(fetched));
-    }
-    if (rc == 0) {
-        struct local_fill lf = { a, path, ents, n, buf, filler };
-
-        filler(buf, ".", NULL, 0, 0);
-        filler(buf, "..", NULL, 0, 0);
-        rc = fill_listing(a, path, ents, n, fp.kind != FSP_PARTITION, buf, filler);
-        if (fp.kind == FSP_TABLE)
-            scratch_list_dirs(a->scratch, path, fill_local_dir, &lf);
-        else if (fp.kind == FSP_PARTITION)
-            scratch_list(a->scratch, path, fill_local_file, &lf);
-    }
-    cache_dirents_free(ents, n);
     fspath_free(&fp);
     return rc;
 }
@@ -823,7 +482,9 @@ const struct fuse_operations aztfs_ops = {
     .listxattr = aztfs_listxattr,
     .init = aztfs_init,
     .getattr = aztfs_getattr,
-    .readdir = aztfs_readdir,
+    .opendir = fs_opendir,
+    .readdir = fs_readdir,
+    .releasedir = fs_releasedir,
     .open = aztfs_open,
     .read = aztfs_read,
     .release = aztfs_release,

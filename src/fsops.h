@@ -22,6 +22,7 @@ struct aztfs {
     struct cache *cache;         /* owned */
     struct scratch *scratch;     /* owned: scratch files and local directories */
     int merge;                   /* -o merge: writes to existing entities MERGE */
+    char **tables;               /* -o tables=: the tables shown (NULL: all) */
     struct logger log;
     struct http_stats stats;
     double cache_timeout;        /* seconds a listing or entity stays fresh */

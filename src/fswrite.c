@@ -56,8 +56,8 @@ static void cache_after_write(struct aztfs *a, const char *path, const struct fs
         json_object_set_new(e, "odata.etag", json_string(etag)) == 0)
         fs_cache_entity(a, fp->parent, e, NULL, NULL);
     json_decref(e);
-    if (cache_dir_lookup(a->cache, fp->parent, fp->file_name, NULL) == -ENOENT)
-        cache_invalidate(a->cache, fp->parent);
+    /* the listing recorded the old size and mtime: drop it */
+    cache_invalidate(a->cache, fp->parent);
     if (asprintf(&tdir, "/%s", fp->table) >= 0) {
         if (cache_dir_lookup(a->cache, tdir, fp->pk_name, NULL) == -ENOENT)
             cache_invalidate(a->cache, tdir);

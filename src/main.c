@@ -58,9 +58,10 @@ static int probe_account(struct aztfs *a, const struct account *acct)
                 acct->endpoint, st.message);
     else if (st.http_status == 403 || st.http_status == 401)
         fprintf(stderr, "aztfs: the service refused the credentials for account '%s' "
-                "(HTTP %ld %s): check AccountKey or SharedAccessSignature\n",
+                "(HTTP %ld %s): check AccountKey or SharedAccessSignature%s\n",
                 acct->name ? acct->name : "?", st.http_status,
-                st.code[0] ? st.code : "");
+                st.code[0] ? st.code : "",
+                a->tables ? "" : "; a SAS scoped to some tables needs -o tables=A:B");
     else
         fprintf(stderr, "aztfs: listing tables at %s failed: HTTP %ld %s %s\n",
                 acct->endpoint, st.http_status, st.code, st.message);
@@ -195,6 +196,8 @@ int main(int argc, char *argv[])
         goto out;
     }
 
+    if (o.tables && options_split_tables(o.tables, &a.tables) < 0)
+        goto out;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "aztfs: libcurl could not be initialised\n");
         goto out;
@@ -241,6 +244,7 @@ out:
     account_free(&acct);
     free(cmd.mountpoint);
     options_free(&o);
+    options_free_tables(a.tables);
     fuse_opt_free_args(&args);
     return rc;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fspath.h"
 #include "options.h"
 
 #define OPT(t, p) { t, offsetof(struct aztfs_opts, p), 1 }
@@ -22,6 +23,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("cafile=%s", cafile),
     OPT("merge", merge),
     OPT("allow_http", allow_http),
+    OPT("tables=%s", tables),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -107,9 +109,52 @@ void options_free(struct aztfs_opts *o)
     free(o->config);
     free(o->loglevel);
     free(o->cafile);
+    free(o->tables);
     free(o->positional[0]);
     free(o->positional[1]);
     memset(o, 0, sizeof(*o));
+}
+
+/* Split -o tables=; see options.h. */
+int options_split_tables(const char *spec, char ***out)
+{
+    char *copy = strdup(spec), *save = NULL, *tok;
+    char **v = calloc(strlen(spec) / 2 + 2, sizeof(*v));
+    size_t n = 0;
+    int rc = -ENOMEM;
+
+    *out = NULL;
+    if (!copy || !v)
+        goto fail;
+    for (tok = strtok_r(copy, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
+        if (!fspath_valid_table_name(tok)) {
+            fprintf(stderr, "aztfs: tables=: '%s' is not a table name (3-63 letters and "
+                    "digits, starting with a letter)\n", tok);
+            rc = -EINVAL;
+            goto fail;
+        }
+        if (!(v[n++] = strdup(tok)))
+            goto fail;
+    }
+    if (n == 0) {
+        fprintf(stderr, "aztfs: tables= names no table (give them as tables=a:b:c)\n");
+        rc = -EINVAL;
+        goto fail;
+    }
+    free(copy);
+    *out = v;
+    return 0;
+fail:
+    free(copy);
+    options_free_tables(v);
+    return rc;
+}
+
+void options_free_tables(char **tables)
+{
+    for (size_t i = 0; tables && tables[i]; i++)
+        free(tables[i]);
+    free(tables);
 }
 
 void options_usage(const char *progname)
@@ -129,6 +174,8 @@ void options_usage(const char *progname)
            "    -o cafile=FILE          CA bundle for https endpoints\n"
            "    -o merge                writes to existing entities Merge instead of Replace\n"
            "    -o allow_http           allow plain http to a host that is not loopback\n"
+           "    -o tables=A:B           show only these tables (for a SAS that cannot\n"
+           "                            list the account's tables)\n"
            "    -o uid=N,gid=N,umask=M  owner and permissions of every file\n\n",
            progname);
 }

@@ -16,6 +16,7 @@ struct aztfs_opts {
     char *cafile;             /* -o cafile=FILE */
     int merge;                /* -o merge */
     int allow_http;           /* -o allow_http: plain http beyond loopback */
+    char *tables;             /* -o tables=A:B:C (as given) */
     char *positional[2];      /* non-option arguments, in order */
     int n_positional;
     int show_help;
@@ -30,6 +31,13 @@ struct aztfs_opts {
  * release with options_free. */
 int options_parse(struct fuse_args *args, struct aztfs_opts *o);
 void options_free(struct aztfs_opts *o);
+
+/* Split the -o tables= value SPEC ("a:b:c") into a NULL-terminated array of
+ * malloc'd names (*out; free with options_free_tables). Every name must be a
+ * valid table name, and at least one must be given. Returns 0, -ENOMEM, or
+ * -EINVAL with a message on stderr. */
+int options_split_tables(const char *spec, char ***out);
+void options_free_tables(char **tables);
 
 /* Print aztfs's own option summary to stdout. */
 void options_usage(const char *progname);

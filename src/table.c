@@ -329,71 +329,144 @@ static int same_token(const char *a1, const char *a2, const char *b1, const char
            ((!a2 && !b2) || (a2 && b2 && strcmp(a2, b2) == 0));
 }
 
-/* Shared paging loop for tables (NextTableName) and entities
- * (NextPartitionKey/NextRowKey). */
-static int paged_get(struct table_client *tc, const char *path, const char *filter,
-                     const char *select, int top, int tables, const char *what,
-                     table_page_fn fn, void *ctx, struct az_status *st)
+/* A query in progress: what to ask, and where the next page starts. */
+struct table_cursor {
+    char *path, *what, *filter, *select;
+    int top;
+    int tables;               /* Query Tables (NextTableName) vs entities */
+    char *tok1, *tok2;        /* continuation to send next (NULL: first page) */
+    int done;
+};
+
+/* Start a query of PATH; see table.h for the public constructors. */
+static int cursor_new(struct table_cursor **out, const char *path, const char *what,
+                      const char *filter, const char *select, int top, int tables)
 {
-    char *tok1 = NULL, *tok2 = NULL;
-    char topbuf[16];
-    int rc = 0;
+    struct table_cursor *c = calloc(1, sizeof(*c));
 
-    snprintf(topbuf, sizeof(topbuf), "%d", top);
-    for (;;) {
-        struct http_response resp;
-        char *q = NULL;
-        char *n1, *n2;
-
-        if ((rc = query_add(&q, "$filter", filter)) < 0 ||
-            (rc = query_add(&q, "$select", select)) < 0 ||
-            (rc = query_add(&q, "$top", top > 0 ? topbuf : NULL)) < 0 ||
-            (rc = query_add(&q, tables ? "NextTableName" : "NextPartitionKey", tok1)) < 0 ||
-            (rc = query_add(&q, "NextRowKey", tok2)) < 0) {
-            free(q);
-            break;
-        }
-        rc = send_request(tc, tables ? TK_LIST_TABLES : TK_QUERY, "GET", path, q, NULL, NULL, 0,
-                          NULL, what, &resp, st);
-        free(q);
-        if (rc < 0) {
-            log_warn(tc->lg, "%s failed: no response: %s (attempts %d)", what, st->message,
-                     st->attempts);
-            http_response_clear(&resp);
-            break;
-        }
-        if (resp.status != 200) {
-            rc = fail_status(tc, what, st);
-            http_response_clear(&resp);
-            break;
-        }
-        rc = deliver_page(tc, what, &resp, fn, ctx, st);
-        n1 = resp.hdr[tables ? HDR_CONT_TABLE : HDR_CONT_PK];
-        n2 = tables ? NULL : resp.hdr[HDR_CONT_RK];
-        if (rc != 0 || !n1) {
-            http_response_clear(&resp);
-            rc = rc > 0 ? 0 : rc;
-            break;
-        }
-        if (same_token(n1, n2, tok1, tok2)) {
-            snprintf(st->message, sizeof(st->message), "continuation did not advance");
-            log_error(tc->lg, "%s: the service returned the same continuation twice; "
-                      "stopping instead of looping", what);
-            http_response_clear(&resp);
-            rc = -EIO;
-            break;
-        }
-        free(tok1);
-        free(tok2);
-        tok1 = n1;
-        tok2 = n2;
-        resp.hdr[tables ? HDR_CONT_TABLE : HDR_CONT_PK] = NULL;
-        if (!tables)
-            resp.hdr[HDR_CONT_RK] = NULL;
-        http_response_clear(&resp);
+    *out = NULL;
+    if (!c)
+        return -ENOMEM;
+    c->top = top;
+    c->tables = tables;
+    c->path = strdup(path);
+    c->what = strdup(what);
+    c->filter = filter ? strdup(filter) : NULL;
+    c->select = select ? strdup(select) : NULL;
+    if (!c->path || !c->what || (filter && !c->filter) || (select && !c->select)) {
+        table_cursor_free(c);
+        return -ENOMEM;
     }
-    free(tok1);
-    free(tok2);
+    *out = c;
+    return 0;
+}
+
+/* See table.h. */
+int table_cursor_new(struct table_cursor **out, const char *table, const char *filter,
+                     const char *select, int top)
+{
+    char *path = NULL, *what = NULL;
+    int rc = -ENOMEM;
+
+    *out = NULL;
+    if (!table)
+        return cursor_new(out, "/Tables", "list tables", filter, select, top, 1);
+    if (asprintf(&path, "/%s()", table) < 0)
+        return -ENOMEM;
+    if (asprintf(&what, "query %s", table) >= 0) {
+        rc = cursor_new(out, path, what, filter, select, top, 0);
+        free(what);
+    }
+    free(path);
+    return rc;
+}
+
+void table_cursor_free(struct table_cursor *c)
+{
+    if (!c)
+        return;
+    free(c->path);
+    free(c->what);
+    free(c->filter);
+    free(c->select);
+    free(c->tok1);
+    free(c->tok2);
+    free(c);
+}
+
+int table_cursor_done(const struct table_cursor *c)
+{
+    return c->done;
+}
+
+/* Fetch one page; see table.h. */
+int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
+                      void *ctx, struct az_status *st)
+{
+    struct http_response resp;
+    char topbuf[16], *q = NULL, *n1, *n2;
+    int rc;
+
+    if (c->done)
+        return 0;
+    snprintf(topbuf, sizeof(topbuf), "%d", c->top);
+    if ((rc = query_add(&q, "$filter", c->filter)) < 0 ||
+        (rc = query_add(&q, "$select", c->select)) < 0 ||
+        (rc = query_add(&q, "$top", c->top > 0 ? topbuf : NULL)) < 0 ||
+        (rc = query_add(&q, c->tables ? "NextTableName" : "NextPartitionKey", c->tok1)) < 0 ||
+        (rc = query_add(&q, "NextRowKey", c->tok2)) < 0) {
+        free(q);
+        return rc;
+    }
+    rc = send_request(tc, c->tables ? TK_LIST_TABLES : TK_QUERY, "GET", c->path, q, NULL,
+                      NULL, 0, NULL, c->what, &resp, st);
+    free(q);
+    if (rc < 0) {
+        log_warn(tc->lg, "%s failed: no response: %s (attempts %d)", c->what, st->message,
+                 st->attempts);
+        http_response_clear(&resp);
+        return rc;
+    }
+    if (resp.status != 200) {
+        rc = fail_status(tc, c->what, st);
+        http_response_clear(&resp);
+        return rc;
+    }
+    rc = deliver_page(tc, c->what, &resp, fn, ctx, st);
+    n1 = resp.hdr[c->tables ? HDR_CONT_TABLE : HDR_CONT_PK];
+    n2 = c->tables ? NULL : resp.hdr[HDR_CONT_RK];
+    if (rc != 0 || !n1) {
+        http_response_clear(&resp);
+        c->done = 1;
+        return rc > 0 ? 0 : rc;
+    }
+    if (same_token(n1, n2, c->tok1, c->tok2)) {
+        snprintf(st->message, sizeof(st->message), "continuation did not advance");
+        log_error(tc->lg, "%s: the service returned the same continuation twice; "
+                  "stopping instead of looping", c->what);
+        http_response_clear(&resp);
+        return -EIO;
+    }
+    free(c->tok1);
+    free(c->tok2);
+    c->tok1 = n1;
+    c->tok2 = n2;
+    resp.hdr[c->tables ? HDR_CONT_TABLE : HDR_CONT_PK] = NULL;
+    if (!c->tables)
+        resp.hdr[HDR_CONT_RK] = NULL;
+    http_response_clear(&resp);
+    return 1;
+}
+
+/* Run cursor C to the end. Frees C. */
+static int cursor_run(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
+                      void *ctx, struct az_status *st)
+{
+    int rc;
+
+    while ((rc = table_cursor_next(tc, c, fn, ctx, st)) > 0)
+        ;
+    table_cursor_free(c);
     return rc;
 }
 
@@ -401,7 +474,10 @@ static int paged_get(struct table_client *tc, const char *path, const char *filt
 int table_list_tables(struct table_client *tc, int top, table_page_fn fn, void *ctx,
                       struct az_status *st)
 {
-    return paged_get(tc, "/Tables", NULL, NULL, top, 1, "list tables", fn, ctx, st);
+    struct table_cursor *c;
+    int rc = table_cursor_new(&c, NULL, NULL, NULL, top);
+
+    return rc < 0 ? rc : cursor_run(tc, c, fn, ctx, st);
 }
 
 struct exists_scan {
@@ -431,6 +507,7 @@ static int on_exists_page(void *p, json_t *value)
 int table_exists(struct table_client *tc, const char *name, struct az_status *st)
 {
     struct exists_scan s = { .name = name };
+    struct table_cursor *c;
     char *lit = table_odata_literal(name), *filter = NULL;
     int rc;
 
@@ -438,8 +515,10 @@ int table_exists(struct table_client *tc, const char *name, struct az_status *st
         free(lit);
         return -ENOMEM;
     }
-    rc = paged_get(tc, "/Tables", filter, NULL, 0, 1, "get table", on_exists_page, &s, st);
+    rc = cursor_new(&c, "/Tables", "get table", filter, NULL, 0, 1);
     free(filter);
+    if (rc == 0)
+        rc = cursor_run(tc, c, on_exists_page, &s, st);
     free(lit);
     return rc < 0 ? rc : s.found;
 }
@@ -449,19 +528,10 @@ int table_query(struct table_client *tc, const char *table, const char *filter,
                 const char *select, int top, table_page_fn fn, void *ctx,
                 struct az_status *st)
 {
-    char *path = NULL, *what = NULL;
-    int rc;
+    struct table_cursor *c;
+    int rc = table_cursor_new(&c, table, filter, select, top);
 
-    if (asprintf(&path, "/%s()", table) < 0)
-        return -ENOMEM;
-    if (asprintf(&what, "query %s", table) < 0) {
-        free(path);
-        return -ENOMEM;
-    }
-    rc = paged_get(tc, path, filter, select, top, 0, what, fn, ctx, st);
-    free(what);
-    free(path);
-    return rc;
+    return rc < 0 ? rc : cursor_run(tc, c, fn, ctx, st);
 }
 
 /* Build "/table(PartitionKey='..',RowKey='..')" with keys quoted and encoded. */

@@ -61,6 +61,28 @@ int table_query(struct table_client *tc, const char *table, const char *filter,
                 const char *select, int top, table_page_fn fn, void *ctx,
                 struct az_status *st);
 
+/* A query read one page at a time (what table_query and table_list_tables
+ * loop over), for callers that stream: readdir hands out each page's names
+ * before asking for the next. */
+struct table_cursor;
+
+/* Start a query of TABLE's entities (FILTER, SELECT, TOP as for
+ * table_query), or of the account's tables when TABLE is NULL. Nothing is
+ * sent yet. Returns 0 with *out (free with table_cursor_free) or -ENOMEM. */
+int table_cursor_new(struct table_cursor **out, const char *table, const char *filter,
+                     const char *select, int top);
+
+/* Fetch the next page and hand its "value" array to FN. Returns 1 when more
+ * pages follow, 0 when the query is complete (or FN returned 1), or -errno
+ * with details in *st (the cursor is unchanged: the same page may be asked
+ * for again). A continuation that does not advance is -EIO. */
+int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
+                      void *ctx, struct az_status *st);
+
+/* Has the query been read to its end? */
+int table_cursor_done(const struct table_cursor *c);
+void table_cursor_free(struct table_cursor *c);
+
 /* Point query. On success *entity is a new reference (the wire object, with
  * "odata.etag"), and *etag (if ETAG non-NULL) a malloc'd copy of the ETag.
  * Returns 0, -ENOENT when no such entity, or -errno with details in *st. */

@@ -36,48 +36,108 @@ static void test_files(void)
     cache_free(c);
 }
 
+/* A sealed listing of COUNT entries from NAMES/KEYS; file attributes when
+ * ATTR (size = index + 10). */
+static struct listing *make_listing(const char *const *names, const char *const *keys,
+                                    int count, int attr)
+{
+    struct listing *l = listing_new();
+    struct timespec mt = { 1700000000, 7 };
+
+    for (int i = 0; l && i < count; i++)
+        listing_add(l, names[i], keys[i], attr, (uint64_t)i + 10, mt);
+    return l;
+}
+
 static void test_dirs(void)
 {
+    static const char *const names[] = { "a.json", "%2E.json" };
+    static const char *const keys[] = { "a", "." };
     struct cache *c = cache_new(1 << 20, 60);
-    struct cache_dirent in[] = { { "a.json", "a" }, { "%2E.json", "." } };
-    struct cache_dirent *out;
-    size_t n;
+    struct listing *in = make_listing(names, keys, 2, 1), *out, *empty = listing_new();
+    struct listing_ent e;
+    struct timespec mt;
+    size_t len;
     char *key;
 
     is_int(cache_dir_lookup(c, "/t/p", "a.json", &key), -EAGAIN, "lookup without listing");
-    is_int(cache_put_dir(c, "/t/p", in, 2), 0, "put dir");
-    is_int(cache_get_dir(c, "/t/p", &out, &n), 0, "get dir");
-    is_int(n, 2, "two entries");
-    is_str(out[1].name, "%2E.json", "name kept");
-    is_str(out[1].key, ".", "key kept");
-    cache_dirents_free(out, n);
+    ok(cache_get_listing(c, "/t/p") == NULL, "no listing yet");
+    is_int(cache_put_listing(c, "/t/p", in), 0, "put listing");
+    listing_unref(in);          /* the cache holds its own reference */
+    out = cache_get_listing(c, "/t/p");
+    ok(out != NULL, "get listing");
+    is_int(listing_count(out), 2, "two entries");
+    listing_get(out, 1, &e);
+    is_str(e.name, "%2E.json", "name kept");
+    ok(e.key_len == 1 && e.key[0] == '.', "key kept");
+    cache_invalidate(c, "/t/p");
+    is_int(listing_count(out), 2, "a held reference outlives invalidation");
+    listing_unref(out);
+    in = make_listing(names, keys, 2, 1);
+    cache_put_listing(c, "/t/p", in);
+    listing_unref(in);
     is_int(cache_dir_lookup(c, "/t/p", "%2E.json", &key), 0, "lookup hit");
     is_str(key, ".", "lookup key");
     free(key);
     is_int(cache_dir_lookup(c, "/t/p", "zz.json", NULL), -ENOENT, "listed dir lacks name");
-    is_int(cache_put_dir(c, "/t/q", NULL, 0), 0, "empty listing");
-    is_int(cache_get_dir(c, "/t/q", &out, &n), 0, "empty listing cached");
-    is_int(n, 0, "no entries");
-    cache_dirents_free(out, n);
+    is_int(cache_dir_attr(c, "/t/p", "%2E.json", &len, &mt), 0, "attributes from listing");
+    is_int(len, 11, "listed size");
+    is_int(mt.tv_sec, 1700000000, "listed mtime");
+    is_int(cache_dir_attr(c, "/t/p", "zz.json", &len, &mt), -ENOENT, "attr: not listed");
+    is_int(cache_dir_attr(c, "/t/x", "a.json", &len, &mt), -EAGAIN, "attr: no listing");
+    is_int(cache_put_listing(c, "/t/q", empty), 0, "empty listing");
+    listing_unref(empty);
+    out = cache_get_listing(c, "/t/q");
+    ok(out && listing_count(out) == 0, "empty listing cached");
+    listing_unref(out);
+    in = make_listing(names, keys, 2, 0);
+    cache_put_listing(c, "/t/r", in);
+    listing_unref(in);
+    is_int(cache_dir_attr(c, "/t/r", "a.json", &len, &mt), -EAGAIN,
+           "attr: listed without attributes");
     cache_free(c);
 }
 
 static void test_exists(void)
 {
+    static const char *const one[] = { "a.json" }, *const onekey[] = { "a" };
     struct cache *c = cache_new(1 << 20, 60);
-    struct cache_dirent one[] = { { "a.json", "a" } };
+    struct listing *l;
 
     is_int(cache_exists(c, "/t/p"), 0, "unknown dir does not exist");
     is_int(cache_put_exists(c, "/t/p"), 0, "marker stored");
     is_int(cache_exists(c, "/t/p"), 1, "marker says it exists");
     cache_invalidate(c, "/t/p");
     is_int(cache_exists(c, "/t/p"), 0, "invalidated marker");
-    cache_put_dir(c, "/t/q", NULL, 0);
+    l = listing_new();
+    cache_put_listing(c, "/t/q", l);
+    listing_unref(l);
     is_int(cache_exists(c, "/t/q"), 0, "empty listing is not existence");
-    cache_put_dir(c, "/t/q", one, 1);
+    l = make_listing(one, onekey, 1, 0);
+    cache_put_listing(c, "/t/q", l);
+    listing_unref(l);
     is_int(cache_exists(c, "/t/q"), 1, "listing with an entry is existence");
     is_int(cache_put_exists(c, "/t/q"), 0, "marker over a listing");
     is_int(cache_dir_lookup(c, "/t/q", "a.json", NULL), 0, "listing kept under the marker");
+    cache_free(c);
+}
+
+static void test_listing_bound(void)
+{
+    /* a listing charged more than the whole cache is not kept */
+    struct cache *c = cache_new(2000, 60);
+    struct listing *l = listing_new();
+    struct timespec mt = { 0, 0 };
+    char name[32];
+
+    for (int i = 0; i < 200; i++) {
+        snprintf(name, sizeof(name), "%d.json", i);
+        listing_add(l, name, name, 1, 1, mt);
+    }
+    is_int(cache_put_listing(c, "/t/p", l), 0, "oversize listing put ok");
+    ok(cache_get_listing(c, "/t/p") == NULL, "oversize listing not kept");
+    is_int(listing_count(l), 200, "caller's reference intact");
+    listing_unref(l);
     cache_free(c);
 }
 
@@ -165,6 +225,7 @@ int main(void)
     test_files();
     test_dirs();
     test_exists();
+    test_listing_bound();
     test_bound_and_lru();
     test_expiry();
     test_many();
