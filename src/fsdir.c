@@ -178,7 +178,7 @@ static int list_named_tables(struct dir_scan *s, struct az_status *st)
         int rc = fs_table_probe(a, *t, st);
 
         if (rc == -ENOENT) {
-            log_warn(&a->log, "table '%s' named in -o tables= does not exist", *t);
+            log_debug(&a->log, "table '%s' named in -o tables= does not exist", *t);
             continue;
         }
         if (rc < 0 || (rc = listing_add(s->out, *t, *t, 0, 0, none)) < 0)
@@ -200,8 +200,11 @@ static int scan_step(struct dir_scan *s, struct az_status *st)
     else
         rc = table_cursor_next(s->a->tc, s->cur,
                                s->kind == FSP_ROOT ? on_tables_page : on_entities_page, s, st);
-    if (rc < 0)
+    if (rc < 0) {
+        if (rc != -ENOENT)
+            fs_log_failure(s->a, "list", s->dir, rc, st, NULL);
         return rc;
+    }
     if (s->cur && !table_cursor_done(s->cur))
         return 0;           /* more pages to come */
     s->done = 1;
@@ -224,7 +227,7 @@ static int scan_run(struct dir_scan *s, struct az_status *st)
 static int scan_dir(struct aztfs *a, const struct fspath *fp, const char *dir)
 {
     struct dir_scan *s;
-    struct az_status st;
+    struct az_status st = { 0 };
     int rc = scan_new(a, fp, dir, &s);
 
     if (rc == 0)
@@ -426,7 +429,7 @@ int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
     struct aztfs *a = fs_ctx();
     struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
     struct listing_ent e;
-    struct az_status st;
+    struct az_status st = { 0 };
     size_t pos;
     int rc = 0;
 

@@ -49,6 +49,12 @@ char *fs_path_join(const char *parent, const char *name);
 int fs_load_entity(struct aztfs *a, struct fspath *fp, const char *path,
                    struct cache_file *out);
 
+/* Log the one line a failed operation gets: "OP PATH failed: WHY (HTTP
+ * status, service code, attempts)". WHY NULL: strerror(-RC). Failures
+ * that are answers (ENOENT, EEXIST for creates) are the caller's to skip. */
+void fs_log_failure(struct aztfs *a, const char *op, const char *path, int rc,
+                    const struct az_status *st, const char *why);
+
 /* Fill in FP->pk / FP->rk for long-form names by listing. */
 int fs_resolve_keys(struct aztfs *a, struct fspath *fp);
 

@@ -105,11 +105,28 @@ out:
     return rc;
 }
 
+/* See fsint.h. */
+void fs_log_failure(struct aztfs *a, const char *op, const char *path, int rc,
+                    const struct az_status *st, const char *why)
+{
+    const char *reason = why ? why : strerror(-rc);
+
+    if (!st || (st->http_status == 0 && st->attempts == 0))
+        log_error(&a->log, "%s %s failed: %s", op, path, reason);
+    else if (st->http_status == 0)
+        log_error(&a->log, "%s %s failed: %s (no response: %s; attempts %d)", op, path,
+                  reason, st->message, st->attempts);
+    else
+        log_error(&a->log, "%s %s failed: %s (HTTP %ld %s%s%s; attempts %d)", op, path,
+                  reason, st->http_status, st->code[0] ? st->code : "-",
+                  st->message[0] ? ": " : "", st->message, st->attempts);
+}
+
 /* The entity at PATH: from the cache when fresh, else a point query. */
 int fs_load_entity(struct aztfs *a, struct fspath *fp, const char *path,
                        struct cache_file *out)
 {
-    struct az_status st;
+    struct az_status st = { 0 };
     json_t *e = NULL;
     int rc;
 
@@ -124,8 +141,11 @@ int fs_load_entity(struct aztfs *a, struct fspath *fp, const char *path,
     if (cache_get_file(a->cache, path, out) == 0)   /* resolving may have listed */
         return 0;
     rc = table_get_entity(a->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
-    if (rc < 0)
+    if (rc < 0) {
+        if (rc != -ENOENT)
+            fs_log_failure(a, "read", path, rc, &st, NULL);
         return rc;
+    }
     rc = fs_cache_entity(a, fp->parent, e, NULL, out);
     json_decref(e);
     return rc;
@@ -142,7 +162,7 @@ static int on_first_entity(void *p, json_t *value)
 /* Does partition FP->pk of FP->table hold at least one entity? */
 int fs_partition_exists(struct aztfs *a, struct fspath *fp, int fresh)
 {
-    struct az_status st;
+    struct az_status st = { 0 };
     char *tdir = NULL, *pdir = NULL, *lit = NULL, *filter = NULL;
     int found = 0, rc;
 
@@ -174,6 +194,8 @@ int fs_partition_exists(struct aztfs *a, struct fspath *fp, int fresh)
         return -ENOMEM;
     }
     rc = table_query(a->tc, fp->table, filter, "RowKey", 1, on_first_entity, &found, &st);
+    if (rc < 0 && rc != -ENOENT)
+        fs_log_failure(a, "look up", pdir, rc, &st, NULL);
     if (rc == 0 && found)
         cache_put_exists(a->cache, pdir);
     free(filter);
@@ -199,17 +221,21 @@ int fs_table_probe(struct aztfs *a, const char *name, struct az_status *st)
  * With -o tables=, only the tables named there are shown. */
 static int table_known(struct aztfs *a, const char *name)
 {
-    struct az_status st;
+    struct az_status st = { 0 };
     int rc;
 
     if (a->tables) {
+        rc = -ENOENT;
         for (char **t = a->tables; *t; t++)
             if (strcmp(*t, name) == 0)
-                return fs_table_probe(a, name, &st);
-        return -ENOENT;
+                rc = fs_table_probe(a, name, &st);
+    } else {
+        rc = table_exists(a->tc, name, &st);
+        rc = rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;
     }
-    rc = table_exists(a->tc, name, &st);
-    return rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;
+    if (rc < 0 && rc != -ENOENT)
+        fs_log_failure(a, "look up table", name, rc, &st, NULL);
+    return rc;
 }
 
 /* --- FUSE callbacks ------------------------------------------------------ */

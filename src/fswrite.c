@@ -110,7 +110,7 @@ static int save_entity(struct aztfs *a, const char *path, const char *text, size
                        int is_new, const char *etag, int force_replace, char **new_etag)
 {
     struct entity_error err = { 0 };
-    struct az_status st;
+    struct az_status st = { 0 };
     struct fspath fp;
     json_t *wire = NULL;
     char *pk_in = NULL, *rk_in = NULL, *got_etag = NULL;
@@ -144,20 +144,14 @@ static int save_entity(struct aztfs *a, const char *path, const char *text, size
             *new_etag = got_etag;
             got_etag = NULL;
         }
-    } else if (rc == -ESTALE) {
-        log_error(&a->log, "%s: not saved: the entity was changed by someone else since it "
-                  "was read (HTTP 412); the file now shows the current entity", path);
-        cache_invalidate(a->cache, path);
-    } else if (rc == -EEXIST) {
-        log_error(&a->log, "%s: not saved: an entity with this key was created meanwhile "
-                  "(HTTP 409)", path);
-        cache_invalidate(a->cache, path);
-    } else if (rc == -ENOENT) {
-        log_error(&a->log, "%s: not saved: the entity was deleted by someone else", path);
-        cache_invalidate(a->cache, path);
     } else {
-        log_error(&a->log, "%s: not saved: HTTP %ld %s %s", path, st.http_status, st.code,
-                  st.message);
+        fs_log_failure(a, "save", path, rc, &st,
+                       rc == -ESTALE ? "the entity was changed by someone else since it was "
+                                       "read; the file now shows the current entity" :
+                       rc == -EEXIST ? "an entity with this key was created meanwhile" :
+                       rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
+        if (rc == -ESTALE || rc == -EEXIST || rc == -ENOENT)
+            cache_invalidate(a->cache, path);
     }
 out:
     json_decref(wire);
@@ -540,7 +534,7 @@ int fs_unlink(const char *path)
 {
     struct aztfs *a = fs_ctx();
     struct cache_file f = { 0 };
-    struct az_status st;
+    struct az_status st = { 0 };
     struct fspath fp;
     int rc;
 
@@ -554,11 +548,12 @@ int fs_unlink(const char *path)
         rc = -ESTALE;
     } else if ((rc = load_for_change(a, &fp, path, &f)) == 0) {
         rc = table_delete_entity(a->tc, fp.table, fp.pk, fp.rk, f.etag, &st);
-        if (rc == -ESTALE) {
-            log_error(&a->log, "%s: not deleted: the entity was changed by someone else "
-                      "since it was read (HTTP 412)", path);
+        if (rc == -ESTALE)
             conflict_note(a, path);
-        }
+        if (rc < 0)
+            fs_log_failure(a, "delete", path, rc, &st,
+                           rc == -ESTALE ? "the entity was changed by someone else since it "
+                                           "was read" : NULL);
         cache_invalidate(a->cache, path);
         if (rc == 0) {
             char *tdir = NULL;
@@ -580,7 +575,7 @@ int fs_unlink(const char *path)
 int fs_mkdir(const char *path, mode_t mode)
 {
     struct aztfs *a = fs_ctx();
-    struct az_status st;
+    struct az_status st = { 0 };
     struct fspath fp;
     int rc;
 
@@ -602,6 +597,8 @@ int fs_mkdir(const char *path, mode_t mode)
         rc = table_create(a->tc, fp.table, &st);
         if (rc == -EEXIST)
             log_info(&a->log, "%s: table exists (table names ignore case)", path);
+        else if (rc < 0)
+            fs_log_failure(a, "create table", path, rc, &st, NULL);
         cache_invalidate(a->cache, "/");
         break;
     case FSP_PARTITION:
@@ -630,7 +627,7 @@ static int on_any_entity(void *p, json_t *value)
 int fs_rmdir(const char *path)
 {
     struct aztfs *a = fs_ctx();
-    struct az_status st;
+    struct az_status st = { 0 };
     struct fspath fp;
     char *tdir = NULL;
     int rc, found = 0;
@@ -648,6 +645,8 @@ int fs_rmdir(const char *path)
             rc = -ENOTEMPTY;
         if (rc == 0)
             rc = table_delete(a->tc, fp.table, &st);
+        if (rc < 0 && rc != -ENOTEMPTY && rc != -ENOENT)
+            fs_log_failure(a, "remove table", path, rc, &st, NULL);
         cache_invalidate(a->cache, "/");
         cache_invalidate(a->cache, path);
         break;
@@ -679,7 +678,7 @@ int fs_rmdir(const char *path)
  * Returns 1, 0 (changed or gone), or -errno. */
 static int etag_current(struct aztfs *a, const struct fspath *fp, const char *etag)
 {
-    struct az_status st;
+    struct az_status st = { 0 };
     json_t *e = NULL;
     char *now = NULL;
     int rc = table_get_entity(a->tc, fp->table, fp->pk, fp->rk, &e, &now, &st);
@@ -703,7 +702,7 @@ static int rename_in_partition(struct aztfs *a, const char *from, struct fspath 
     struct cache_file src = { 0 }, dst = { 0 };
     struct table_batch_op ops[2];
     struct entity_error err = { 0 };
-    struct az_status st;
+    struct az_status st = { 0 };
     json_t *wire = NULL;
     char *no_pk = NULL, *no_rk = NULL;   /* a rename carries no keys in content */
     int rc, exists;
@@ -741,8 +740,9 @@ static int rename_in_partition(struct aztfs *a, const char *from, struct fspath 
     if (rc == -ESTALE)
         conflict_note(a, from);
     if (rc < 0)
-        log_error(&a->log, "rename %s -> %s failed, nothing changed: HTTP %ld %s %s", from,
-                  to, st.http_status, st.code, st.message);
+        fs_log_failure(a, "rename", from, rc, &st, rc == -ESTALE ?
+                       "source or target changed meanwhile; nothing changed" :
+                       "nothing changed");
     cache_invalidate(a->cache, from);
     cache_invalidate(a->cache, to);
     cache_invalidate(a->cache, ff->parent);

@@ -133,15 +133,13 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-/* curl header callback: keep the headers listed in hdr_names. */
-static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
+/* Keep one header line if it is one of hdr_names; see http.h. */
+void http_header_line(struct http_response *r, const char *buf, size_t n)
 {
-    struct http_response *r = userdata;
-    size_t n = size * nitems;
-    char *colon = memchr(buf, ':', n);
+    const char *colon = memchr(buf, ':', n);
 
     if (!colon)
-        return n;
+        return;
     for (int i = 0; i < HDR_COUNT; i++) {
         size_t nl = strlen(hdr_names[i]);
         const char *v, *e;
@@ -158,7 +156,13 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
         r->hdr[i] = strndup(v, (size_t)(e - v));
         break;   /* strndup failure leaves NULL: treated as absent */
     }
-    return n;
+}
+
+/* curl header callback. */
+static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
+{
+    http_header_line(userdata, buf, size * nitems);
+    return size * nitems;
 }
 
 /* Release what RESP holds. */

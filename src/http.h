@@ -75,6 +75,11 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
 /* Free everything RESP owns and zero it. */
 void http_response_clear(struct http_response *resp);
 
+/* Parse one raw header line ("Name: value\r\n", N bytes, not necessarily
+ * NUL-terminated) into R->hdr when Name is one we keep (case-insensitive);
+ * a repeated header keeps the last value. Other lines are ignored. */
+void http_header_line(struct http_response *r, const char *buf, size_t n);
+
 /* Copy URL into OUT (size OUTLEN) with the value of any "sig=" query
  * parameter replaced by "REDACTED", for logs. */
 void http_redact_url(const char *url, char *out, size_t outlen);

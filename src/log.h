@@ -2,7 +2,8 @@
 #ifndef AZTFS_LOG_H
 #define AZTFS_LOG_H
 
-enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+/* QUIET drops everything (while the mount-time check prints its own verdict). */
+enum log_level { LOG_LVL_QUIET = -1, LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 struct logger {
     enum log_level level;   /* messages above this level are dropped */

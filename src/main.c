@@ -223,13 +223,16 @@ int main(int argc, char *argv[])
         enum log_level lvl = a.log.level;
 
         if (lvl < LOG_LVL_DEBUG)
-            a.log.level = LOG_LVL_ERROR;
+            a.log.level = LOG_LVL_QUIET;
         rc = probe_account(&a, &acct);
         a.log.level = lvl;
         if (rc < 0) {
             rc = 1;
             goto out_curl;
         }
+        for (char **t = a.tables; t && *t; t++)
+            if (cache_dir_lookup(a.cache, "/", *t, NULL) == -ENOENT)
+                log_warn(&a.log, "table '%s' named in -o tables= does not exist", *t);
         rc = 1;
     }
     rc = run_fuse(&args, &a, &cmd);

@@ -268,32 +268,31 @@ out:
     return rc;
 }
 
-/* Log a failed operation in one line and return its -errno. */
+/* Note a failed operation (debug level: the filesystem layer logs the one
+ * line users see, with the path) and return its -errno. */
 static int fail_status(struct table_client *tc, const char *what, const struct az_status *st)
 {
     int e = az_status_errno(st);
 
     if (e != ENOENT)
-        log_warn(tc->lg, "%s failed: HTTP %ld %s%s%s (attempts %d)", what, st->http_status,
+        log_debug(tc->lg, "%s failed: HTTP %ld %s%s%s (attempts %d)", what, st->http_status,
                  st->code[0] ? st->code : "-", st->message[0] ? ": " : "", st->message,
                  st->attempts);
     return -e;
 }
 
-/* Parse a 200 response body and hand its "value" array to FN. */
-static int deliver_page(struct table_client *tc, const char *what,
-                        const struct http_response *resp, table_page_fn fn, void *ctx,
-                        struct az_status *st)
+/* Parse a page; see table.h. */
+int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
+                     struct az_status *st)
 {
     json_error_t jerr;
-    json_t *root = json_loadb(resp->body, resp->body_len, 0, &jerr);
+    json_t *root = json_loadb(body ? body : "", body ? len : 0, 0, &jerr);
     json_t *value;
     int rc;
 
     if (!root || !json_is_array(value = json_object_get(root, "value"))) {
         snprintf(st->message, sizeof(st->message), "malformed response: %s",
                  root ? "no \"value\" array" : jerr.text);
-        log_warn(tc->lg, "%s: %s", what, st->message);
         json_decref(root);
         return -EIO;
     }
@@ -422,7 +421,7 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
                       NULL, 0, NULL, c->what, &resp, st);
     free(q);
     if (rc < 0) {
-        log_warn(tc->lg, "%s failed: no response: %s (attempts %d)", c->what, st->message,
+        log_debug(tc->lg, "%s failed: no response: %s (attempts %d)", c->what, st->message,
                  st->attempts);
         http_response_clear(&resp);
         return rc;
@@ -432,7 +431,9 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
         http_response_clear(&resp);
         return rc;
     }
-    rc = deliver_page(tc, c->what, &resp, fn, ctx, st);
+    rc = table_parse_page(resp.body, resp.body_len, fn, ctx, st);
+    if (rc == -EIO)
+        log_debug(tc->lg, "%s: %s", c->what, st->message);
     n1 = resp.hdr[c->tables ? HDR_CONT_TABLE : HDR_CONT_PK];
     n2 = c->tables ? NULL : resp.hdr[HDR_CONT_RK];
     if (rc != 0 || !n1) {
@@ -442,7 +443,7 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
     }
     if (same_token(n1, n2, c->tok1, c->tok2)) {
         snprintf(st->message, sizeof(st->message), "continuation did not advance");
-        log_error(tc->lg, "%s: the service returned the same continuation twice; "
+        log_debug(tc->lg, "%s: the service returned the same continuation twice; "
                   "stopping instead of looping", c->what);
         http_response_clear(&resp);
         return -EIO;
@@ -581,7 +582,7 @@ int table_get_entity(struct table_client *tc, const char *table, const char *pk,
                       &resp, st);
     free(path);
     if (rc < 0) {
-        log_warn(tc->lg, "get entity %s: no response: %s", table, st->message);
+        log_debug(tc->lg, "get entity %s: no response: %s", table, st->message);
         goto out;
     }
     if (resp.status != 200) {
@@ -593,7 +594,7 @@ int table_get_entity(struct table_client *tc, const char *table, const char *pk,
         json_decref(*entity);
         *entity = NULL;
         snprintf(st->message, sizeof(st->message), "malformed entity: %s", jerr.text);
-        log_warn(tc->lg, "get entity %s: %s", table, st->message);
+        log_debug(tc->lg, "get entity %s: %s", table, st->message);
         rc = -EIO;
         goto out;
     }
@@ -737,7 +738,7 @@ int table_write_entity(struct table_client *tc, const char *table, const char *p
                       TK_MERGE, method, path, NULL, "application/json", body, strlen(body),
                       extra, what, &resp, st);
     if (rc < 0) {
-        log_warn(tc->lg, "%s failed: no response: %s (attempts %d)", what, st->message,
+        log_debug(tc->lg, "%s failed: no response: %s (attempts %d)", what, st->message,
                  st->attempts);
         goto out;
     }
@@ -794,7 +795,7 @@ int table_delete_entity(struct table_client *tc, const char *table, const char *
     rc = send_request(tc, TK_DELETE, "DELETE", path, NULL, NULL, NULL, 0, extra,
                       "delete entity", &resp, st);
     if (rc < 0) {
-        log_warn(tc->lg, "delete entity failed: no response: %s", st->message);
+        log_debug(tc->lg, "delete entity failed: no response: %s", st->message);
         goto out;
     }
     if (resp.status == 404) {
@@ -909,9 +910,8 @@ static void sbuf_add(struct sbuf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-/* Find the first non-2xx "HTTP/1.1 NNN" status line in a batch response and
- * fill ST from it (status, and code/message from the JSON error after it). */
-static int batch_outcome(const char *body, struct az_status *st)
+/* Outcome of a batch; see table.h. */
+int table_batch_outcome(const char *body, struct az_status *st)
 {
     const char *p = body;
 
@@ -941,6 +941,29 @@ static int batch_outcome(const char *body, struct az_status *st)
         return -1;
     }
     return 0;
+}
+
+/* Does the table hold the result of OPS: every written entity exactly as
+ * sent, and every deleted one gone? Returns 1, 0 or -errno. */
+static int batch_applied(struct table_client *tc, const char *table, const char *pk,
+                         const struct table_batch_op *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct az_status st;
+        json_t *e = NULL;
+        int rc;
+
+        if (ops[i].kind == TB_DELETE) {
+            rc = table_get_entity(tc, table, pk, ops[i].rk, &e, NULL, &st);
+            json_decref(e);
+            rc = rc == -ENOENT ? 1 : rc < 0 ? rc : 0;
+        } else {
+            rc = entity_holds(tc, table, pk, ops[i].rk, ops[i].entity, 0, NULL);
+        }
+        if (rc != 1)
+            return rc;
+    }
+    return 1;
 }
 
 /* Run an entity group transaction; see table.h. */
@@ -1003,15 +1026,23 @@ int table_batch(struct table_client *tc, const char *table, const char *pk,
     rc = send_request(tc, TK_BATCH, "POST", "/$batch", NULL, ctype, b.s, b.len, NULL, "batch",
                       &resp, st);
     if (rc < 0) {
-        log_warn(tc->lg, "batch on %s failed: no response: %s", table, st->message);
+        log_debug(tc->lg, "batch on %s failed: no response: %s", table, st->message);
         goto out;
     }
     if (resp.status != 202) {
         rc = fail_status(tc, "batch", st);
         goto out;
     }
-    if (batch_outcome(resp.body, st) < 0)
+    if (table_batch_outcome(resp.body ? resp.body : "", st) < 0) {
         rc = fail_status(tc, "batch", st);
+        /* as for single writes: a 409/412 may answer a resend of a batch
+         * whose first send was applied; the entities decide */
+        if ((rc == -EEXIST || rc == -ESTALE) && batch_applied(tc, table, pk, ops, n) == 1) {
+            log_info(tc->lg, "batch on %s: the service already holds it (an earlier send "
+                     "was applied)", table);
+            rc = 0;
+        }
+    }
 out:
     http_response_clear(&resp);
     free(ctype);

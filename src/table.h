@@ -124,9 +124,25 @@ struct table_batch_op {
 
 /* Run OPS (at most 100, one partition PK of TABLE) atomically with $batch.
  * Returns 0 when every operation succeeded; else -errno of the failing one
- * (st->message names its index), and nothing was applied. */
+ * (st->message names its index), and nothing was applied. A 409/412 is
+ * settled like a single write's: when every entity already holds the
+ * batch's result (an earlier send was applied), that is success. */
 int table_batch(struct table_client *tc, const char *table, const char *pk,
                 const struct table_batch_op *ops, size_t n, struct az_status *st);
+
+/* Parsers of service answers, exposed for the fuzz targets and tests. */
+
+/* Parse a Query page BODY (LEN bytes) and hand its "value" array to FN.
+ * Returns FN's answer, or -EIO with st->message set when the body is not
+ * JSON or has no "value" array. */
+int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
+                     struct az_status *st);
+
+/* Find the first non-2xx "HTTP/1.1 NNN" status line in the NUL-terminated
+ * $batch response BODY and fill ST from it (status, and code/message from
+ * the JSON error after it). Returns 0 when every operation succeeded, -1
+ * when one failed. */
+int table_batch_outcome(const char *body, struct az_status *st);
 
 /* Build the OData string literal for S ('...' with ' doubled) into a malloc'd
  * string, e.g. for filters: "PartitionKey eq " + literal. NULL on ENOMEM. */
