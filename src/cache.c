@@ -323,9 +323,11 @@ int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, cha
     pthread_mutex_lock(&c->lock);
     e = find(c, dirpath);
     if (e && e->kind == ENTRY_DIR) {
-        c->hits++;
         long i = listing_find(e->dir, name);
 
+        c->hits++;
+        lru_unlink(c, e);           /* a listing in use is recently used */
+        lru_push_front(c, e);
         rc = i < 0 ? -ENOENT : 0;
         if (i >= 0 && key_out && !(*key_out = listing_key_dup(e->dir, (size_t)i)))
             rc = -ENOMEM;
@@ -349,6 +351,8 @@ int cache_dir_attr(struct cache *c, const char *dirpath, const char *name, size_
     if (e && e->kind == ENTRY_DIR) {
         long i = listing_find(e->dir, name);
 
+        lru_unlink(c, e);
+        lru_push_front(c, e);
         rc = -ENOENT;
         if (i >= 0) {
             listing_get(e->dir, (size_t)i, &le);

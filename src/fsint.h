@@ -12,6 +12,11 @@
 /* Largest entity file text accepted in an open handle (the entity limit is
  * checked at commit; this only bounds memory). */
 #define OPEN_FILE_MAX (4 * 1024 * 1024)
+/* Entities fetched at once when a listed entity is no longer cached: a
+ * page (1000), but no more than a quarter of the cache at 1 KiB each, so
+ * that the page's first entities are still cached when it is in. */
+#define READ_AHEAD_MAX 1000
+#define READ_AHEAD_MIN 32
 
 /* State of one open file (fi->fh). */
 struct open_file {

@@ -122,13 +122,62 @@ void fs_log_failure(struct aztfs *a, const char *op, const char *path, int rc,
                   st->message[0] ? ": " : "", st->message, st->attempts);
 }
 
-/* The entity at PATH: from the cache when fresh, else a point query. */
+/* Entities of a read-ahead, rendered into the cache. */
+struct read_ahead {
+    struct aztfs *a;
+    const char *dir;
+};
+
+static int on_read_ahead_page(void *p, json_t *value)
+{
+    struct read_ahead *ra = p;
+    size_t i;
+    json_t *e;
+
+    json_array_foreach(value, i, e)
+        if (fs_cache_entity(ra->a, ra->dir, e, NULL, NULL) == -ENOMEM)
+            return -ENOMEM;
+    return 1;       /* one page is enough */
+}
+
+/* Fetch entity FP and the ones after it in its partition (one page of
+ * READ_AHEAD) into the cache: what a listed entity evicted from a too-small
+ * cache costs when grep or rsync read a partition in order. Returns 0 or
+ * -errno (the caller then falls back to a point query). */
+static int read_ahead(struct aztfs *a, const struct fspath *fp)
+{
+    struct read_ahead ra = { a, fp->parent };
+    struct cache_stats cs;
+    struct az_status st;
+    size_t top;
+    char *lpk = table_odata_literal(fp->pk), *lrk = table_odata_literal(fp->rk);
+    char *filter = NULL;
+    int rc = -ENOMEM;
+
+    cache_get_stats(a->cache, &cs);
+    top = cs.max_bytes / 4 / 1024;
+    top = top > READ_AHEAD_MAX ? READ_AHEAD_MAX : top < READ_AHEAD_MIN ? READ_AHEAD_MIN : top;
+    if (lpk && lrk &&
+        asprintf(&filter, "PartitionKey eq %s and RowKey ge %s", lpk, lrk) >= 0)
+        rc = table_query(a->tc, fp->table, filter, NULL, (int)top, on_read_ahead_page, &ra,
+                         &st);
+    else
+        filter = NULL;
+    free(filter);
+    free(lpk);
+    free(lrk);
+    return rc;
+}
+
+/* The entity at PATH: from the cache when fresh, else (when its partition's
+ * listing is fresh, so a reader is likely walking it) a read-ahead, else a
+ * point query. */
 int fs_load_entity(struct aztfs *a, struct fspath *fp, const char *path,
                        struct cache_file *out)
 {
-    struct az_status st = { 0 };
+    struct az_status st;
     json_t *e = NULL;
-    int rc;
+    int rc, listed;
 
     if (cache_get_file(a->cache, path, out) == 0)
         return 0;
@@ -136,9 +185,12 @@ int fs_load_entity(struct aztfs *a, struct fspath *fp, const char *path,
     rc = cache_dir_lookup(a->cache, fp->parent, fp->file_name, NULL);
     if (rc == -ENOENT)
         return rc;
+    listed = rc == 0;
     if ((rc = fs_resolve_keys(a, fp)) < 0)
         return rc;
     if (cache_get_file(a->cache, path, out) == 0)   /* resolving may have listed */
+        return 0;
+    if (listed && read_ahead(a, fp) == 0 && cache_get_file(a->cache, path, out) == 0)
         return 0;
     rc = table_get_entity(a->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
     if (rc < 0) {
