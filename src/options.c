@@ -75,7 +75,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->cache_timeout = 30.0;
-    o->cache_size_mb = 256;
+    o->cache_size_mb = 32;
     o->connect_timeout = 10;
     o->timeout = 60;
     o->retries = 4;
@@ -167,7 +167,7 @@ void options_usage(const char *progname)
            "    -o config=FILE          connection string or its fields, one per line\n"
            "    -o loglevel=LEVEL       error, warn, info (default) or debug\n"
            "    -o cache_timeout=SECS   how long listings and entities stay fresh (30)\n"
-           "    -o cache_size=MIB       memory for cached listings and entities (256)\n"
+           "    -o cache_size=MIB       memory for cached listings and entities (32)\n"
            "    -o connect_timeout=SECS TCP/TLS connect timeout (10)\n"
            "    -o timeout=SECS         timeout of one request (60)\n"
            "    -o retries=N            retries of a transient failure (4)\n"
