@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "hash.h"
 
 /* Bytes charged per entry for bookkeeping: the entry itself and the malloc
  * headers and rounding of its 3-4 blocks, so that cache_size is close to
@@ -41,18 +42,6 @@ static double mono_now(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* FNV-1a, 64 bit. */
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-
-    while (*s) {
-        h ^= (unsigned char)*s++;
-        h *= 1099511628211ull;
-    }
-    return h;
 }
 
 /* Create a cache; see cache.h. */
@@ -131,7 +120,7 @@ static void remove_entry(struct cache *c, struct entry *e)
 /* Find the entry for PATH; expired entries are removed. Lock held. */
 static struct entry *find(struct cache *c, const char *path)
 {
-    uint64_t h = hash_str(path);
+    uint64_t h = hash_fnv1a(path);
 
     for (struct entry *e = c->buckets[h % c->n_buckets]; e; e = e->hnext) {
         if (e->hash != h || strcmp(e->path, path) != 0)
@@ -187,7 +176,7 @@ static void insert(struct cache *c, struct entry *e)
         c->evictions++;
         remove_entry(c, c->tail);
     }
-    e->hash = hash_str(e->path);
+    e->hash = hash_fnv1a(e->path);
     e->expires = mono_now() + c->ttl;
     e->hnext = c->buckets[e->hash % c->n_buckets];
     c->buckets[e->hash % c->n_buckets] = e;

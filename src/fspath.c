@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "fspath.h"
+#include "hash.h"
 #include "keycodec.h"
 
 /* Table names: a letter, then 2-62 letters or digits; "Tables" is reserved. */
@@ -28,14 +29,11 @@ int fspath_valid_table_name(const char *name)
 /* FNV-1a over the path; 0 and 1 are reserved. */
 uint64_t fspath_ino(const char *path)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h;
 
     if (strcmp(path, "/") == 0)
         return 1;
-    for (const char *p = path; *p; p++) {
-        h ^= (unsigned char)*p;
-        h *= 1099511628211ull;
-    }
+    h = hash_fnv1a(path);
     return h < 2 ? h + 2 : h;
 }
 

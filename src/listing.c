@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "listing.h"
 
 #define NO_ATTR UINT64_MAX
@@ -28,18 +29,6 @@ struct listing {
     uint32_t *index;           /* open addressing: entry index + 1, 0 = empty */
     size_t index_size;         /* a power of two, or 0 */
 };
-
-/* FNV-1a, 32 bit. */
-static uint32_t hash_name(const char *s)
-{
-    uint32_t h = 2166136261u;
-
-    while (*s) {
-        h ^= (unsigned char)*s++;
-        h *= 16777619u;
-    }
-    return h;
-}
 
 /* A new listing; see listing.h. */
 struct listing *listing_new(void)
@@ -121,7 +110,7 @@ int listing_seal(struct listing *l)
         return -ENOMEM;
     l->index_size = size;
     for (size_t i = 0; i < l->n; i++) {
-        size_t h = hash_name(l->arena + l->recs[i].name_off) & (size - 1);
+        size_t h = (size_t)hash_fnv1a(l->arena + l->recs[i].name_off) & (size - 1);
 
         while (l->index[h])
             h = (h + 1) & (size - 1);
@@ -168,7 +157,7 @@ long listing_find(const struct listing *l, const char *name)
                 return (long)i;
         return -1;
     }
-    for (size_t h = hash_name(name) & (l->index_size - 1); l->index[h];
+    for (size_t h = (size_t)hash_fnv1a(name) & (l->index_size - 1); l->index[h];
          h = (h + 1) & (l->index_size - 1)) {
         size_t i = l->index[h] - 1;
 
