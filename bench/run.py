@@ -1,0 +1,535 @@
+#!/usr/bin/python3
+# run.py - the aztfs benchmark: seed Azurite, run workloads cold and warm, print a markdown report.
+"""Benchmark aztfs against a private Azurite and print markdown tables.
+
+For every size N: a table of N entities in P partitions and a table of N
+entities in one partition. Workloads (``ls -l`` of a partition, ``ls -f |
+wc -l`` and ``find`` of the big partition, ``find``, ``grep -r`` and ``rsync
+-a`` of the table) run cold on a fresh mount, then warm on the same mount.
+Each row gives the requests aztfs sent, wall time, the daemon's peak RSS
+and the ratios to the two baselines reading the same entities: a raw paged
+REST scan (bench/rest_scan.py) and the official SDK (bench/sdk_dump.py).
+
+Then ``rsync -a`` of a 20,000-entity table against a local rsync of the same
+files, the SDK script and the REST scan; and parallel cold point reads
+(``cat`` of M files from 1 process, then from several).
+
+    /usr/bin/python3 bench/run.py [--sizes 1000,10000,100000] [--out FILE]
+    /usr/bin/python3 bench/run.py --smoke --out /tmp/bench.md
+
+AZTFS_BIN overrides ./aztfs. See bench/README.md for the columns.
+"""
+
+import argparse
+import datetime
+import hashlib
+import json
+import math
+import os
+import platform
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import namedtuple
+from contextlib import ExitStack
+from pathlib import Path
+
+import seed
+from common import (ROOT, Azurite, AztfsMount, BenchError, aztfs_binary, run_timed,
+                    shell)
+
+PYTHON = "/usr/bin/python3"
+BENCH = Path(__file__).resolve().parent
+MEMORY_TARGET_MIB = 64
+COLUMNS = ["N", "workload", "path", "entities", "partitions", "mode", "requests",
+           "wall s", "peak RSS MiB", "x REST", "x SDK"]
+
+
+# One measured run: requests sent (None: not counted), wall seconds, peak RSS
+# in KiB (None: not measured).
+Result = namedtuple("Result", "requests wall peak_kib")
+
+
+class Scope:
+    """What a workload reads: a table, or one partition of it."""
+
+    def __init__(self, table, partition, entities, partitions, last):
+        self.table = table
+        self.partition = partition
+        self.entities = entities
+        self.partitions = partitions
+        self.last = last            # number of the scope's last entity (grep's needle)
+
+    @property
+    def label(self):
+        return self.table + ("/" + self.partition if self.partition else "")
+
+    def path(self, mount):
+        return os.path.join(mount.path, self.label)
+
+
+def count_files(root):
+    """Regular files under ROOT."""
+    return sum(len(files) for _, _, files in os.walk(root))
+
+
+def q(path):
+    """PATH quoted for the shell."""
+    return shlex.quote(str(path))
+
+
+def stdout_lines(run, dest):
+    """Lines the command printed."""
+    return len(run.stdout.splitlines())
+
+
+def scope_entities(scope):
+    return scope.entities
+
+
+class Workload:
+    """A shell command over a scope, with how to check what it produced.
+
+    COMMAND(path, dest, scope) -> shell text; PRODUCED(run, dest) -> a count;
+    EXPECTED(scope) -> the count a correct run produces."""
+
+    def __init__(self, name, scope_kind, command, produced, expected):
+        self.name = name
+        self.scope_kind = scope_kind
+        self.command = command
+        self.produced = produced
+        self.expected = expected
+
+
+def find_files(path, dest, scope):
+    return "find %s -type f" % q(path)
+
+
+WORKLOADS = [
+    Workload("ls -l", "part", lambda p, d, s: "ls -l %s" % q(p),
+             lambda r, d: stdout_lines(r, d) - 1, scope_entities),     # minus "total N"
+    Workload("ls -f | wc -l", "big", lambda p, d, s: "ls -f %s | wc -l" % q(p),
+             lambda r, d: int(r.stdout), lambda s: s.entities + 2),    # plus . and ..
+    Workload("find -type f", "big", find_files, stdout_lines, scope_entities),
+    Workload("find -type f", "table", find_files, stdout_lines, scope_entities),
+    Workload("grep -r", "table",
+             lambda p, d, s: "grep -rl %s %s" % (q(seed.needle(s.last)), q(p)),
+             stdout_lines, lambda s: 1),
+    Workload("rsync -a", "table", lambda p, d, s: "rsync -a %s/ %s/" % (q(p), q(d)),
+             lambda r, d: count_files(d), scope_entities),
+]
+RSYNC = WORKLOADS[-1]
+WALKS = ("find -type f", "grep -r", "rsync -a")     # whole-scope walks with a request bound
+
+
+def median(results):
+    """The Result of median wall time (the lower middle one of an even count)."""
+    return sorted(results, key=lambda r: r.wall)[(len(results) - 1) // 2]
+
+
+def mib(kib):
+    return None if kib is None else kib / 1024.0
+
+
+def fmt(value, digits=2):
+    """A table cell: numbers rounded, None as a dash, pipes escaped."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "%.*f" % (digits, value)
+    return str(value).replace("|", "\\|")
+
+
+def md_table(headers, rows):
+    """A markdown table of ROWS (lists of cells) under HEADERS."""
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+class Bench:
+    """One benchmark run: Azurite, the binary under test, scratch space and results."""
+
+    def __init__(self, args, workdir, binary, azurite):
+        self.args = args
+        self.workdir = Path(workdir)
+        self.binary = binary
+        self.azurite = azurite
+        self.rows = []            # the workload table: dicts keyed by COLUMNS, and "kind"
+        self.headline = []        # the rsync comparison table
+        self.readers = []         # the parallel reads table
+        self.targets = []         # [target, measured, goal, met]
+        self.seeded = 0
+        self.seed_seconds = 0.0
+        self.entity_bytes = {}    # "wire" / "file": average bytes per entity
+        self.hwm_reset = True     # whether warm peaks could be measured on their own
+
+    # ---- plumbing -----------------------------------------------------------
+    def scratch(self, name):
+        """An empty directory NAME under the work directory."""
+        path = self.workdir / name
+        shutil.rmtree(path, ignore_errors=True)
+        path.mkdir()
+        return path
+
+    def mount(self):
+        return AztfsMount(self.binary, self.workdir, self.azurite.conn_str, self.args.mount_opts)
+
+    def run(self, argv):
+        return run_timed(argv, self.workdir, {"AZURE_STORAGE_CONNECTION_STRING":
+                                              self.azurite.conn_str}).check()
+
+    def seed(self, table, n, partitions):
+        secs = seed.seed_table(self.azurite.conn_str, table, n, partitions)
+        self.seeded += n
+        self.seed_seconds += secs
+        log("seeded %s: %d entities, %d partitions, %.1f s" % (table, n, partitions, secs))
+
+    # ---- measurements -----------------------------------------------------------
+    def repeated(self, measure):
+        """Call MEASURE() (-> Result) --repeat times; the run of median wall time."""
+        return median([measure() for _ in range(self.args.repeat)])
+
+    def baselines(self, scope):
+        """The REST scan and the SDK script over SCOPE: {"REST": Result, "SDK": Result}."""
+        args = [scope.table] + ([scope.partition] if scope.partition else [])
+        dest = self.workdir / "sdk-dest"
+
+        def baseline(name, argv, produced):
+            self.scratch(dest.name)
+            run = self.run([PYTHON, str(BENCH / argv[0])] + argv[1:])
+            doc = json.loads(run.stdout)
+            got = produced(doc)
+            if got != scope.entities:
+                raise BenchError("%s baseline of %s produced %s entities, expected %d"
+                                 % (name, scope.label, got, scope.entities))
+            if "bytes" in doc:
+                self.entity_bytes.setdefault("wire", doc["bytes"] / doc["entities"])
+            return Result(doc["requests"], run.wall, doc["peak_rss_kib"])
+
+        out = {"REST": self.repeated(lambda: baseline(
+                   "REST", ["rest_scan.py"] + args, lambda doc: doc["entities"])),
+               "SDK": self.repeated(lambda: baseline(
+                   "SDK", ["sdk_dump.py", scope.table, str(dest)] + args[1:],
+                   lambda doc: count_files(dest)))}
+        shutil.rmtree(dest)
+        log("%s: REST scan %.2f s (%d requests), SDK %.2f s (%d pages)"
+            % (scope.label, out["REST"].wall, out["REST"].requests, out["SDK"].wall,
+               out["SDK"].requests))
+        return out
+
+    def workload(self, wl, scope, keep=None):
+        """Run WL over SCOPE cold on a fresh mount, then warm on the same
+        mount, --repeat times; return [(mode, median Result)]. With KEEP, the
+        last cold run's destination directory is left there."""
+        runs = {"cold": [], "warm": []}
+        for rep in range(self.args.repeat):
+            with self.mount() as m:
+                for mode in runs:
+                    if mode == "warm":
+                        self.hwm_reset = m.reset_peak_rss() and self.hwm_reset
+                    dest = self.scratch("dest-" + mode)
+                    before = m.requests()
+                    run = run_timed(shell(wl.command(scope.path(m), dest, scope)), self.workdir)
+                    requests = m.requests() - before
+                    peak = m.peak_rss_kib()
+                    run.check()
+                    got, want = wl.produced(run, dest), wl.expected(scope)
+                    if got != want:
+                        raise BenchError("%s %s of %s produced %s, expected %s"
+                                         % (wl.name, mode, scope.label, got, want))
+                    log("%-14s %-22s %s: %d requests, %.3f s, %.1f MiB"
+                        % (wl.name, scope.label, mode, requests, run.wall, mib(peak)))
+                    runs[mode].append(Result(requests, run.wall, peak))
+                    if keep and mode == "cold" and rep == self.args.repeat - 1:
+                        dest.rename(keep)
+                    else:
+                        shutil.rmtree(dest)
+        return [(mode, median(results)) for mode, results in runs.items()]
+
+    def size(self, n):
+        """Seed the two tables of size N, run every workload, drop the tables."""
+        p = self.args.partitions
+        wide, flat = "bench%dw" % n, "bench%df" % n
+        self.seed(wide, n, p)
+        self.seed(flat, n, 1)
+        in_p00 = len(range(0, n, p))
+        scopes = {"part": Scope(wide, seed.partition_key(0, p), in_p00, 1, (in_p00 - 1) * p),
+                  "big": Scope(flat, seed.partition_key(0, 1), n, 1, n - 1),
+                  "table": Scope(wide, None, n, p, n - 1)}
+        for kind, scope in scopes.items():
+            base = self.baselines(scope)
+
+            def row(name, mode, res):
+                ratios = [res.wall / base[b].wall if mode != "-" else None
+                          for b in ("REST", "SDK")]
+                cells = [n, name, scope.label, scope.entities, scope.partitions, mode,
+                         res.requests, res.wall, mib(res.peak_kib)] + ratios
+                self.rows.append(dict(zip(COLUMNS, cells), kind=kind))
+
+            row("REST scan", "-", base["REST"])
+            row("SDK script", "-", base["SDK"])
+            for wl in (w for w in WORKLOADS if w.scope_kind == kind):
+                for mode, res in self.workload(wl, scope):
+                    row(wl.name, mode, res)
+        for table in (wide, flat):
+            seed.delete_table(self.azurite.conn_str, table)
+
+    def rsync_comparison(self, scope):
+        """aztfs rsync of SCOPE (cold, warm) beside a local rsync of the same
+        files, the SDK script and the REST scan."""
+        base = self.baselines(scope)
+        source = self.workdir / "rsync-source"
+        shutil.rmtree(source, ignore_errors=True)
+        runs = self.workload(RSYNC, scope, keep=source)
+        self.entity_bytes["file"] = (sum(f.stat().st_size for f in source.rglob("*.json"))
+                                     / scope.entities)
+
+        def local_rsync():
+            dest = self.scratch("local-dest")
+            run = self.run(["rsync", "-a", "%s/" % source, "%s/" % dest])
+            if count_files(dest) != scope.entities:
+                raise BenchError("local rsync copied %d files, expected %d"
+                                 % (count_files(dest), scope.entities))
+            shutil.rmtree(dest)
+            return Result(None, run.wall, None)
+
+        local = self.repeated(local_rsync)
+        shutil.rmtree(source)
+        cold = runs[0][1].wall
+        aztfs = [("aztfs rsync -a (%s)" % mode, res, None) for mode, res in runs]
+        others = [(name, res, cold / res.wall) for name, res in (
+            ("local rsync -a", local), ("SDK script", base["SDK"]), ("REST scan", base["REST"]))]
+        for name, res, ratio in aztfs + others:
+            self.headline.append([name, res.requests, res.wall, mib(res.peak_kib), ratio])
+        self.targets.append(["rsync %d entities: aztfs cold / local rsync" % scope.entities,
+                             cold / local.wall, "<= 1.5", cold / local.wall <= 1.5])
+        self.targets.append(["rsync %d entities: aztfs cold / SDK script" % scope.entities,
+                             cold / base["SDK"].wall, "< 1", cold / base["SDK"].wall < 1])
+
+    def parallel_reads(self, scope, files, readers):
+        """cat FILES known entity files of SCOPE on a fresh mount, from one
+        process and then split over READERS processes (fresh mount each)."""
+        numbers = [k * scope.entities // files for k in range(files)]
+
+        def cat_files(procs):
+            with self.mount() as m:
+                listing = self.workdir / "files.list"
+                listing.write_text("".join(os.path.join(scope.path(m), seed.entity_path(
+                    i, scope.partitions)) + "\n" for i in numbers))
+                before = m.requests()
+                cmd = "xargs -d '\\n' -a %s -P %d -n %d cat" % (
+                    q(listing), procs, math.ceil(files / procs))
+                run = run_timed(shell(cmd), self.workdir)
+                requests = m.requests() - before
+                run.check()
+                done = run.stdout.count("\n}\n")
+                if done != files:
+                    raise BenchError("parallel reads: %d of %d entities read" % (done, files))
+                log("cat of %d files by %d process(es): %d requests, %.3f s"
+                    % (files, procs, requests, run.wall))
+                return Result(requests, run.wall, m.peak_rss_kib())
+
+        single = self.repeated(lambda: cat_files(1))
+        parallel = self.repeated(lambda: cat_files(readers))
+        for procs, res in ((1, single), (readers, parallel)):
+            self.readers.append([procs, files, res.requests, res.wall, mib(res.peak_kib),
+                                 single.wall / res.wall])
+        speedup = single.wall / parallel.wall
+        self.targets.append(["cold point reads: %d processes vs 1 (speed-up)" % readers,
+                             speedup, ">= 1.5", speedup >= 1.5])
+
+    def memory_and_bound_targets(self):
+        """Targets read off the workload table: daemon memory on the big
+        partition (largest N) and the request bound of cold walks."""
+        largest = max(row["N"] for row in self.rows)
+        aztfs = [row for row in self.rows if row["mode"] != "-"]
+        for row in aztfs:
+            if row["N"] == largest and row["kind"] == "big":
+                rss = row["peak RSS MiB"]
+                self.targets.append(["peak RSS, %s of a %d-entity partition (%s)"
+                                     % (row["workload"], row["entities"], row["mode"]), rss,
+                                     "< %d MiB" % MEMORY_TARGET_MIB, rss < MEMORY_TARGET_MIB])
+        for row in aztfs:
+            if row["workload"] in WALKS and row["mode"] == "cold":
+                bound = math.ceil(row["entities"] / 1000) + row["partitions"] + 2
+                self.targets.append(["requests, %s of %s (cold)" % (row["workload"], row["path"]),
+                                     row["requests"], "<= %d" % bound, row["requests"] <= bound])
+
+
+# ---- report ---------------------------------------------------------------------------
+def git_commit():
+    """HEAD's short hash, marked when src/ has uncommitted changes."""
+    def git(*a):
+        return subprocess.run(["git", "-C", str(ROOT)] + list(a), capture_output=True,
+                              text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + (" + uncommitted changes in src/" if git("status", "--porcelain", "--", "src")
+                   else "")
+
+
+def machine():
+    """nproc, CPU model, memory and kernel."""
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return "%d CPUs (nproc), %s, %.0f GiB RAM, Linux %s" % (
+        os.cpu_count(), model, mem, platform.release())
+
+
+def tool_versions():
+    rsync = subprocess.run(["rsync", "--version"], capture_output=True, text=True).stdout
+    try:
+        from azure.data.tables import __version__ as sdk
+    except ImportError:
+        sdk = "missing"
+    return "rsync %s, Python %s, azure-data-tables %s" % (
+        rsync.split("version")[1].split()[0] if "version" in rsync else "?",
+        platform.python_version(), sdk)
+
+
+def report(bench, args, started, provenance):
+    """The whole markdown report; PROVENANCE describes the binary."""
+    yes = {True: "yes", False: "**NO**"}
+    targets = [[t, m, g, yes[ok]] for t, m, g, ok in bench.targets]
+    warm_rss = ("peak since the warm run began (VmHWM reset before it)" if bench.hwm_reset
+                else "peak since the mount (VmHWM could not be reset)")
+    lines_ = [
+        "# aztfs benchmark",
+        "",
+        "- date: %s" % started.strftime("%Y-%m-%d %H:%M UTC"),
+        "- machine: %s" % machine(),
+        "- Azurite %s (table service, in memory, 127.0.0.1)" % Azurite.version(),
+        "- aztfs: %s" % provenance,
+        "- mount options: %s" % (args.mount_opts or "none (aztfs defaults)"),
+        "- repeats: every row is the median of %d run(s)" % args.repeat,
+        "- tools: %s" % tool_versions(),
+        "- entities: %.0f bytes each on the wire (minimalmetadata), %.0f bytes as an aztfs file"
+        % (bench.entity_bytes.get("wire", 0), bench.entity_bytes.get("file", 0)),
+        "- seeding: %d entities in %.1f s (%.0f entities/s, raw $batch of 100)"
+        % (bench.seeded, bench.seed_seconds, bench.seeded / max(bench.seed_seconds, 1e-9)),
+        "- total runtime: %.1f s" % (time.time() - started.timestamp()),
+        "- warm peak RSS: %s" % warm_rss,
+        "",
+        "## Workloads (sizes %s, %d partitions)" % (args.sizes, args.partitions),
+        "",
+        md_table(COLUMNS, [[row[c] for c in COLUMNS] for row in bench.rows]),
+        "",
+        "## rsync -a of a %d-entity table (%d partitions)" % (args.headline, args.partitions),
+        "",
+        md_table(["run", "requests", "wall s", "peak RSS MiB", "aztfs cold / this"],
+                 bench.headline),
+        "",
+        "## Parallel cold point reads (cat of known files, no listing)",
+        "",
+        md_table(["processes", "files", "requests", "wall s", "peak RSS MiB", "speed-up"],
+                 bench.readers),
+        "",
+        "## Targets",
+        "",
+        md_table(["target", "measured", "goal", "met"], targets),
+        "",
+    ]
+    return "\n".join(lines_)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                 epilog="See bench/README.md.")
+    ap.add_argument("--sizes", default="1000,10000,100000",
+                    help="entity counts of the workload tables (default %(default)s)")
+    ap.add_argument("--partitions", type=int, default=20,
+                    help="partitions of the wide tables (default %(default)s)")
+    ap.add_argument("--headline", type=int, default=20000,
+                    help="entities of the rsync comparison table (default %(default)s)")
+    ap.add_argument("--files", type=int, default=2000,
+                    help="files read by the parallel point reads (default %(default)s)")
+    ap.add_argument("--readers", type=int, default=4,
+                    help="processes of the parallel point reads (default %(default)s)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run every measurement this many times, report the median "
+                         "(default %(default)s)")
+    ap.add_argument("--mount-opts", default="",
+                    help="aztfs -o options for every mount (default: none)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny run: 200 entities in 4 partitions, 100 files")
+    ap.add_argument("--out", help="also write the report to this file")
+    ap.add_argument("--workdir", help="scratch directory (default: a new one under /tmp, "
+                                      "removed at the end)")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        args.sizes, args.partitions, args.headline, args.files = "200", 4, 200, 100
+    try:
+        args.size_list = [int(s) for s in args.sizes.split(",")]
+    except ValueError:
+        ap.error("--sizes takes comma-separated integers")
+    if min(args.size_list + [args.headline]) < args.partitions or args.files > args.headline:
+        ap.error("every size must be >= --partitions and --files <= --headline")
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    return args
+
+
+def _terminate(signum, frame):
+    raise SystemExit("bench: stopped by signal %d" % signum)
+
+
+def main(argv):
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    binary_src = aztfs_binary()
+    if not binary_src.exists():
+        raise BenchError("%s not found: build first (scripts/build.sh)" % binary_src)
+    with ExitStack() as stack:
+        if args.workdir:
+            workdir = Path(args.workdir)
+            workdir.mkdir(parents=True, exist_ok=True)
+        else:
+            workdir = Path(tempfile.mkdtemp(prefix="aztfs-bench-"))
+            stack.callback(shutil.rmtree, workdir, True)
+        # A private copy: a rebuild of ./aztfs during the run cannot mix binaries.
+        binary = workdir / "aztfs"
+        shutil.copy2(binary_src, binary)
+        provenance = "git %s; binary %s built %s (sha256 %s)" % (
+            git_commit(), binary_src,
+            time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(binary.stat().st_mtime)),
+            hashlib.sha256(binary.read_bytes()).hexdigest()[:12])
+        azurite = stack.enter_context(Azurite(workdir))
+        log("Azurite %s on port %d, work directory %s" % (Azurite.version(), azurite.port, workdir))
+        bench = Bench(args, workdir, binary, azurite)
+
+        table = "benchrsync%d" % args.headline
+        bench.seed(table, args.headline, args.partitions)
+        scope = Scope(table, None, args.headline, args.partitions, args.headline - 1)
+        bench.rsync_comparison(scope)
+        bench.parallel_reads(scope, args.files, args.readers)
+        seed.delete_table(azurite.conn_str, table)
+        for n in args.size_list:
+            bench.size(n)
+        bench.memory_and_bound_targets()
+        text = report(bench, args, started, provenance)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BenchError as e:
+        sys.exit("bench: error: %s" % e)

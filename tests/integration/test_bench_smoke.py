@@ -1,0 +1,113 @@
+# test_bench_smoke.py - a tiny run of the benchmark (bench/run.py --smoke) end to end.
+"""The benchmark itself is not part of the test suite; this smoke run of it
+is. It checks that bench/run.py --smoke runs against its own Azurite and
+mounts, reports every workload cold and warm with numbers, and that the
+cold whole-scope walks (find, grep -r, rsync -a) stay within the protocol
+bound of ceil(N/1000) + P + 2 requests."""
+
+import math
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import AZTFS, AZURITE_BIN, ROOT, _check_fuse_available
+
+BENCH = ROOT / "bench" / "run.py"
+SMOKE_TIMEOUT = 180      # seconds; a smoke run takes well under a minute
+WORKLOADS = ["ls -l", "ls -f | wc -l", "find -type f", "grep -r", "rsync -a"]
+BASELINES = ["REST scan", "SDK script"]
+WALKS = ["find -type f", "grep -r", "rsync -a"]
+
+
+def parse_report(text):
+    """{section title: [row dicts]} of the markdown tables in TEXT."""
+    sections, title, header = {}, None, None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            title, header = line[3:].strip(), None
+            sections[title] = []
+        elif line.startswith("|") and title is not None:
+            cells = [c.strip().replace("\\|", "|")
+                     for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+            if header is None:
+                header = cells
+            elif not set(line) <= set("|-: "):
+                sections[title].append(dict(zip(header, cells)))
+    return sections
+
+
+def section(sections, prefix):
+    found = [rows for title, rows in sections.items() if title.startswith(prefix)]
+    assert found and found[0], "no %r table in the report: %r" % (prefix, list(sections))
+    return found[0]
+
+
+def positive_time(row):
+    wall = float(row["wall s"])
+    assert wall > 0, row
+    return wall
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """Run the smoke benchmark once; its report, parsed."""
+    if not AZURITE_BIN.exists():
+        pytest.fail("Azurite not found at %s: run scripts/deps.sh" % AZURITE_BIN,
+                    pytrace=False)
+    _check_fuse_available()
+    out = tmp_path_factory.mktemp("bench") / "bench.md"
+    env = dict(os.environ, AZTFS_BIN=str(AZTFS))
+    env.pop("AZURE_STORAGE_CONNECTION_STRING", None)
+    try:
+        p = subprocess.run([sys.executable, str(BENCH), "--smoke", "--out", str(out)],
+                           capture_output=True, text=True, timeout=SMOKE_TIMEOUT, env=env,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pytest.fail("bench/run.py --smoke did not finish within %d s" % SMOKE_TIMEOUT,
+                    pytrace=False)
+    if p.returncode != 0:
+        pytest.fail("bench/run.py --smoke exited %d; stderr:\n%s"
+                    % (p.returncode, p.stderr[-6000:]), pytrace=False)
+    text = out.read_text()
+    assert text.strip() in p.stdout, "the report printed differs from --out"
+    return parse_report(text)
+
+
+def test_every_workload_has_cold_and_warm_rows_with_numbers(report):
+    rows = section(report, "Workloads")
+    for name in WORKLOADS:
+        modes = sorted(r["mode"] for r in rows if r["workload"] == name)
+        assert "cold" in modes and "warm" in modes, (name, modes)
+    for name in BASELINES:
+        assert any(r["workload"] == name for r in rows), name
+    for r in rows:
+        int(r["requests"])
+        positive_time(r)
+        float(r["peak RSS MiB"])
+        if r["mode"] != "-":
+            assert float(r["x REST"]) > 0 and float(r["x SDK"]) > 0, r
+
+
+def test_cold_walks_stay_within_the_request_bound(report):
+    rows = [r for r in section(report, "Workloads")
+            if r["workload"] in WALKS and r["mode"] == "cold"]
+    assert {r["workload"] for r in rows} == set(WALKS)
+    for r in rows:
+        bound = math.ceil(int(r["entities"]) / 1000) + int(r["partitions"]) + 2
+        assert int(r["requests"]) <= bound, r
+
+
+def test_rsync_comparison_and_parallel_reads_are_reported(report):
+    rsync = {r["run"]: r for r in section(report, "rsync -a")}
+    for run in ("aztfs rsync -a (cold)", "aztfs rsync -a (warm)", "local rsync -a",
+                "SDK script", "REST scan"):
+        assert run in rsync, (run, list(rsync))
+        positive_time(rsync[run])
+    reads = section(report, "Parallel cold point reads")
+    assert [r["processes"] for r in reads] == ["1", "4"], reads
+    for r in reads:
+        positive_time(r)
+        int(r["requests"])
