@@ -135,7 +135,7 @@ def mib(kib):
     return None if kib is None else kib / 1024.0
 
 
-def fmt(value, digits=2):
+def fmt(value, digits=3):
     """A table cell: numbers rounded, None as a dash, pipes escaped."""
     if value is None:
         return "-"
