@@ -8,7 +8,9 @@
 * ``peak_rss_kib``: a process's peak RSS (VmHWM).
 * ``parse_conn_str``: the three fields of a connection string we need.
 
-Standard library only, so the baseline scripts can import it cheaply.
+Standard library only, so the baseline scripts can import it cheaply; the
+integration tests' conftest.py takes the account, the Azurite start and the
+port and unmount helpers from here too.
 """
 
 import json
@@ -44,6 +46,12 @@ class BenchError(Exception):
 def aztfs_binary():
     """The aztfs binary under test: $AZTFS_BIN, else ./aztfs of the repository."""
     return Path(os.environ.get("AZTFS_BIN", str(ROOT / "aztfs")))
+
+
+def conn_str_for(port, key=KEY, account=ACCOUNT):
+    """The connection string of the emulator account on 127.0.0.1:PORT."""
+    return ("DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
+            "TableEndpoint=http://127.0.0.1:%d/%s;" % (account, key, port, account))
 
 
 def parse_conn_str(conn_str):
@@ -83,6 +91,18 @@ def stop_process(proc, grace=10):
             proc.wait()
 
 
+def spawn_azurite(port, log_path):
+    """Start the Azurite table service (in memory, in its own session) on
+    127.0.0.1:PORT with its output in LOG_PATH; returns the Popen at once.
+    Shared with the integration tests' fixture."""
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(
+            [str(AZURITE_BIN), "--inMemoryPersistence", "--tableHost", "127.0.0.1",
+             "--tablePort", str(port), "--disableTelemetry"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True)
+
+
 class Azurite:
     """A private in-memory Azurite table service, as a context manager."""
 
@@ -101,8 +121,7 @@ class Azurite:
 
     @property
     def conn_str(self):
-        return ("DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
-                "TableEndpoint=http://127.0.0.1:%d/%s;" % (ACCOUNT, KEY, self.port, ACCOUNT))
+        return conn_str_for(self.port)
 
     def start(self):
         """Start Azurite on a free port and wait until it answers."""
@@ -110,12 +129,7 @@ class Azurite:
             raise BenchError("Azurite not found at %s: run scripts/deps.sh" % AZURITE_BIN)
         self.port = free_port()
         log_path = self.logdir / ("azurite-%d.log" % self.port)
-        with open(log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                [str(AZURITE_BIN), "--inMemoryPersistence", "--tableHost", "127.0.0.1",
-                 "--tablePort", str(self.port), "--disableTelemetry"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                start_new_session=True)
+        self.proc = spawn_azurite(self.port, log_path)
         deadline = time.monotonic() + AZURITE_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -20,7 +20,6 @@ import faulthandler
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,11 +30,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 AZTFS = Path(os.environ.get("AZTFS_BIN", str(ROOT / "aztfs")))
-AZURITE_BIN = ROOT / ".deps-node" / "node_modules" / ".bin" / "azurite-table"
 
-ACCOUNT = "devstoreaccount1"
-KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
-       "K1SZFPTOtr/KBHBeksoGMGw==")
+# The emulator's account, its start and the port/unmount helpers are shared
+# with the benchmark (bench/common.py, standard library only).
+sys.path.insert(0, str(ROOT / "bench"))
+from common import (ACCOUNT, AZURITE_BIN, KEY, conn_str_for, free_port,  # noqa: E402
+                    port_answers, spawn_azurite, stop_process, unmount_path)
 
 MOUNT_TIMEOUT = 15      # seconds for a mount to appear
 EXIT_TIMEOUT = 15       # seconds for a refused mount to exit
@@ -45,28 +45,6 @@ TEST_HARD_LIMIT = 240   # seconds: dump tracebacks and abort a hung test run
 SANITIZER_PATTERNS = re.compile(
     r"ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer)"
     r"|runtime error:|SUMMARY: UndefinedBehaviorSanitizer")
-
-
-def conn_str_for(port, key=KEY, account=ACCOUNT):
-    return ("DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
-            "TableEndpoint=http://127.0.0.1:%d/%s;" % (account, key, port, account))
-
-
-def free_port():
-    """A TCP port nothing listens on right now (bound then released)."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def port_answers(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 # --------------------------------------------------------------------------
@@ -109,13 +87,7 @@ def azurite(tmp_path_factory):
     for attempt in range(3):
         port = free_port()
         log_path = logdir / ("azurite-%d.log" % port)
-        logf = open(log_path, "wb")
-        proc = subprocess.Popen(
-            [str(AZURITE_BIN), "--inMemoryPersistence", "--tableHost", "127.0.0.1",
-             "--tablePort", str(port), "--disableTelemetry"],
-            stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-            start_new_session=True)
-        logf.close()
+        proc = spawn_azurite(port, log_path)
         az = Azurite(port, proc, log_path)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -125,12 +97,7 @@ def azurite(tmp_path_factory):
                 try:
                     yield az
                 finally:
-                    proc.terminate()
-                    try:
-                        proc.wait(10)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait()
+                    stop_process(proc)
                 return
             time.sleep(0.2)
         if proc.poll() is None:
@@ -185,14 +152,6 @@ def aztfs_env(conn_str=None, extra=None):
 def sanitizer_report(text):
     m = SANITIZER_PATTERNS.search(text or "")
     return bool(m)
-
-
-def unmount_path(path):
-    """Best-effort unmount of a FUSE mount at PATH."""
-    if os.path.ismount(path):
-        r = subprocess.run(["fusermount3", "-u", path], capture_output=True, timeout=30)
-        if r.returncode != 0 and os.path.ismount(path):
-            subprocess.run(["fusermount3", "-uz", path], capture_output=True, timeout=30)
 
 
 class Mount:
