@@ -304,22 +304,34 @@ struct listing *cache_get_listing(struct cache *c, const char *path)
     return l;
 }
 
+/* The fresh listing of DIRPATH (bumped in the LRU: a listing in use is
+ * recently used) and NAME's index in it (*idx, -1 when absent); NULL when
+ * no fresh listing is cached. Lock held. */
+static struct entry *find_listed(struct cache *c, const char *dirpath, const char *name,
+                                 long *idx)
+{
+    struct entry *e = find(c, dirpath);
+
+    if (!e || e->kind != ENTRY_DIR)
+        return NULL;
+    lru_unlink(c, e);
+    lru_push_front(c, e);
+    *idx = listing_find(e->dir, name);
+    return e;
+}
+
 /* Find NAME in a fresh listing; see cache.h. */
 int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, char **key_out)
 {
     struct entry *e;
+    long i;
     int rc = -EAGAIN;
 
     if (key_out)
         *key_out = NULL;
     pthread_mutex_lock(&c->lock);
-    e = find(c, dirpath);
-    if (e && e->kind == ENTRY_DIR) {
-        long i = listing_find(e->dir, name);
-
+    if ((e = find_listed(c, dirpath, name, &i)) != NULL) {
         c->hits++;
-        lru_unlink(c, e);           /* a listing in use is recently used */
-        lru_push_front(c, e);
         rc = i < 0 ? -ENOENT : 0;
         if (i >= 0 && key_out && !(*key_out = listing_key_dup(e->dir, (size_t)i)))
             rc = -ENOMEM;
@@ -336,15 +348,11 @@ int cache_dir_attr(struct cache *c, const char *dirpath, const char *name, size_
 {
     struct listing_ent le;
     struct entry *e;
+    long i;
     int rc = -EAGAIN;
 
     pthread_mutex_lock(&c->lock);
-    e = find(c, dirpath);
-    if (e && e->kind == ENTRY_DIR) {
-        long i = listing_find(e->dir, name);
-
-        lru_unlink(c, e);
-        lru_push_front(c, e);
+    if ((e = find_listed(c, dirpath, name, &i)) != NULL) {
         rc = -ENOENT;
         if (i >= 0) {
             listing_get(e->dir, (size_t)i, &le);

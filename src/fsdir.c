@@ -223,15 +223,16 @@ static int scan_run(struct dir_scan *s, struct az_status *st)
     return rc;
 }
 
-/* Scan directory DIR (FP parsed from it) to its end, filling the cache. */
-static int scan_dir(struct aztfs *a, const struct fspath *fp, const char *dir)
+/* Scan directory DIR (FP parsed from it) to its end, filling the cache.
+ * Returns 0 or -errno (details in *st). */
+static int scan_dir(struct aztfs *a, const struct fspath *fp, const char *dir,
+                    struct az_status *st)
 {
     struct dir_scan *s;
-    struct az_status st = { 0 };
     int rc = scan_new(a, fp, dir, &s);
 
     if (rc == 0)
-        rc = scan_run(s, &st);
+        rc = scan_run(s, st);
     scan_free(s);
     return rc;
 }
@@ -240,13 +241,8 @@ static int scan_dir(struct aztfs *a, const struct fspath *fp, const char *dir)
 int fs_list_root(struct aztfs *a, struct az_status *st)
 {
     struct fspath fp = { .kind = FSP_ROOT };
-    struct dir_scan *s;
-    int rc = scan_new(a, &fp, "/", &s);
 
-    if (rc == 0)
-        rc = scan_run(s, st);
-    scan_free(s);
-    return rc;
+    return scan_dir(a, &fp, "/", st);
 }
 
 /* Resolve NAME in directory DIRPATH to its key using the listing (filling
@@ -257,14 +253,15 @@ static int resolve_by_listing(struct aztfs *a, const struct fspath *fp, const ch
     struct fspath dfp = { .kind = fp->kind == FSP_PARTITION || !fp->pk ? FSP_TABLE
                                                                       : FSP_PARTITION,
                           .table = fp->table, .pk = fp->pk };
+    struct az_status st;
     int rc = cache_dir_lookup(a->cache, dirpath, name, key);
 
     if (rc != -EAGAIN)
         return rc;
     /* a partition's name: scan the table (which lists its partitions) */
-    if (dfp.kind == FSP_TABLE && (rc = scan_dir(a, &dfp, dirpath)) < 0)
+    if (dfp.kind == FSP_TABLE && (rc = scan_dir(a, &dfp, dirpath, &st)) < 0)
         return rc;
-    if (dfp.kind == FSP_PARTITION && (rc = scan_dir(a, &dfp, fp->parent)) < 0)
+    if (dfp.kind == FSP_PARTITION && (rc = scan_dir(a, &dfp, fp->parent, &st)) < 0)
         return rc;
     rc = cache_dir_lookup(a->cache, dirpath, name, key);
     return rc == -EAGAIN ? -ENOENT : rc;

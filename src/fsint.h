@@ -81,8 +81,9 @@ struct fs_shown {
 int fs_cache_entity(struct aztfs *a, const char *dir, json_t *e, struct fs_shown *shown,
                     struct cache_file *copy);
 
-/* Does table NAME exist? Asked with a one-entity query, which a SAS scoped
- * to the table allows. Returns 0, -ENOENT, or -errno (details in *st). */
+/* Does table NAME exist, and hold an entity? Asked with a one-entity query,
+ * which a SAS scoped to the table allows. Returns 1 (it holds at least one
+ * entity), 0 (it exists, empty), -ENOENT, or -errno (details in *st). */
 int fs_table_probe(struct aztfs *a, const char *name, struct az_status *st);
 
 /* Attributes of a directory, an entity file of LEN bytes, a scratch file. */

@@ -256,17 +256,13 @@ int fs_partition_exists(struct aztfs *a, struct fspath *fp, int fresh)
     return rc < 0 ? rc : found;
 }
 
-static int on_probe_page(void *p, json_t *value)
-{
-    (void)p;
-    (void)value;
-    return 1;       /* one page answers the question */
-}
-
 /* See fsint.h. */
 int fs_table_probe(struct aztfs *a, const char *name, struct az_status *st)
 {
-    return table_query(a->tc, name, NULL, "PartitionKey", 1, on_probe_page, NULL, st);
+    int found = 0;
+    int rc = table_query(a->tc, name, NULL, "PartitionKey", 1, on_first_entity, &found, st);
+
+    return rc < 0 ? rc : found;
 }
 
 /* Does table NAME exist, when the cached root listing cannot say?
@@ -279,8 +275,8 @@ static int table_known(struct aztfs *a, const char *name)
     if (a->tables) {
         rc = -ENOENT;
         for (char **t = a->tables; *t; t++)
-            if (strcmp(*t, name) == 0)
-                rc = fs_table_probe(a, name, &st);
+            if (strcmp(*t, name) == 0 && (rc = fs_table_probe(a, name, &st)) > 0)
+                rc = 0;
     } else {
         rc = table_exists(a->tc, name, &st);
         rc = rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;

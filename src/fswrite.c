@@ -616,21 +616,13 @@ int fs_mkdir(const char *path, mode_t mode)
     return rc;
 }
 
-static int on_any_entity(void *p, json_t *value)
-{
-    int *found = p;
-
-    *found = json_array_size(value) > 0;
-    return *found;
-}
-
 int fs_rmdir(const char *path)
 {
     struct aztfs *a = fs_ctx();
     struct az_status st = { 0 };
     struct fspath fp;
     char *tdir = NULL;
-    int rc, found = 0;
+    int rc;
 
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
@@ -640,8 +632,8 @@ int fs_rmdir(const char *path)
             rc = -ENOTEMPTY;    /* a partition made with mkdir */
             break;
         }
-        rc = table_query(a->tc, fp.table, NULL, "PartitionKey", 1, on_any_entity, &found, &st);
-        if (rc == 0 && found)
+        rc = fs_table_probe(a, fp.table, &st);
+        if (rc == 1)
             rc = -ENOTEMPTY;
         if (rc == 0)
             rc = table_delete(a->tc, fp.table, &st);
