@@ -60,6 +60,13 @@ int fs_load_entity(struct aztfs *a, struct fspath *fp, const char *path,
 void fs_log_failure(struct aztfs *a, const char *op, const char *path, int rc,
                     const struct az_status *st, const char *why);
 
+/* After a change at PATH (a file or a directory): drop what our cache and
+ * the kernel know of it, so that the next stat or read asks again. Every
+ * mutation goes through here: the kernel keeps attributes for attr_timeout,
+ * and a saved entity is rendered canonically (its size is not what was
+ * written). */
+void fs_invalidate(struct aztfs *a, const char *path);
+
 /* Fill in FP->pk / FP->rk for long-form names by listing. */
 int fs_resolve_keys(struct aztfs *a, struct fspath *fp);
 

@@ -122,6 +122,17 @@ void fs_log_failure(struct aztfs *a, const char *op, const char *path, int rc,
                   st->message[0] ? ": " : "", st->message, st->attempts);
 }
 
+/* See fsint.h. -ENOENT from libfuse means the kernel has no inode for the
+ * path, so there is nothing to drop. */
+void fs_invalidate(struct aztfs *a, const char *path)
+{
+    struct fuse_context *ctx = fuse_get_context();
+
+    cache_invalidate(a->cache, path);
+    if (ctx && ctx->fuse)
+        (void)fuse_invalidate_path(ctx->fuse, path);
+}
+
 /* Entities of a read-ahead, rendered into the cache. */
 struct read_ahead {
     struct aztfs *a;
@@ -295,12 +306,17 @@ static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     cfg->use_ino = 1;
     cfg->readdir_ino = 1;
     cfg->entry_timeout = a->cache_timeout;
-    /* 0: a saved entity is rendered canonically, so its size is not the
-     * size the kernel saw written; getattr is answered from our cache */
-    cfg->attr_timeout = 0;
+    /* The kernel answers stat itself for attr_timeout: every change made
+     * through the mount drops its copy (fs_invalidate), and readdirplus
+     * refreshes it, so rsync's lstat after a listing costs no round trip. */
+    cfg->attr_timeout = a->attr_timeout;
     cfg->negative_timeout = a->cache_timeout > 1 ? 1 : a->cache_timeout;
     cfg->direct_io = 1;       /* reads return the entity as opened: see doc/ */
     cfg->nullpath_ok = 0;
+    /* rm of a file whose release is still on its way (close(2) does not
+     * wait for it) must delete the entity, not rename it to .fuse_hidden*:
+     * open handles hold their own copy */
+    cfg->hard_remove = 1;
     return a;
 }
 
@@ -476,6 +492,7 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
         return rc;
     fi->fh = (uint64_t)(uintptr_t)of;
     fi->direct_io = 1;
+    fi->noflush = 1;          /* a read-only handle has nothing to commit at close */
     return 0;
 }
 

@@ -26,6 +26,7 @@ struct aztfs {
     struct logger log;
     struct http_stats stats;
     double cache_timeout;        /* seconds a listing or entity stays fresh */
+    double attr_timeout;         /* seconds the kernel keeps a stat without asking */
     time_t mount_time;           /* mtime of directories */
     uid_t uid;                   /* owner of every file */
     gid_t gid;

@@ -48,7 +48,7 @@ static void cache_after_write(struct aztfs *a, const char *path, const struct fs
     char ts[64], *tdir = NULL;
     json_t *e = exact ? json_deep_copy(wire) : NULL;
 
-    cache_invalidate(a->cache, path);
+    fs_invalidate(a, path);
     if (e && etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
         json_object_set_new(e, "PartitionKey", json_string(pk)) == 0 &&
         json_object_set_new(e, "RowKey", json_string(rk)) == 0 &&
@@ -57,10 +57,10 @@ static void cache_after_write(struct aztfs *a, const char *path, const struct fs
         fs_cache_entity(a, fp->parent, e, NULL, NULL);
     json_decref(e);
     /* the listing recorded the old size and mtime: drop it */
-    cache_invalidate(a->cache, fp->parent);
+    fs_invalidate(a, fp->parent);
     if (asprintf(&tdir, "/%s", fp->table) >= 0) {
         if (cache_dir_lookup(a->cache, tdir, fp->pk_name, NULL) == -ENOENT)
-            cache_invalidate(a->cache, tdir);
+            fs_invalidate(a, tdir);
         free(tdir);
     }
 }
@@ -151,7 +151,7 @@ static int save_entity(struct aztfs *a, const char *path, const char *text, size
                        rc == -EEXIST ? "an entity with this key was created meanwhile" :
                        rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
         if (rc == -ESTALE || rc == -EEXIST || rc == -ENOENT)
-            cache_invalidate(a->cache, path);
+            fs_invalidate(a, path);
     }
 out:
     json_decref(wire);
@@ -554,15 +554,15 @@ int fs_unlink(const char *path)
             fs_log_failure(a, "delete", path, rc, &st,
                            rc == -ESTALE ? "the entity was changed by someone else since it "
                                            "was read" : NULL);
-        cache_invalidate(a->cache, path);
+        fs_invalidate(a, path);
         if (rc == 0) {
             char *tdir = NULL;
 
             /* the directory stays until rmdir, as on a local disk */
             scratch_mkdir(a->scratch, fp.parent);
-            cache_invalidate(a->cache, fp.parent);
+            fs_invalidate(a, fp.parent);
             if (asprintf(&tdir, "/%s", fp.table) >= 0) {
-                cache_invalidate(a->cache, tdir);
+                fs_invalidate(a, tdir);
                 free(tdir);
             }
         }
@@ -599,7 +599,7 @@ int fs_mkdir(const char *path, mode_t mode)
             log_info(&a->log, "%s: table exists (table names ignore case)", path);
         else if (rc < 0)
             fs_log_failure(a, "create table", path, rc, &st, NULL);
-        cache_invalidate(a->cache, "/");
+        fs_invalidate(a, "/");
         break;
     case FSP_PARTITION:
         rc = scratch_is_dir(a->scratch, path) ? 1 : fs_partition_exists(a, &fp, 0);
@@ -639,8 +639,8 @@ int fs_rmdir(const char *path)
             rc = table_delete(a->tc, fp.table, &st);
         if (rc < 0 && rc != -ENOTEMPTY && rc != -ENOENT)
             fs_log_failure(a, "remove table", path, rc, &st, NULL);
-        cache_invalidate(a->cache, "/");
-        cache_invalidate(a->cache, path);
+        fs_invalidate(a, "/");
+        fs_invalidate(a, path);
         break;
     case FSP_PARTITION:
         if (scratch_count(a->scratch, path) > 0) {
@@ -652,9 +652,9 @@ int fs_rmdir(const char *path)
             rc = -ENOTEMPTY;
         } else if (rc == 0) {
             rc = scratch_rmdir(a->scratch, path);
-            cache_invalidate(a->cache, path);
+            fs_invalidate(a, path);
             if (asprintf(&tdir, "/%s", fp.table) >= 0) {
-                cache_invalidate(a->cache, tdir);
+                fs_invalidate(a, tdir);
                 free(tdir);
             }
         }
@@ -719,8 +719,8 @@ static int rename_in_partition(struct aztfs *a, const char *from, struct fspath 
                   "else since it was read", from, to, exists ? "source or target" : "source");
         rc = -ESTALE;
         conflict_note(a, from);
-        cache_invalidate(a->cache, from);
-        cache_invalidate(a->cache, to);
+        fs_invalidate(a, from);
+        fs_invalidate(a, to);
         goto out;
     } else {
         goto out;
@@ -735,9 +735,9 @@ static int rename_in_partition(struct aztfs *a, const char *from, struct fspath 
         fs_log_failure(a, "rename", from, rc, &st, rc == -ESTALE ?
                        "source or target changed meanwhile; nothing changed" :
                        "nothing changed");
-    cache_invalidate(a->cache, from);
-    cache_invalidate(a->cache, to);
-    cache_invalidate(a->cache, ff->parent);
+    fs_invalidate(a, from);
+    fs_invalidate(a, to);
+    fs_invalidate(a, ff->parent);
 out:
     json_decref(wire);
     cache_file_clear(&src);

@@ -212,6 +212,7 @@ int main(int argc, char *argv[])
     hc.max_retries = o.retries > 0 ? o.retries : -1;
     hc.ca_file = o.cafile;
     a.cache_timeout = o.cache_timeout;
+    a.attr_timeout = o.attr_timeout;
     a.mount_time = time(NULL);
     a.uid = getuid();
     a.gid = getgid();

@@ -16,6 +16,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("config=%s", config),
     OPT("loglevel=%s", loglevel),
     OPT("cache_timeout=%lf", cache_timeout),
+    OPT("attr_timeout=%lf", attr_timeout),
     OPT("cache_size=%lu", cache_size_mb),
     OPT("connect_timeout=%ld", connect_timeout),
     OPT("timeout=%ld", timeout),
@@ -75,6 +76,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->cache_timeout = 30.0;
+    o->attr_timeout = -1;     /* unset: 1, or cache_timeout when smaller */
     o->cache_size_mb = 32;
     o->connect_timeout = 10;
     o->timeout = 60;
@@ -95,6 +97,12 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
         return -ENOMEM;
     if (o->cache_timeout < 0 || o->cache_timeout > 86400) {
         fprintf(stderr, "aztfs: cache_timeout must be between 0 and 86400 seconds\n");
+        return -EINVAL;
+    }
+    if (o->attr_timeout < 0)
+        o->attr_timeout = o->cache_timeout < 1 ? o->cache_timeout : 1;
+    else if (o->attr_timeout > 86400) {
+        fprintf(stderr, "aztfs: attr_timeout must be between 0 and 86400 seconds\n");
         return -EINVAL;
     }
     if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retries < 0) {
@@ -167,6 +175,7 @@ void options_usage(const char *progname)
            "    -o config=FILE          connection string or its fields, one per line\n"
            "    -o loglevel=LEVEL       error, warn, info (default) or debug\n"
            "    -o cache_timeout=SECS   how long listings and entities stay fresh (30)\n"
+           "    -o attr_timeout=SECS    how long the kernel keeps a stat (1)\n"
            "    -o cache_size=MIB       memory for cached listings and entities (32)\n"
            "    -o connect_timeout=SECS TCP/TLS connect timeout (10)\n"
            "    -o timeout=SECS         timeout of one request (60)\n"

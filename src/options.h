@@ -9,6 +9,7 @@ struct aztfs_opts {
     char *config;             /* -o config=FILE, or the first of two positionals */
     char *loglevel;           /* -o loglevel=error|warn|info|debug */
     double cache_timeout;     /* -o cache_timeout=SECONDS */
+    double attr_timeout;      /* -o attr_timeout=SECONDS (default 1) */
     unsigned long cache_size_mb;  /* -o cache_size=MiB */
     long connect_timeout;     /* -o connect_timeout=SECONDS */
     long timeout;             /* -o timeout=SECONDS (whole request) */

@@ -344,10 +344,21 @@ def test_python_open_w_close_without_write_is_empty_entity(sdk, seed, mounter, w
     T = "wrOpenW"
     mnt, _ = seeded_mount(sdk, seed, mounter, T, [
         {"PartitionKey": "p", "RowKey": "a", "v": "orig"}])
-    # ': > new.json' / open(,'w') on a new file: an entity with no properties
-    open(p(mnt, T, "p", "n.json"), "w").close()
+    # ': > new.json' / open(,'w') on a new file: an entity with no properties.
+    # The flush at close sends nothing (O_TRUNC: bash flushes before writing);
+    # the entity is inserted at release, which Linux sends after close(2) has
+    # returned. The mount shows the file at once; the service within moments.
+    path = p(mnt, T, "p", "n.json")
+    open(path, "w").close()
+    assert os.path.exists(path)
+    deadline = time.monotonic() + 10
     e = wh.get(T, "p", "n")
+    while e is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        e = wh.get(T, "p", "n")
     assert e is not None and props(e) == {}
+    shown = json.loads(read(path))
+    assert shown["PartitionKey"] == "p" and shown["RowKey"] == "n"
 
 
 def test_touch_new_and_existing(sdk, seed, mounter, wh, sh):
@@ -423,6 +434,25 @@ def test_unlink_deletes(sdk, seed, mounter, wh):
     assert not os.path.exists(p(mnt, T, "p", "a.json"))
     with pytest.raises(FileNotFoundError):
         os.unlink(p(mnt, T, "p", "a.json"))
+
+
+def test_rm_of_open_file_deletes(sdk, seed, mounter):
+    """rm of a file that is open (or whose release is still on its way:
+    close(2) does not wait for it) deletes the entity, as on a disk, rather
+    than renaming it to .fuse_hidden* (which fails with EXDEV); the open
+    descriptor keeps reading what it opened."""
+    T = "wrRmOpen"
+    mnt, t = seeded_mount(sdk, seed, mounter, T, [
+        {"PartitionKey": "p", "RowKey": "a", "v": "kept"},
+        {"PartitionKey": "p", "RowKey": "b", "v": 2}])
+    d = p(mnt, T, "p")
+    with open(os.path.join(d, "a.json"), "rb") as held:
+        os.unlink(os.path.join(d, "a.json"))
+        assert json.loads(held.read())["v"] == "kept"
+    read(os.path.join(d, "b.json"))
+    os.unlink(os.path.join(d, "b.json"))
+    assert list(t.list_entities()) == []
+    assert os.listdir(d) == []
 
 
 def test_unlink_stale_is_estale(sdk, seed, mounter, wh):
