@@ -62,9 +62,11 @@ static int scan_new(struct aztfs *a, const struct fspath *fp, const char *dir,
         filter = NULL;
         goto fail;
     }
-    if (!(fp->kind == FSP_ROOT && a->tables) &&
-        (rc = table_cursor_new(&s->cur, s->table, filter, NULL, 0)) < 0)
-        goto fail;
+    if (!(fp->kind == FSP_ROOT && a->tables)) {
+        if ((rc = table_cursor_new(&s->cur, s->table, filter, NULL, 0)) < 0)
+            goto fail;
+        table_cursor_prefetch(s->cur);
+    }
     free(lit);
     free(filter);
     *out = s;

@@ -1,5 +1,6 @@
 /* table.c - Table service REST operations: addressing, signing, paging, error mapping. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,6 +329,18 @@ static int same_token(const char *a1, const char *a2, const char *b1, const char
            ((!a2 && !b2) || (a2 && b2 && strcmp(a2, b2) == 0));
 }
 
+/* The next page, fetched by a thread of its own while the caller works on
+ * the current one (table_cursor_prefetch). */
+struct page_fetch {
+    pthread_t thread;
+    struct table_client *tc;
+    const struct table_cursor *c;
+    char *query;
+    struct http_response resp;
+    struct az_status st;
+    int rc;
+};
+
 /* A query in progress: what to ask, and where the next page starts. */
 struct table_cursor {
     char *path, *what, *filter, *select;
@@ -335,6 +348,9 @@ struct table_cursor {
     int tables;               /* Query Tables (NextTableName) vs entities */
     char *tok1, *tok2;        /* continuation to send next (NULL: first page) */
     int done;
+    int prefetch;             /* fetch page N+1 while page N is parsed */
+    int fetching;             /* pf holds a running fetch of page tok1/tok2 */
+    struct page_fetch pf;
 };
 
 /* Start a query of PATH; see table.h for the public constructors. */
@@ -380,10 +396,31 @@ int table_cursor_new(struct table_cursor **out, const char *table, const char *f
     return rc;
 }
 
+/* See table.h. */
+void table_cursor_prefetch(struct table_cursor *c)
+{
+    c->prefetch = 1;
+}
+
+/* Wait for C's background fetch, if any; its result stays in c->pf. */
+static void fetch_join(struct table_cursor *c)
+{
+    if (!c->fetching)
+        return;
+    pthread_join(c->pf.thread, NULL);
+    c->fetching = 0;
+    free(c->pf.query);
+    c->pf.query = NULL;
+}
+
 void table_cursor_free(struct table_cursor *c)
 {
     if (!c)
         return;
+    if (c->fetching) {
+        fetch_join(c);
+        http_response_clear(&c->pf.resp);
+    }
     free(c->path);
     free(c->what);
     free(c->filter);
@@ -398,28 +435,84 @@ int table_cursor_done(const struct table_cursor *c)
     return c->done;
 }
 
+/* The query string of C's page that starts at continuation (TOK1, TOK2).
+ * Returns 0 with malloc'd *q, or -ENOMEM. */
+static int cursor_query(const struct table_cursor *c, const char *tok1, const char *tok2,
+                        char **q)
+{
+    char topbuf[16];
+    int rc;
+
+    *q = NULL;
+    snprintf(topbuf, sizeof(topbuf), "%d", c->top);
+    if ((rc = query_add(q, "$filter", c->filter)) < 0 ||
+        (rc = query_add(q, "$select", c->select)) < 0 ||
+        (rc = query_add(q, "$top", c->top > 0 ? topbuf : NULL)) < 0 ||
+        (rc = query_add(q, c->tables ? "NextTableName" : "NextPartitionKey", tok1)) < 0 ||
+        (rc = query_add(q, "NextRowKey", tok2)) < 0) {
+        free(*q);
+        *q = NULL;
+    }
+    return rc;
+}
+
+static int cursor_send(struct table_client *tc, const struct table_cursor *c, const char *q,
+                       struct http_response *resp, struct az_status *st)
+{
+    return send_request(tc, c->tables ? TK_LIST_TABLES : TK_QUERY, "GET", c->path, q, NULL,
+                        NULL, 0, NULL, c->what, resp, st);
+}
+
+static void *fetch_main(void *arg)
+{
+    struct page_fetch *pf = arg;
+
+    pf->rc = cursor_send(pf->tc, pf->c, pf->query, &pf->resp, &pf->st);
+    return NULL;
+}
+
+/* Start fetching the page at continuation (TOK1, TOK2) in the background.
+ * Without memory or a thread, nothing starts: the page is fetched when asked
+ * for. */
+static void fetch_start(struct table_client *tc, struct table_cursor *c, const char *tok1,
+                        const char *tok2)
+{
+    struct page_fetch *pf = &c->pf;
+
+    memset(pf, 0, sizeof(*pf));
+    pf->tc = tc;
+    pf->c = c;
+    if (cursor_query(c, tok1, tok2, &pf->query) < 0)
+        return;
+    if (pthread_create(&pf->thread, NULL, fetch_main, pf) != 0) {
+        free(pf->query);
+        pf->query = NULL;
+        return;
+    }
+    c->fetching = 1;
+}
+
 /* Fetch one page; see table.h. */
 int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
                       void *ctx, struct az_status *st)
 {
     struct http_response resp;
-    char topbuf[16], *q = NULL, *n1, *n2;
+    char *q, *n1, *n2;
     int rc;
 
     if (c->done)
         return 0;
-    snprintf(topbuf, sizeof(topbuf), "%d", c->top);
-    if ((rc = query_add(&q, "$filter", c->filter)) < 0 ||
-        (rc = query_add(&q, "$select", c->select)) < 0 ||
-        (rc = query_add(&q, "$top", c->top > 0 ? topbuf : NULL)) < 0 ||
-        (rc = query_add(&q, c->tables ? "NextTableName" : "NextPartitionKey", c->tok1)) < 0 ||
-        (rc = query_add(&q, "NextRowKey", c->tok2)) < 0) {
+    if (c->fetching) {      /* the page at tok1/tok2, asked for while the last was parsed */
+        fetch_join(c);
+        rc = c->pf.rc;
+        resp = c->pf.resp;
+        *st = c->pf.st;
+    } else {
+        if ((rc = cursor_query(c, c->tok1, c->tok2, &q)) < 0)
+            return rc;
+        rc = cursor_send(tc, c, q, &resp, st);
         free(q);
-        return rc;
     }
-    rc = send_request(tc, c->tables ? TK_LIST_TABLES : TK_QUERY, "GET", c->path, q, NULL,
-                      NULL, 0, NULL, c->what, &resp, st);
-    free(q);
     if (rc < 0) {
         log_debug(tc->lg, "%s failed: no response: %s (attempts %d)", c->what, st->message,
                  st->attempts);
@@ -431,11 +524,13 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
         http_response_clear(&resp);
         return rc;
     }
+    n1 = resp.hdr[c->tables ? HDR_CONT_TABLE : HDR_CONT_PK];
+    n2 = c->tables ? NULL : resp.hdr[HDR_CONT_RK];
+    if (c->prefetch && n1 && !same_token(n1, n2, c->tok1, c->tok2))
+        fetch_start(tc, c, n1, n2);
     rc = table_parse_page(resp.body, resp.body_len, fn, ctx, st);
     if (rc == -EIO)
         log_debug(tc->lg, "%s: %s", c->what, st->message);
-    n1 = resp.hdr[c->tables ? HDR_CONT_TABLE : HDR_CONT_PK];
-    n2 = c->tables ? NULL : resp.hdr[HDR_CONT_RK];
     if (rc != 0 || !n1) {
         http_response_clear(&resp);
         c->done = 1;
