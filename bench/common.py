@@ -1,7 +1,8 @@
 # common.py - shared plumbing of the aztfs benchmark: paths, Azurite, aztfs mounts, timed commands.
 """Building blocks for bench/run.py and its helper scripts.
 
-* ``Azurite``: a private in-memory Azurite table emulator on a free port.
+* ``Azurite``: a private Azurite table emulator on a free port, in memory
+  or on a database file (``--location``).
 * ``AztfsMount``: ``aztfs -f MOUNTPOINT`` as a child process, with its
   request counters (the ``user.aztfs.stats`` xattr) and peak RSS (VmHWM).
 * ``run_timed``: run a command, returning its wall time and output.
@@ -36,6 +37,7 @@ KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
 
 MOUNT_TIMEOUT = 15       # seconds for a mount to appear
 AZURITE_TIMEOUT = 30     # seconds for Azurite to answer
+AZURITE_SAVE_TIMEOUT = 120   # seconds for Azurite to write its database file and exit
 TOOL_ENV = {"LC_ALL": "C.UTF-8"}
 
 
@@ -91,23 +93,31 @@ def stop_process(proc, grace=10):
             proc.wait()
 
 
-def spawn_azurite(port, log_path):
-    """Start the Azurite table service (in memory, in its own session) on
-    127.0.0.1:PORT with its output in LOG_PATH; returns the Popen at once.
-    Shared with the integration tests' fixture."""
+def spawn_azurite(port, log_path, location=None):
+    """Start the Azurite table service (in its own session) on 127.0.0.1:PORT
+    with its output in LOG_PATH; returns the Popen at once. In memory, or
+    with LOCATION (a directory) persisting in its database file there, which
+    it loads first if it exists. Shared with the integration tests' fixture."""
+    persistence = (["--location", str(location)] if location is not None
+                   else ["--inMemoryPersistence"])
     with open(log_path, "wb") as log:
         return subprocess.Popen(
-            [str(AZURITE_BIN), "--inMemoryPersistence", "--tableHost", "127.0.0.1",
+            [str(AZURITE_BIN)] + persistence + ["--tableHost", "127.0.0.1",
              "--tablePort", str(port), "--disableTelemetry"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True)
 
 
 class Azurite:
-    """A private in-memory Azurite table service, as a context manager."""
+    """A private Azurite table service, as a context manager: in memory, or
+    with LOCATION persisting in (and starting from) the database file in that
+    directory. TIMEOUT: seconds to wait for it to answer (loading a big
+    database file takes a while)."""
 
-    def __init__(self, logdir):
+    def __init__(self, logdir, location=None, timeout=AZURITE_TIMEOUT):
         self.logdir = Path(logdir)
+        self.location = location
+        self.timeout = timeout
         self.proc = None
         self.port = None
 
@@ -129,8 +139,8 @@ class Azurite:
             raise BenchError("Azurite not found at %s: run scripts/deps.sh" % AZURITE_BIN)
         self.port = free_port()
         log_path = self.logdir / ("azurite-%d.log" % self.port)
-        self.proc = spawn_azurite(self.port, log_path)
-        deadline = time.monotonic() + AZURITE_TIMEOUT
+        self.proc = spawn_azurite(self.port, log_path, self.location)
+        deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 break
@@ -140,12 +150,24 @@ class Azurite:
         self.stop()
         tail = log_path.read_text(errors="replace")[-2000:]
         raise BenchError("Azurite did not answer on port %d within %d s; log:\n%s"
-                         % (self.port, AZURITE_TIMEOUT, tail))
+                         % (self.port, self.timeout, tail))
 
-    def stop(self):
-        if self.proc is not None:
-            stop_process(self.proc)
-            self.proc = None
+    def stop(self, save=False):
+        """Stop Azurite (SIGTERM: a file-backed one loses what it has not
+        autosaved yet). With SAVE, close it with SIGINT instead, on which it
+        writes its database file before it exits."""
+        if self.proc is None:
+            return
+        proc, self.proc = self.proc, None
+        if save and proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(AZURITE_SAVE_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                stop_process(proc)
+                raise BenchError("Azurite did not save its database and exit within %d s "
+                                 "of SIGINT" % AZURITE_SAVE_TIMEOUT) from None
+        stop_process(proc)
 
     def __enter__(self):
         return self.start()

@@ -14,6 +14,11 @@ Then ``rsync -a`` of a 20,000-entity table against a local rsync of the same
 files, the SDK script and the REST scan; and parallel cold point reads
 (``cat`` of M files from 1 process, then from several).
 
+Tables are seeded through the REST API into an in-memory Azurite, except
+those with a partition of more than --file-seed-above entities: Azurite's
+inserts get slower with the size of the partition, so those are written
+into the database file of a second, file-backed Azurite (bench/seed_file.py).
+
     /usr/bin/python3 bench/run.py [--sizes 1000,10000,100000] [--out FILE]
     /usr/bin/python3 bench/run.py --smoke --out /tmp/bench.md
 
@@ -39,12 +44,14 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import seed
+import seed_file
 from common import (ROOT, Azurite, AztfsMount, BenchError, aztfs_binary, run_timed,
                     shell)
 
 PYTHON = "/usr/bin/python3"
 BENCH = Path(__file__).resolve().parent
 MEMORY_TARGET_MIB = 64
+FILE_AZURITE_TIMEOUT = 600   # seconds for a file-backed Azurite to load its database
 COLUMNS = ["N", "workload", "path", "entities", "partitions", "mode", "requests",
            "wall s", "peak RSS MiB", "x REST", "x SDK"]
 
@@ -55,14 +62,16 @@ Result = namedtuple("Result", "requests wall peak_kib")
 
 
 class Scope:
-    """What a workload reads: a table, or one partition of it."""
+    """What a workload reads: a table, or one partition of it, and the
+    connection string of the Azurite holding it."""
 
-    def __init__(self, table, partition, entities, partitions, last):
+    def __init__(self, table, partition, entities, partitions, last, conn_str):
         self.table = table
         self.partition = partition
         self.entities = entities
         self.partitions = partitions
         self.last = last            # number of the scope's last entity (grep's needle)
+        self.conn_str = conn_str
 
     @property
     def label(self):
@@ -156,19 +165,24 @@ def log(msg):
 
 
 class Bench:
-    """One benchmark run: Azurite, the binary under test, scratch space and results."""
+    """One benchmark run: the in-memory Azurite, the binary under test,
+    scratch space and results."""
 
     def __init__(self, args, workdir, binary, azurite):
         self.args = args
         self.workdir = Path(workdir)
+        self.scratch_fs = "%s (%s)" % (self.workdir, filesystem_of(self.workdir))
         self.binary = binary
         self.azurite = azurite
         self.rows = []            # the workload table: dicts keyed by COLUMNS, and "kind"
         self.headline = []        # the rsync comparison table
         self.readers = []         # the parallel reads table
         self.targets = []         # [target, measured, goal, met]
-        self.seeded = 0
+        self.seeded = 0           # entities seeded through the API, and the seconds it took
         self.seed_seconds = 0.0
+        self.file_tables = []     # "table (N entities, P partitions)" written into a database file
+        self.file_seconds = 0.0   # building those database files
+        self.file_start_seconds = 0.0   # starting Azurite on them
         self.entity_bytes = {}    # "wire" / "file": average bytes per entity
         self.hwm_reset = True     # whether warm peaks could be measured on their own
 
@@ -180,18 +194,65 @@ class Bench:
         path.mkdir()
         return path
 
-    def mount(self):
-        return AztfsMount(self.binary, self.workdir, self.azurite.conn_str, self.args.mount_opts)
+    def mount(self, scope):
+        """A mount of the Azurite holding SCOPE."""
+        return AztfsMount(self.binary, self.workdir, scope.conn_str, self.args.mount_opts)
 
-    def run(self, argv):
-        return run_timed(argv, self.workdir, {"AZURE_STORAGE_CONNECTION_STRING":
-                                              self.azurite.conn_str}).check()
+    def run(self, argv, conn_str):
+        """run_timed ARGV with CONN_STR as its connection string; checked."""
+        return run_timed(argv, self.workdir,
+                         {"AZURE_STORAGE_CONNECTION_STRING": conn_str}).check()
 
-    def seed(self, table, n, partitions):
-        secs = seed.seed_table(self.azurite.conn_str, table, n, partitions)
-        self.seeded += n
-        self.seed_seconds += secs
-        log("seeded %s: %d entities, %d partitions, %.1f s" % (table, n, partitions, secs))
+    def by_file(self, n, partitions):
+        """Whether a table of N entities in PARTITIONS partitions is written
+        into a database file: its biggest partition exceeds --file-seed-above."""
+        return math.ceil(n / partitions) > self.args.file_seed_above
+
+    def provision(self, stack, specs):
+        """Seed the tables SPECS, a list of (table, n, partitions); return
+        {table: connection string of the Azurite holding it}.
+
+        Through the REST API into the in-memory Azurite, except the tables
+        by_file() picks: Azurite checks each insert against the whole
+        partition, so seeding a partition through the API is quadratic in its
+        size. Those are written into the database file of a file-backed
+        Azurite (bench/seed_file.py) that is started for them; STACK stops it
+        and removes its directory."""
+        conn = {}
+        for table, n, partitions in specs:
+            if not self.by_file(n, partitions):
+                secs = seed.seed_table(self.azurite.conn_str, table, n, partitions)
+                self.seeded += n
+                self.seed_seconds += secs
+                conn[table] = self.azurite.conn_str
+                log("seeded %s: %d entities, %d partitions, %.1f s" % (table, n, partitions, secs))
+        in_file = [spec for spec in specs if spec[0] not in conn]
+        if in_file:
+            location = self.workdir / ("azurite-db-" + in_file[0][0])
+            stack.callback(shutil.rmtree, location, True)      # after Azurite has stopped
+            secs = seed_file.build_database(location, in_file, self.workdir)
+            t0 = time.perf_counter()
+            azurite = stack.enter_context(Azurite(self.workdir, location=location,
+                                                  timeout=FILE_AZURITE_TIMEOUT))
+            start = time.perf_counter() - t0
+            self.file_seconds += secs
+            self.file_start_seconds += start
+            for table, n, partitions in in_file:
+                conn[table] = azurite.conn_str
+                self.file_tables.append("%s (%d entities, %d partition%s)"
+                                        % (table, n, partitions, "s" * (partitions > 1)))
+            log("wrote %s into Azurite's database file in %.1f s; file-backed Azurite "
+                "started on it in %.1f s (port %d)"
+                % (", ".join(spec[0] for spec in in_file), secs, start, azurite.port))
+        return conn
+
+    def drop(self, conn):
+        """Drop the tables of CONN (from provision) that the in-memory
+        Azurite holds, giving it its memory back (a file-backed Azurite goes
+        with its stack)."""
+        for table, conn_str in conn.items():
+            if conn_str == self.azurite.conn_str:
+                seed.delete_table(conn_str, table)
 
     # ---- measurements -----------------------------------------------------------
     def repeated(self, measure):
@@ -205,7 +266,7 @@ class Bench:
 
         def baseline(name, argv, produced):
             self.scratch(dest.name)
-            run = self.run([PYTHON, str(BENCH / argv[0])] + argv[1:])
+            run = self.run([PYTHON, str(BENCH / argv[0])] + argv[1:], scope.conn_str)
             doc = json.loads(run.stdout)
             got = produced(doc)
             if got != scope.entities:
@@ -232,7 +293,7 @@ class Bench:
         last cold run's destination directory is left there."""
         runs = {"cold": [], "warm": []}
         for rep in range(self.args.repeat):
-            with self.mount() as m:
+            with self.mount(scope) as m:
                 for mode in runs:
                     if mode == "warm":
                         self.hwm_reset = m.reset_peak_rss() and self.hwm_reset
@@ -257,31 +318,44 @@ class Bench:
 
     def size(self, n):
         """Seed the two tables of size N, run every workload, drop the tables."""
-        p = self.args.partitions
-        wide, flat = "bench%dw" % n, "bench%df" % n
-        self.seed(wide, n, p)
-        self.seed(flat, n, 1)
-        in_p00 = len(range(0, n, p))
-        scopes = {"part": Scope(wide, seed.partition_key(0, p), in_p00, 1, (in_p00 - 1) * p),
-                  "big": Scope(flat, seed.partition_key(0, 1), n, 1, n - 1),
-                  "table": Scope(wide, None, n, p, n - 1)}
-        for kind, scope in scopes.items():
-            base = self.baselines(scope)
+        with ExitStack() as stack:
+            p = self.args.partitions
+            wide, flat = "bench%dw" % n, "bench%df" % n
+            conn = self.provision(stack, [(wide, n, p), (flat, n, 1)])
+            in_p00 = len(range(0, n, p))
+            scopes = {"part": Scope(wide, seed.partition_key(0, p), in_p00, 1, (in_p00 - 1) * p,
+                                    conn[wide]),
+                      "big": Scope(flat, seed.partition_key(0, 1), n, 1, n - 1, conn[flat]),
+                      "table": Scope(wide, None, n, p, n - 1, conn[wide])}
+            for kind, scope in scopes.items():
+                base = self.baselines(scope)
 
-            def row(name, mode, res):
-                ratios = [res.wall / base[b].wall if mode != "-" else None
-                          for b in ("REST", "SDK")]
-                cells = [n, name, scope.label, scope.entities, scope.partitions, mode,
-                         res.requests, res.wall, mib(res.peak_kib)] + ratios
-                self.rows.append(dict(zip(COLUMNS, cells), kind=kind))
+                def row(name, mode, res):
+                    ratios = [res.wall / base[b].wall if mode != "-" else None
+                              for b in ("REST", "SDK")]
+                    cells = [n, name, scope.label, scope.entities, scope.partitions, mode,
+                             res.requests, res.wall, mib(res.peak_kib)] + ratios
+                    self.rows.append(dict(zip(COLUMNS, cells), kind=kind))
 
-            row("REST scan", "-", base["REST"])
-            row("SDK script", "-", base["SDK"])
-            for wl in (w for w in WORKLOADS if w.scope_kind == kind):
-                for mode, res in self.workload(wl, scope):
-                    row(wl.name, mode, res)
-        for table in (wide, flat):
-            seed.delete_table(self.azurite.conn_str, table)
+                row("REST scan", "-", base["REST"])
+                row("SDK script", "-", base["SDK"])
+                for wl in (w for w in WORKLOADS if w.scope_kind == kind):
+                    for mode, res in self.workload(wl, scope):
+                        row(wl.name, mode, res)
+            self.drop(conn)
+
+    def headline_runs(self):
+        """Seed the --headline table, run the rsync comparison and the
+        parallel reads on it, drop it."""
+        args = self.args
+        table = "benchrsync%d" % args.headline
+        with ExitStack() as stack:
+            conn = self.provision(stack, [(table, args.headline, args.partitions)])
+            scope = Scope(table, None, args.headline, args.partitions, args.headline - 1,
+                          conn[table])
+            self.rsync_comparison(scope)
+            self.parallel_reads(scope, args.files, args.readers)
+            self.drop(conn)
 
     def rsync_comparison(self, scope):
         """aztfs rsync of SCOPE (cold, warm) beside a local rsync of the same
@@ -295,7 +369,7 @@ class Bench:
 
         def local_rsync():
             dest = self.scratch("local-dest")
-            run = self.run(["rsync", "-a", "%s/" % source, "%s/" % dest])
+            run = self.run(["rsync", "-a", "%s/" % source, "%s/" % dest], scope.conn_str)
             if count_files(dest) != scope.entities:
                 raise BenchError("local rsync copied %d files, expected %d"
                                  % (count_files(dest), scope.entities))
@@ -321,7 +395,7 @@ class Bench:
         numbers = [k * scope.entities // files for k in range(files)]
 
         def cat_files(procs):
-            with self.mount() as m:
+            with self.mount(scope) as m:
                 listing = self.workdir / "files.list"
                 listing.write_text("".join(os.path.join(scope.path(m), seed.entity_path(
                     i, scope.partitions)) + "\n" for i in numbers))
@@ -411,15 +485,26 @@ def report(bench, args, started, provenance):
         "",
         "- date: %s" % started.strftime("%Y-%m-%d %H:%M UTC"),
         "- machine: %s" % machine(),
-        "- Azurite %s (table service, in memory, 127.0.0.1)" % Azurite.version(),
+        "- Azurite %s (table service, 127.0.0.1, in memory%s)"
+        % (Azurite.version(), "; a second, file-backed one for the tables written into its "
+           "database file" if bench.file_tables else ""),
         "- aztfs: %s" % provenance,
         "- mount options: %s" % (args.mount_opts or "none (aztfs defaults)"),
+        "- scratch (copies, local rsync): %s" % bench.scratch_fs,
         "- repeats: every row is the median of %d run(s)" % args.repeat,
         "- tools: %s" % tool_versions(),
         "- entities: %.0f bytes each on the wire (minimalmetadata), %.0f bytes as an aztfs file"
         % (bench.entity_bytes.get("wire", 0), bench.entity_bytes.get("file", 0)),
-        "- seeding: %d entities in %.1f s (%.0f entities/s, raw $batch of 100)"
+        "- seeding through the API: %d entities in %.1f s (%.0f entities/s, raw $batch of 100)"
         % (bench.seeded, bench.seed_seconds, bench.seeded / max(bench.seed_seconds, 1e-9)),
+    ] + ([
+        "- written into Azurite's database file instead (bench/seed_file.py), because "
+        "seeding through the API is quadratic in partition size (Azurite checks each insert "
+        "against the whole partition), for the tables with a partition of more than %d "
+        "entities: %s; %.1f s to write, %.1f s for Azurite to load"
+        % (args.file_seed_above, ", ".join(bench.file_tables), bench.file_seconds,
+           bench.file_start_seconds),
+    ] if bench.file_tables else []) + [
         "- total runtime: %.1f s" % (time.time() - started.timestamp()),
         "- warm peak RSS: %s" % warm_rss,
         "",
@@ -463,14 +548,21 @@ def parse_args(argv):
                          "(default %(default)s)")
     ap.add_argument("--mount-opts", default="",
                     help="aztfs -o options for every mount (default: none)")
+    ap.add_argument("--file-seed-above", type=int, default=20000, metavar="E",
+                    help="write tables with a partition of more than E entities into "
+                         "Azurite's database file instead of seeding them through the API "
+                         "(default %(default)s)")
     ap.add_argument("--smoke", action="store_true",
-                    help="tiny run: 200 entities in 4 partitions, 100 files")
+                    help="tiny run: 200 entities in 4 partitions, 100 files; the "
+                         "single-partition table written into the database file")
     ap.add_argument("--out", help="also write the report to this file")
-    ap.add_argument("--workdir", help="scratch directory (default: a new one under /tmp, "
+    ap.add_argument("--workdir", help="scratch directory: copies land here (default: a new "
+                                      "one under /dev/shm when it is a tmpfs, else /tmp; "
                                       "removed at the end)")
     args = ap.parse_args(argv)
     if args.smoke:
         args.sizes, args.partitions, args.headline, args.files = "200", 4, 200, 100
+        args.file_seed_above = 100
     try:
         args.size_list = [int(s) for s in args.sizes.split(",")]
     except ValueError:
@@ -480,6 +572,35 @@ def parse_args(argv):
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
     return args
+
+
+def default_scratch():
+    """/dev/shm when it is a writable tmpfs, else the system's temporary
+    directory. On tmpfs the copies (rsync destinations, the local rsync that
+    is the time floor) do not wait for a disk, whose writeback made the local
+    rsync vary from 2.9 to 9 s between runs on the reference machine."""
+    try:
+        with open("/proc/mounts") as f:
+            shm = any(line.split()[1:3] == ["/dev/shm", "tmpfs"] for line in f)
+    except OSError:
+        shm = False
+    return "/dev/shm" if shm and os.access("/dev/shm", os.W_OK) else None
+
+
+def filesystem_of(path):
+    """Type of the filesystem holding PATH (from /proc/mounts), or '?'."""
+    best, kind = "", "?"
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                fields = line.split()
+                mnt = fields[1]
+                if (str(path) == mnt or str(path).startswith(mnt.rstrip("/") + "/")) \
+                        and len(mnt) > len(best):
+                    best, kind = mnt, fields[2]
+    except OSError:
+        pass
+    return kind
 
 
 def _terminate(signum, frame):
@@ -499,7 +620,7 @@ def main(argv):
             workdir = Path(args.workdir)
             workdir.mkdir(parents=True, exist_ok=True)
         else:
-            workdir = Path(tempfile.mkdtemp(prefix="aztfs-bench-"))
+            workdir = Path(tempfile.mkdtemp(prefix="aztfs-bench-", dir=default_scratch()))
             stack.callback(shutil.rmtree, workdir, True)
         # A private copy: a rebuild of ./aztfs during the run cannot mix binaries.
         binary = workdir / "aztfs"
@@ -511,13 +632,7 @@ def main(argv):
         azurite = stack.enter_context(Azurite(workdir))
         log("Azurite %s on port %d, work directory %s" % (Azurite.version(), azurite.port, workdir))
         bench = Bench(args, workdir, binary, azurite)
-
-        table = "benchrsync%d" % args.headline
-        bench.seed(table, args.headline, args.partitions)
-        scope = Scope(table, None, args.headline, args.partitions, args.headline - 1)
-        bench.rsync_comparison(scope)
-        bench.parallel_reads(scope, args.files, args.readers)
-        seed.delete_table(azurite.conn_str, table)
+        bench.headline_runs()
         for n in args.size_list:
             bench.size(n)
         bench.memory_and_bound_targets()
