@@ -31,6 +31,7 @@ struct cache {
     struct entry **buckets;
     size_t n_buckets, n_entries;
     size_t bytes, max_bytes;
+    size_t dir_bytes;               /* charged to ENTRY_DIR entries */
     double ttl;
     struct entry *head, *tail;
     uint64_t hits, misses, evictions, expirations;
@@ -113,8 +114,23 @@ static void remove_entry(struct cache *c, struct entry *e)
         *pp = e->hnext;
     lru_unlink(c, e);
     c->bytes -= e->charge;
+    if (e->kind == ENTRY_DIR)
+        c->dir_bytes -= e->charge;
     c->n_entries--;
     entry_free(e);
+}
+
+/* The entry to evict: the least recently used one that is not a listing,
+ * while listings hold at most half the cache (a listing is small for what
+ * it saves: a whole scan, and every stat of its directory); else the least
+ * recently used of all. Lock held; the cache is not empty. */
+static struct entry *victim(struct cache *c)
+{
+    if (c->dir_bytes <= c->max_bytes / 2)
+        for (struct entry *e = c->tail; e; e = e->prev)
+            if (e->kind != ENTRY_DIR)
+                return e;
+    return c->tail;
 }
 
 /* Find the entry for PATH; expired entries are removed. Lock held. */
@@ -174,7 +190,7 @@ static void insert(struct cache *c, struct entry *e)
     }
     while (c->tail && c->bytes + e->charge > c->max_bytes) {
         c->evictions++;
-        remove_entry(c, c->tail);
+        remove_entry(c, victim(c));
     }
     e->hash = hash_fnv1a(e->path);
     e->expires = mono_now() + c->ttl;
@@ -182,6 +198,8 @@ static void insert(struct cache *c, struct entry *e)
     c->buckets[e->hash % c->n_buckets] = e;
     lru_push_front(c, e);
     c->bytes += e->charge;
+    if (e->kind == ENTRY_DIR)
+        c->dir_bytes += e->charge;
     c->n_entries++;
     maybe_grow(c);
 }

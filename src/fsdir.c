@@ -7,10 +7,22 @@
 #include "fsint.h"
 #include "keycodec.h"
 
+/* What one scanned entity costs the cache beyond its text: the entry's
+ * overhead, path and ETag, and its record in a listing (an estimate). */
+#define SCAN_ENTITY_COST 320
+/* Entities in a full page of Query Entities (the service's maximum). */
+#define TABLE_PAGE 1000
+
 /* A scan that fills listings: the tables of the account (FSP_ROOT), the
  * entities of a whole table (FSP_TABLE: the table's listing holds its
  * partitions, and each partition's listing is cached as the scan passes
- * it), or those of one partition (FSP_PARTITION). */
+ * it), or those of one partition (FSP_PARTITION).
+ *
+ * A table scan that has cached half of cache_size stops: the table does not
+ * fit, so what it would cache next would evict what it cached first and
+ * every partition would be fetched twice. It skips ahead instead: one query
+ * per remaining partition ("PartitionKey gt LAST", $top=1, only the key)
+ * names the next one, whose entities are fetched when it is listed. */
 struct dir_scan {
     struct aztfs *a;
     enum fsp_kind kind;
@@ -21,6 +33,10 @@ struct dir_scan {
     char *cur_pk;              /* FSP_TABLE: partition being collected */
     char *cur_dir;
     struct listing *files;     /* ... and its files */
+    size_t charged, budget;    /* FSP_TABLE: cache bytes this scan filled, its limit */
+    size_t entities, partitions;  /* FSP_TABLE: seen by the scan */
+    int skipping;              /* FSP_TABLE: naming partitions one query each */
+    int found;                 /* a skip query named a partition (cur_pk) */
     int done;
 };
 
@@ -65,7 +81,13 @@ static int scan_new(struct aztfs *a, const struct fspath *fp, const char *dir,
     if (!(fp->kind == FSP_ROOT && a->tables)) {
         if ((rc = table_cursor_new(&s->cur, s->table, filter, NULL, 0)) < 0)
             goto fail;
-        table_cursor_prefetch(s->cur);
+        table_cursor_prefetch(s->cur, 1);
+    }
+    if (fp->kind == FSP_TABLE) {
+        struct cache_stats cs;
+
+        cache_get_stats(a->cache, &cs);
+        s->budget = a->cache_timeout > 0 ? cs.max_bytes / 2 : 0;
     }
     free(lit);
     free(filter);
@@ -116,25 +138,50 @@ static int finish_partition(struct dir_scan *s)
     return rc;
 }
 
-/* FSP_TABLE: start collecting partition PK. */
-static int start_partition(struct dir_scan *s, const char *pk)
+/* FSP_TABLE: make PK the current partition (cur_pk, cur_dir). */
+static int set_partition(struct dir_scan *s, const char *pk)
 {
-    char *pk_name = keycodec_encode(pk);
-    int rc;
+    char *pk_name = keycodec_encode(pk), *dup = strdup(pk), *dir = NULL;
 
-    if ((rc = finish_partition(s)) < 0) {
+    if (!pk_name || !dup || asprintf(&dir, "%s/%s", s->dir, pk_name) < 0) {
         free(pk_name);
-        return rc;
-    }
-    if (!pk_name || asprintf(&s->cur_dir, "%s/%s", s->dir, pk_name) < 0) {
-        s->cur_dir = NULL;
-        free(pk_name);
+        free(dup);
         return -ENOMEM;
     }
     free(pk_name);
-    if (!(s->cur_pk = strdup(pk)) || !(s->files = listing_new()))
-        return -ENOMEM;
+    free(s->cur_pk);
+    free(s->cur_dir);
+    s->cur_pk = dup;
+    s->cur_dir = dir;
     return 0;
+}
+
+/* FSP_TABLE: start collecting partition PK. */
+static int start_partition(struct dir_scan *s, const char *pk)
+{
+    int rc;
+
+    if ((rc = finish_partition(s)) < 0 || (rc = set_partition(s, pk)) < 0)
+        return rc;
+    s->partitions++;
+    return (s->files = listing_new()) ? 0 : -ENOMEM;
+}
+
+/* FSP_TABLE: has the scan filled its half of the cache, with partitions of
+ * a page or more on average? Naming a partition costs a query, so skipping
+ * only pays when it saves at least a page per partition. */
+static int over_budget(const struct dir_scan *s)
+{
+    return s->charged > s->budget && s->entities >= (size_t)TABLE_PAGE * s->partitions;
+}
+
+/* FSP_TABLE: could the next page take the scan over its budget? (Then the
+ * page after it may never be asked for.) */
+static int near_budget(const struct dir_scan *s)
+{
+    size_t per = s->entities ? s->charged / s->entities : 1024;
+
+    return s->charged + per * TABLE_PAGE > s->budget;
 }
 
 static int on_entities_page(void *p, json_t *value)
@@ -162,11 +209,91 @@ static int on_entities_page(void *p, json_t *value)
             continue;      /* logged; an entity we cannot show is left out */
         rc = listing_add(s->kind == FSP_TABLE ? s->files : s->out, shown.name, rk, 1,
                          shown.len, shown.mtime);
+        s->charged += shown.len + SCAN_ENTITY_COST;
+        s->entities++;
         free(shown.name);
         if (rc < 0)
             return rc;
+        if (s->kind == FSP_TABLE && over_budget(s))
+            return 1;      /* skip ahead (table_scan_next) */
     }
     return 0;
+}
+
+/* FSP_TABLE, skipping: the one entity of "PartitionKey gt LAST" names the
+ * next partition. */
+static int on_skip_page(void *p, json_t *value)
+{
+    struct dir_scan *s = p;
+    const char *pk = json_string_value(json_object_get(json_array_get(value, 0),
+                                                       "PartitionKey"));
+    int rc;
+
+    if (!pk)
+        return 0;          /* an empty page: the continuation goes on */
+    if ((rc = set_partition(s, pk)) < 0)
+        return rc;
+    s->found = 1;
+    return 1;
+}
+
+/* FSP_TABLE: name the partition being collected in the table's listing
+ * without caching its listing (the scan has not seen all of it). */
+static int drop_partition(struct dir_scan *s)
+{
+    listing_unref(s->files);
+    s->files = NULL;
+    if (!s->cur_pk)
+        return 0;
+    return listing_add(s->out, strrchr(s->cur_dir, '/') + 1, s->cur_pk, 0, 0,
+                       (struct timespec){ 0, 0 });
+}
+
+/* FSP_TABLE: replace the cursor by a query for the first partition after
+ * the current one, which is then no longer current. Returns 0 or -errno. */
+static int skip_ahead(struct dir_scan *s)
+{
+    char *lit = NULL, *filter = NULL;
+    int rc = -ENOMEM;
+
+    table_cursor_free(s->cur);
+    s->cur = NULL;
+    if ((lit = table_odata_literal(s->cur_pk)) &&
+        asprintf(&filter, "PartitionKey gt %s", lit) >= 0)
+        rc = table_cursor_new(&s->cur, s->table, filter, "PartitionKey", 1);
+    else
+        filter = NULL;
+    free(lit);
+    free(filter);
+    free(s->cur_pk);
+    free(s->cur_dir);
+    s->cur_pk = s->cur_dir = NULL;
+    return rc;
+}
+
+/* FSP_TABLE: after a page of the scan or of a skip query, decide what comes
+ * next. Returns 1 when the table's listing is complete, 0 when more is to
+ * be fetched, or -errno. */
+static int table_scan_next(struct dir_scan *s)
+{
+    int rc;
+
+    if (!s->skipping) {
+        if (!over_budget(s))
+            return table_cursor_done(s->cur);
+        log_debug(&s->a->log, "%s: larger than half the cache: naming the remaining "
+                  "partitions one query each", s->dir);
+        s->skipping = 1;
+        if ((rc = drop_partition(s)) < 0)
+            return rc;
+    } else if (s->found) {
+        s->found = 0;
+        if ((rc = drop_partition(s)) < 0)
+            return rc;
+    } else {
+        return table_cursor_done(s->cur);   /* empty page with a continuation: go on */
+    }
+    return s->cur_pk ? skip_ahead(s) : 1;
 }
 
 /* -o tables=: probe each named table with a one-entity query (a SAS scoped
@@ -197,17 +324,22 @@ static int scan_step(struct dir_scan *s, struct az_status *st)
 
     if (s->done)
         return 0;
+    if (s->kind == FSP_TABLE && !s->skipping)    /* no page fetched for nothing */
+        table_cursor_prefetch(s->cur, !near_budget(s));
     if (!s->cur)
         rc = list_named_tables(s, st);
     else
         rc = table_cursor_next(s->a->tc, s->cur,
-                               s->kind == FSP_ROOT ? on_tables_page : on_entities_page, s, st);
+                               s->kind == FSP_ROOT ? on_tables_page :
+                               s->skipping ? on_skip_page : on_entities_page, s, st);
     if (rc < 0) {
         if (rc != -ENOENT)
             fs_log_failure(s->a, "list", s->dir, rc, st, NULL);
         return rc;
     }
-    if (s->cur && !table_cursor_done(s->cur))
+    if (s->kind == FSP_TABLE && (rc = table_scan_next(s)) <= 0)
+        return rc;          /* more to fetch, or failed */
+    if (s->kind != FSP_TABLE && s->cur && !table_cursor_done(s->cur))
         return 0;           /* more pages to come */
     s->done = 1;
     if ((rc = finish_partition(s)) < 0)

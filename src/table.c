@@ -397,9 +397,9 @@ int table_cursor_new(struct table_cursor **out, const char *table, const char *f
 }
 
 /* See table.h. */
-void table_cursor_prefetch(struct table_cursor *c)
+void table_cursor_prefetch(struct table_cursor *c, int on)
 {
-    c->prefetch = 1;
+    c->prefetch = on;
 }
 
 /* Wait for C's background fetch, if any; its result stays in c->pf. */

@@ -79,11 +79,12 @@ int table_cursor_new(struct table_cursor **out, const char *table, const char *f
 int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
                       void *ctx, struct az_status *st);
 
-/* From now on, fetch each next page in the background while the caller's
- * FN works on the current one (a listing's pages are parsed and cached while
- * the service prepares the next). At most one page is in flight; one a
- * caller never asks for is waited for and dropped by table_cursor_free. */
-void table_cursor_prefetch(struct table_cursor *c);
+/* ON: from the next table_cursor_next on, fetch each next page in the
+ * background while the caller's FN works on the current one (a listing's
+ * pages are parsed and cached while the service prepares the next). At most
+ * one page is in flight; one a caller never asks for is waited for and
+ * dropped by table_cursor_free, so a caller that may stop turns it off. */
+void table_cursor_prefetch(struct table_cursor *c, int on);
 
 /* Has the query been read to its end? */
 int table_cursor_done(const struct table_cursor *c);

@@ -138,3 +138,39 @@ def test_partition_larger_than_the_cache_streams_and_reads_ahead(sdk, seed, moun
     # at 1 KiB an entity (256 here), and a run may be cut short by eviction
     assert total2 <= 2 * math.ceil(N_BIG / 256), (total2, kinds2)
     assert stats(mnt)["cache"]["bytes"] <= 1 << 20
+
+
+@pytest.mark.parametrize("walk", ["find", "grep", "rsync"])
+def test_table_larger_than_the_cache_is_walked_within_the_bound(sdk, seed, mounter, sh,
+                                                                tmp_path, walk):
+    """A table that does not fit in the cache: the table scan stops once it
+    has filled half of it and names the remaining partitions one query each
+    ("PartitionKey gt LAST", $top=1), so that no partition is fetched twice.
+    find, grep -r and rsync stay within ceil(N/1000) + P + 2 requests, and
+    see every entity exactly once."""
+    T, P, per = "reqHuge", 10, 1000        # about 7 MiB cached, in a 3 MiB cache
+    if walk == "find":      # seeded once for the three walks
+        t = seed.table(sdk, T)
+        seed.insert(t, [{"PartitionKey": "q%d" % p, "RowKey": "r%05d" % i,
+                         "v": "huge %d.%d " % (p, i) + "y" * 300}
+                        for p in range(P) for i in range(per)])
+    mnt = mounter.mount(options=["-o", "cache_size=3,loglevel=debug"])
+    top = os.path.join(str(mnt), T)
+    before = stats(mnt)
+    if walk == "find":
+        files = sh(["find", top, "-type", "f"]).lines()
+        assert len(files) == len(set(files)) == P * per
+    elif walk == "grep":
+        r = sh(["grep", "-rc", "huge", top])
+        counts = [l.rsplit(":", 1)[1] for l in r.lines()]
+        assert len(counts) == P * per and set(counts) == {"1"}
+    else:
+        dest = tmp_path / "copy"
+        sh(["rsync", "-a", top + "/", str(dest) + "/"])
+        got = sorted(str(f.relative_to(dest)) for f in dest.rglob("*.json"))
+        assert got == sorted("q%d/r%05d.json" % (p, i) for p in range(P) for i in range(per))
+    total, kinds = delta(before, stats(mnt))
+    assert kinds["get_entity"] == 0, kinds
+    assert total <= math.ceil(P * per / 1000) + P + 2, (total, kinds)
+    assert "naming the remaining partitions one query each" in mnt.stderr()
+    assert stats(mnt)["cache"]["evictions"] > 0, "the cache was not too small"

@@ -220,6 +220,33 @@ static void test_many(void)
     cache_free(c);
 }
 
+/* Entities are evicted before listings (while listings hold at most half
+ * the cache): a listing saves a whole scan and answers every stat. */
+static void test_listings_outlive_entities(void)
+{
+    const char *names[] = { "a.json", "b.json" }, *keys[] = { "a", "b" };
+    struct cache *c = cache_new(4000, 60);
+    struct listing *l = make_listing(names, keys, 2, 1), *got;
+    struct timespec mt = { 0, 0 };
+    char data[1000], path[32];
+    struct cache_file f;
+
+    memset(data, 'x', sizeof(data));
+    is_int(cache_put_listing(c, "/t/p", l), 0, "listing cached");
+    for (int i = 0; i < 6; i++) {       /* twice what fits, all newer than the listing */
+        snprintf(path, sizeof(path), "/t/p/%d.json", i);
+        cache_put_file(c, path, data, sizeof(data), NULL, mt);
+    }
+    got = cache_get_listing(c, "/t/p");
+    ok(got != NULL, "the least recently used listing outlived newer entities");
+    listing_unref(got);
+    is_int(cache_get_file(c, "/t/p/0.json", &f), -ENOENT, "the oldest entity went instead");
+    ok(cache_get_file(c, "/t/p/5.json", &f) == 0, "the newest entity is kept");
+    cache_file_clear(&f);
+    listing_unref(l);
+    cache_free(c);
+}
+
 int main(void)
 {
     test_files();
@@ -227,6 +254,7 @@ int main(void)
     test_exists();
     test_listing_bound();
     test_bound_and_lru();
+    test_listings_outlive_entities();
     test_expiry();
     test_many();
     return done_testing();
