@@ -574,19 +574,6 @@ def parse_args(argv):
     return args
 
 
-def default_scratch():
-    """/dev/shm when it is a writable tmpfs, else the system's temporary
-    directory. On tmpfs the copies (rsync destinations, the local rsync that
-    is the time floor) do not wait for a disk, whose writeback made the local
-    rsync vary from 2.9 to 9 s between runs on the reference machine."""
-    try:
-        with open("/proc/mounts") as f:
-            shm = any(line.split()[1:3] == ["/dev/shm", "tmpfs"] for line in f)
-    except OSError:
-        shm = False
-    return "/dev/shm" if shm and os.access("/dev/shm", os.W_OK) else None
-
-
 def filesystem_of(path):
     """Type of the filesystem holding PATH (from /proc/mounts), or '?'."""
     best, kind = "", "?"
@@ -601,6 +588,15 @@ def filesystem_of(path):
     except OSError:
         pass
     return kind
+
+
+def default_scratch():
+    """/dev/shm when it is a writable tmpfs, else the system's temporary
+    directory. On tmpfs the copies (rsync destinations, the local rsync that
+    is the time floor) do not wait for a disk, whose writeback made the local
+    rsync vary from 2.9 to 9 s between runs on the reference machine."""
+    shm = filesystem_of("/dev/shm") == "tmpfs" and os.access("/dev/shm", os.W_OK)
+    return "/dev/shm" if shm else None
 
 
 def _terminate(signum, frame):

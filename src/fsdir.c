@@ -35,8 +35,8 @@ struct dir_scan {
     struct listing *files;     /* ... and its files */
     size_t charged, budget;    /* FSP_TABLE: cache bytes this scan filled, its limit */
     size_t entities, partitions;  /* FSP_TABLE: seen by the scan */
-    int skipping;              /* FSP_TABLE: naming partitions one query each */
-    int found;                 /* a skip query named a partition (cur_pk) */
+    int skipping;              /* FSP_TABLE: naming partitions one query each (the
+                                * one a query named is cur_pk) */
     int done;
 };
 
@@ -118,18 +118,19 @@ static int on_tables_page(void *p, json_t *value)
     return 0;
 }
 
-/* FSP_TABLE: the partition being collected is complete; cache its listing
- * and add its name to the table's listing. */
-static int finish_partition(struct dir_scan *s)
+/* FSP_TABLE: the current partition is done with: name it in the table's
+ * listing, and cache its own listing when COMPLETE (the scan saw all of it). */
+static int finish_partition(struct dir_scan *s, int complete)
 {
-    struct timespec none = { 0, 0 };
-    int rc;
+    int rc = 0;
 
     if (!s->cur_pk)
         return 0;
-    rc = cache_put_listing(s->a->cache, s->cur_dir, s->files);
+    if (complete)
+        rc = cache_put_listing(s->a->cache, s->cur_dir, s->files);
     if (rc == 0)
-        rc = listing_add(s->out, strrchr(s->cur_dir, '/') + 1, s->cur_pk, 0, 0, none);
+        rc = listing_add(s->out, strrchr(s->cur_dir, '/') + 1, s->cur_pk, 0, 0,
+                         (struct timespec){ 0, 0 });
     listing_unref(s->files);
     free(s->cur_pk);
     free(s->cur_dir);
@@ -161,7 +162,7 @@ static int start_partition(struct dir_scan *s, const char *pk)
 {
     int rc;
 
-    if ((rc = finish_partition(s)) < 0 || (rc = set_partition(s, pk)) < 0)
+    if ((rc = finish_partition(s, 1)) < 0 || (rc = set_partition(s, pk)) < 0)
         return rc;
     s->partitions++;
     return (s->files = listing_new()) ? 0 : -ENOMEM;
@@ -231,30 +232,16 @@ static int on_skip_page(void *p, json_t *value)
 
     if (!pk)
         return 0;          /* an empty page: the continuation goes on */
-    if ((rc = set_partition(s, pk)) < 0)
-        return rc;
-    s->found = 1;
-    return 1;
-}
-
-/* FSP_TABLE: name the partition being collected in the table's listing
- * without caching its listing (the scan has not seen all of it). */
-static int drop_partition(struct dir_scan *s)
-{
-    listing_unref(s->files);
-    s->files = NULL;
-    if (!s->cur_pk)
-        return 0;
-    return listing_add(s->out, strrchr(s->cur_dir, '/') + 1, s->cur_pk, 0, 0,
-                       (struct timespec){ 0, 0 });
+    return (rc = set_partition(s, pk)) < 0 ? rc : 1;
 }
 
 /* FSP_TABLE: replace the cursor by a query for the first partition after
- * the current one, which is then no longer current. Returns 0 or -errno. */
+ * the current one, which is named in the table's listing without its own
+ * (the scan has not seen all of it). Returns 0 or -errno. */
 static int skip_ahead(struct dir_scan *s)
 {
     char *lit = NULL, *filter = NULL;
-    int rc = -ENOMEM;
+    int rc = -ENOMEM, rc2;
 
     table_cursor_free(s->cur);
     s->cur = NULL;
@@ -265,10 +252,8 @@ static int skip_ahead(struct dir_scan *s)
         filter = NULL;
     free(lit);
     free(filter);
-    free(s->cur_pk);
-    free(s->cur_dir);
-    s->cur_pk = s->cur_dir = NULL;
-    return rc;
+    rc2 = finish_partition(s, 0);
+    return rc < 0 ? rc : rc2;
 }
 
 /* FSP_TABLE: after a page of the scan or of a skip query, decide what comes
@@ -276,24 +261,16 @@ static int skip_ahead(struct dir_scan *s)
  * be fetched, or -errno. */
 static int table_scan_next(struct dir_scan *s)
 {
-    int rc;
-
+    /* scanning within budget, or a skip page that named nothing (empty,
+     * with a continuation, or the end) */
+    if (s->skipping ? !s->cur_pk : !over_budget(s))
+        return table_cursor_done(s->cur);
     if (!s->skipping) {
-        if (!over_budget(s))
-            return table_cursor_done(s->cur);
         log_debug(&s->a->log, "%s: larger than half the cache: naming the remaining "
                   "partitions one query each", s->dir);
         s->skipping = 1;
-        if ((rc = drop_partition(s)) < 0)
-            return rc;
-    } else if (s->found) {
-        s->found = 0;
-        if ((rc = drop_partition(s)) < 0)
-            return rc;
-    } else {
-        return table_cursor_done(s->cur);   /* empty page with a continuation: go on */
     }
-    return s->cur_pk ? skip_ahead(s) : 1;
+    return skip_ahead(s);
 }
 
 /* -o tables=: probe each named table with a one-entity query (a SAS scoped
@@ -342,7 +319,7 @@ static int scan_step(struct dir_scan *s, struct az_status *st)
     if (s->kind != FSP_TABLE && s->cur && !table_cursor_done(s->cur))
         return 0;           /* more pages to come */
     s->done = 1;
-    if ((rc = finish_partition(s)) < 0)
+    if ((rc = finish_partition(s, 1)) < 0)
         return rc;
     return cache_put_listing(s->a->cache, s->dir, s->out);
 }
