@@ -61,6 +61,8 @@ int http_pool_new(struct http_pool **out, const struct http_config *cfg,
         p->cfg.retry_base_ms = 200;
     if (p->cfg.retry_max_ms <= 0)
         p->cfg.retry_max_ms = 10000;
+    if (p->cfg.retry_deadline_ms <= 0)
+        p->cfg.retry_deadline_ms = 120000;
     p->lg = lg;
     p->stats = stats;
     if (pthread_mutex_init(&p->lock, NULL) != 0) {
@@ -207,7 +209,8 @@ static int status_is_transient(long status)
 }
 
 /* Milliseconds to wait before retry number ATTEMPT (1-based): full jitter over
- * an exponentially growing window, or the server's Retry-After if larger. */
+ * an exponentially growing window, or the server's Retry-After (in seconds)
+ * if larger. */
 static long backoff_ms(const struct http_pool *pool, int attempt, const char *retry_after)
 {
     long window = pool->cfg.retry_base_ms;
@@ -225,8 +228,13 @@ static long backoff_ms(const struct http_pool *pool, int attempt, const char *re
         char *end;
         long s = strtol(retry_after, &end, 10);
 
-        if (end != retry_after && *end == '\0' && s >= 0 && s <= 600 && s * 1000 > wait)
-            wait = s * 1000;
+        /* a huge value is kept huge: the retry deadline then ends the retries */
+        if (end != retry_after && *end == '\0' && s >= 0) {
+            if (s > 86400)
+                s = 86400;
+            if (s * 1000 > wait)
+                wait = s * 1000;
+        }
     }
     return wait;
 }
@@ -332,6 +340,7 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
 {
     struct curl_slist *hdrs = NULL;
     char safe_url[1024];
+    double start;
     CURL *h;
     int rc = 0;
 
@@ -362,6 +371,7 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
     }
     http_redact_url(req->url, safe_url, sizeof(safe_url));
 
+    start = now_ms();
     for (int attempt = 1;; attempt++) {
         double t0 = now_ms();
         long wait;
@@ -383,6 +393,14 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
             attempt > pool->cfg.max_retries)
             break;
         wait = backoff_ms(pool, attempt, resp->hdr[HDR_RETRY_AFTER]);
+        if (now_ms() - start + (double)wait > (double)pool->cfg.retry_deadline_ms) {
+            log_info(pool->lg, "%s: %s, no retry: waiting %ld ms would pass the retry "
+                     "deadline (%ld ms after the first attempt)",
+                     req->log_what ? req->log_what : req->method,
+                     rc == 0 ? "transient HTTP status" : resp->transport_error, wait,
+                     pool->cfg.retry_deadline_ms);
+            break;
+        }
         log_info(pool->lg, "%s: %s, retrying in %ld ms (attempt %d of %d)",
                  req->log_what ? req->log_what : req->method,
                  rc == 0 ? "transient HTTP status" : resp->transport_error, wait,

@@ -16,6 +16,8 @@ struct http_config {
     int max_retries;           /* retries after the first attempt, default 4, <0: none */
     long retry_base_ms;        /* first backoff, doubled each retry, default 200 */
     long retry_max_ms;         /* cap of one backoff, default 10000 */
+    long retry_deadline_ms;    /* no retry starts later than this after the
+                                  first attempt started, default 120000 */
     const char *ca_file;       /* CA bundle for https, NULL = system default */
 };
 
@@ -65,7 +67,10 @@ void http_pool_free(struct http_pool *pool);
 
 /* Perform REQ, retrying transient failures (transport errors, 408, 429, 500,
  * 502, 503, 504) with exponential backoff, full jitter and Retry-After, up to
- * cfg.max_retries. RESP receives the last attempt's outcome (caller clears it
+ * cfg.max_retries and while the next attempt would start within
+ * cfg.retry_deadline_ms of the first (so a request takes at most about the
+ * deadline plus one request timeout; a Retry-After beyond the deadline ends
+ * the retries at once). RESP receives the last attempt's outcome (caller clears it
  * with http_response_clear, also on error).
  * Returns 0 when an HTTP response was received (any status), -EIO (or
  * -ETIMEDOUT) when none could be, -ENOMEM. */

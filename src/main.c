@@ -210,6 +210,7 @@ int main(int argc, char *argv[])
     hc.connect_timeout_ms = o.connect_timeout * 1000;
     hc.request_timeout_ms = o.timeout * 1000;
     hc.max_retries = o.retries > 0 ? o.retries : -1;
+    hc.retry_deadline_ms = o.retry_time * 1000;
     hc.ca_file = o.cafile;
     a.cache_timeout = o.cache_timeout;
     a.attr_timeout = o.attr_timeout;

@@ -1,5 +1,6 @@
 /* options.c - aztfs's own command-line options (the rest go to libfuse). */
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("connect_timeout=%ld", connect_timeout),
     OPT("timeout=%ld", timeout),
     OPT("retries=%d", retries),
+    OPT("retry_time=%ld", retry_time),
     OPT("cafile=%s", cafile),
     OPT("merge", merge),
     OPT("allow_http", allow_http),
@@ -76,11 +78,12 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->cache_timeout = 30.0;
-    o->attr_timeout = -1;     /* unset: 1, or cache_timeout when smaller */
+    o->attr_timeout = NAN;    /* unset: 1, or cache_timeout when smaller */
     o->cache_size_mb = 32;
     o->connect_timeout = 10;
     o->timeout = 60;
     o->retries = 4;
+    o->retry_time = 120;
     if (fuse_opt_parse(args, o, opt_spec, opt_proc) == -1)
         return -EINVAL;
     if (o->n_positional == 2) {
@@ -99,13 +102,14 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
         fprintf(stderr, "aztfs: cache_timeout must be between 0 and 86400 seconds\n");
         return -EINVAL;
     }
-    if (o->attr_timeout < 0)
+    if (isnan(o->attr_timeout))
         o->attr_timeout = o->cache_timeout < 1 ? o->cache_timeout : 1;
-    else if (o->attr_timeout > 86400) {
+    else if (!(o->attr_timeout >= 0 && o->attr_timeout <= 86400)) {
         fprintf(stderr, "aztfs: attr_timeout must be between 0 and 86400 seconds\n");
         return -EINVAL;
     }
-    if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retries < 0) {
+    if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retry_time <= 0 ||
+        o->retries < 0) {
         fprintf(stderr, "aztfs: timeouts must be positive and retries not negative\n");
         return -EINVAL;
     }
@@ -180,6 +184,7 @@ void options_usage(const char *progname)
            "    -o connect_timeout=SECS TCP/TLS connect timeout (10)\n"
            "    -o timeout=SECS         timeout of one request (60)\n"
            "    -o retries=N            retries of a transient failure (4)\n"
+           "    -o retry_time=SECS      no retry starts later than this after the first try (120)\n"
            "    -o cafile=FILE          CA bundle for https endpoints\n"
            "    -o merge                writes to existing entities Merge instead of Replace\n"
            "    -o allow_http           allow plain http to a host that is not loopback\n"

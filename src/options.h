@@ -9,11 +9,12 @@ struct aztfs_opts {
     char *config;             /* -o config=FILE, or the first of two positionals */
     char *loglevel;           /* -o loglevel=error|warn|info|debug */
     double cache_timeout;     /* -o cache_timeout=SECONDS */
-    double attr_timeout;      /* -o attr_timeout=SECONDS (default 1) */
+    double attr_timeout;      /* -o attr_timeout=SECONDS (NAN until given) */
     unsigned long cache_size_mb;  /* -o cache_size=MiB */
     long connect_timeout;     /* -o connect_timeout=SECONDS */
     long timeout;             /* -o timeout=SECONDS (whole request) */
     int retries;              /* -o retries=N */
+    long retry_time;          /* -o retry_time=SECONDS: no retry starts later */
     char *cafile;             /* -o cafile=FILE */
     int merge;                /* -o merge */
     int allow_http;           /* -o allow_http: plain http beyond loopback */

@@ -8,7 +8,8 @@ of the requests (seeded RNG, so a run can be replayed), injects one fault:
   --------------  ------------------------  -----------------------------------
   500             before forwarding         500 Internal Server Error
   503             before forwarding         503 Server Busy
-  503_retry       before forwarding         503 with "Retry-After: 1"
+  503_retry       before forwarding         503 with "Retry-After: N" (N =
+                                            retry_after, default 1)
   reset           before forwarding         connection closed (RST) with no answer
   stall           before forwarding         no answer for STALL seconds, then close
   reset_after     after forwarding          request applied, connection reset
@@ -81,9 +82,11 @@ class FaultProxy:
     """A threaded fault-injecting reverse proxy; see the module docstring."""
 
     def __init__(self, upstream_port, listen_port=0, rate=0.2, seed=0, kinds=None,
-                 weights=None, stall=10.0, upstream_host="127.0.0.1", log=None):
+                 weights=None, stall=10.0, upstream_host="127.0.0.1", log=None,
+                 retry_after=1):
         self.upstream = (upstream_host, upstream_port)
         self.stall_secs = float(stall)
+        self.retry_after = int(retry_after)
         self.log = log
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
@@ -317,7 +320,8 @@ class FaultProxy:
                     self._log("%s %s -> %s" % (method, target, kind))
                 if kind in ("500", "503", "503_retry"):
                     status = 500 if kind == "500" else 503
-                    extra = ["Retry-After: 1"] if kind == "503_retry" else []
+                    extra = (["Retry-After: %d" % self.retry_after]
+                             if kind == "503_retry" else [])
                     self._send_simple(sock, status, extra, keep)
                     if not keep:
                         break
@@ -406,11 +410,13 @@ def main(argv=None):
     ap.add_argument("--kinds", default=",".join(ALL_KINDS),
                     help="comma-separated fault kinds (%s)" % ",".join(ALL_KINDS))
     ap.add_argument("--stall", type=float, default=10.0, help="seconds a stall lasts")
+    ap.add_argument("--retry-after", type=int, default=1,
+                    help="seconds named in the Retry-After of 503_retry")
     ap.add_argument("-v", "--verbose", action="store_true", help="log every fault")
     a = ap.parse_args(argv)
     log = (lambda m: print(m, file=sys.stderr, flush=True)) if a.verbose else None
     px = FaultProxy(a.upstream, a.listen, a.rate, a.seed, a.kinds.split(","),
-                    stall=a.stall, log=log)
+                    stall=a.stall, log=log, retry_after=a.retry_after)
     px.start()
     print("faultproxy: 127.0.0.1:%d -> 127.0.0.1:%d, rate %.2f, seed %d"
           % (px.port, a.upstream, a.rate, a.seed), flush=True)

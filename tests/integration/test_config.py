@@ -108,6 +108,19 @@ def test_plain_http_beyond_loopback_refused(azurite, mp, aztfs_run):
     assert_refused(res, mp, r"refusing plain http to 192\.0\.2\.1.*allow_http")
 
 
+@pytest.mark.parametrize("opt,pattern", [
+    ("cache_timeout=-1", r"cache_timeout must be between 0 and 86400"),
+    ("attr_timeout=-1", r"attr_timeout must be between 0 and 86400"),
+    ("attr_timeout=90000", r"attr_timeout must be between 0 and 86400"),
+    ("timeout=0", r"timeouts must be positive"),
+    ("retry_time=0", r"timeouts must be positive"),
+    ("retries=-1", r"retries not negative"),
+])
+def test_bad_option_value_refused(opt, pattern, azurite, mp, aztfs_run):
+    res = aztfs_run(["-f", "-o", opt, mp], aztfs_env(azurite.conn_str))
+    assert_refused(res, mp, pattern)
+
+
 def test_missing_config_file_refused(azurite, mp, tmp_path, aztfs_run):
     res = aztfs_run(["-f", "-o", "config=%s" % (tmp_path / "nope.conf"), mp],
                     aztfs_env(azurite.conn_str))

@@ -15,6 +15,7 @@ The proxy's RNG is seeded (FAULT_SEED, default 20261122) so a failing run can
 be replayed; the counts of injected faults are printed with -s / on failure.
 """
 
+import errno
 import json
 import os
 import subprocess
@@ -251,3 +252,42 @@ def test_unmount_while_backend_stalls(table, mounter, proxy, azurite, tmp_path):
     assert not alive, "aztfs still running %.0f s after the unmount" % took
     assert not os.path.ismount(m.path)
     m.unmount(check=True)   # exit status 0 and no sanitizer report
+
+
+@pytest.mark.parametrize("retry_after", [1, 30])
+def test_retries_end_at_the_retry_deadline(table, mounter, proxy, retry_after):
+    """With every request answered 503 + Retry-After, a read fails with EIO
+    (not ENOENT) once the next retry would start past -o retry_time: after a
+    few retries when Retry-After is short, at once when it is longer than the
+    deadline (it is honoured, not cut short), and never after retries= ran out."""
+    deadline = 3
+    m = faulty_mount(mounter, proxy, ["-o", "timeout=%d,connect_timeout=2,retries=8,"
+                                      "retry_time=%d,cache_timeout=1" % (TIMEOUT, deadline)])
+    time.sleep(1.5)                    # the listing primed at mount has expired
+    proxy.retry_after = retry_after
+    proxy.set_faults(rate=1.0, kinds=["503_retry"])
+    t0 = time.monotonic()
+    reader = subprocess.Popen(["cat", os.path.join(m, TABLE, "alpha", "r0001.json")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, err = reader.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        reader.kill()
+        reader.communicate()
+        pytest.fail("read still waiting after 20 s (retry deadline %d s)" % deadline)
+    took = time.monotonic() - t0
+    injected = proxy.counts().get("503_retry", 0)
+    proxy.set_faults(rate=0.0)
+    assert reader.returncode != 0
+    assert b"Input/output error" in err, err
+    log = m.stderr()
+    assert "retry deadline" in log, log[-3000:]
+    if retry_after == 1:
+        # attempts 1 s apart while the next one starts within the deadline
+        # (3 s): 3 or 4 attempts, the last about 2-3 s after the first
+        assert 3 <= injected <= 8, (injected, took)
+        assert deadline - 1.5 <= took < deadline + 5, (injected, took)
+    else:
+        # the first answer asks for 30 s, more than the deadline: no retry at all
+        assert injected == 1, (injected, took)
+        assert took < deadline, (injected, took)
