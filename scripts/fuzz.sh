@@ -83,7 +83,8 @@ for f in "${SRCS[@]}"; do
 done
 ar cr "$LIB" "$OBJDIR"/*.o
 
-# Copy the newest crash-*/leak-*/timeout-*/oom-* of ART_DIR into the regressions.
+# Copy the newest crash-*/leak-*/timeout-*/oom-* of ART_DIR into the regressions,
+# and print each as a here-document that recreates it (for a CI log).
 keep_artifacts() {   # keep_artifacts ART_DIR NAME
     local art=$1 name=$2 f kept=""
     mkdir -p "tests/fuzz/regressions/$name"
@@ -92,6 +93,11 @@ keep_artifacts() {   # keep_artifacts ART_DIR NAME
         case $(basename "$f") in slow-unit-*) continue ;; esac
         cp "$f" "tests/fuzz/regressions/$name/"
         kept="$kept tests/fuzz/regressions/$name/$(basename "$f")"
+        # the CI machine is thrown away: the log carries the input too
+        echo "fuzz $name: to keep this input as a regression test, commit:" >&2
+        echo "  base64 -d > tests/fuzz/regressions/$name/$(basename "$f") <<'EOF'" >&2
+        base64 "$f" >&2
+        echo "EOF" >&2
     done
     echo "${kept# }"
 }

@@ -335,15 +335,25 @@ static int scan_run(struct dir_scan *s, struct az_status *st)
 }
 
 /* Scan directory DIR (FP parsed from it) to its end, filling the cache.
- * Returns 0 or -errno (details in *st). */
+ * With NAME, also look it up in the scan's own listing (which the cache may
+ * not have kept: cache_timeout=0, a listing larger than the cache): *KEY
+ * gets a malloc'd copy of its key, or -ENOENT is returned when the listing
+ * does not hold it. Returns 0 or -errno (details in *st). */
 static int scan_dir(struct aztfs *a, const struct fspath *fp, const char *dir,
-                    struct az_status *st)
+                    const char *name, char **key, struct az_status *st)
 {
     struct dir_scan *s;
     int rc = scan_new(a, fp, dir, &s);
+    long i;
 
     if (rc == 0)
         rc = scan_run(s, st);
+    if (rc == 0 && name) {
+        if ((i = listing_find(s->out, name)) < 0)
+            rc = -ENOENT;
+        else if (!(*key = listing_key_dup(s->out, (size_t)i)))
+            rc = -ENOMEM;
+    }
     scan_free(s);
     return rc;
 }
@@ -353,7 +363,7 @@ int fs_list_root(struct aztfs *a, struct az_status *st)
 {
     struct fspath fp = { .kind = FSP_ROOT };
 
-    return scan_dir(a, &fp, "/", st);
+    return scan_dir(a, &fp, "/", NULL, NULL, st);
 }
 
 /* Resolve NAME in directory DIRPATH to its key using the listing (filling
@@ -369,13 +379,9 @@ static int resolve_by_listing(struct aztfs *a, const struct fspath *fp, const ch
 
     if (rc != -EAGAIN)
         return rc;
-    /* a partition's name: scan the table (which lists its partitions) */
-    if (dfp.kind == FSP_TABLE && (rc = scan_dir(a, &dfp, dirpath, &st)) < 0)
-        return rc;
-    if (dfp.kind == FSP_PARTITION && (rc = scan_dir(a, &dfp, fp->parent, &st)) < 0)
-        return rc;
-    rc = cache_dir_lookup(a->cache, dirpath, name, key);
-    return rc == -EAGAIN ? -ENOENT : rc;
+    /* a partition's name: scan the table (which lists its partitions);
+     * an entity's: scan its partition */
+    return scan_dir(a, &dfp, dirpath, name, key, &st);
 }
 
 /* Fill in FP->pk (and FP->rk for entities) when the names are long-form. */

@@ -277,7 +277,7 @@ static void count_attempt(struct http_stats *st, int kind, long status, size_t i
         atomic_fetch_add_explicit(&st->status_5xx, 1, memory_order_relaxed);
 }
 
-/* One attempt on handle H. Returns 0 if a response arrived, -EIO/-ETIMEDOUT
+/* One attempt on handle H. Returns 0 if a response arrived, -EIO
  * on transport failure (message in resp->transport_error), -ENOMEM. */
 static int attempt_once(struct http_pool *pool, CURL *h, const struct http_request *req,
                         struct curl_slist *hdrs, struct http_response *resp)
@@ -327,7 +327,7 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
         snprintf(resp->transport_error, sizeof(resp->transport_error), "%s",
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
         count_attempt(pool->stats, req->kind, 0, 0, req->body_len);
-        return rc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+        return -EIO;      /* the message says what: refused, reset, timed out... */
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
     count_attempt(pool->stats, req->kind, resp->status, body.len, req->body_len);

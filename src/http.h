@@ -72,8 +72,9 @@ void http_pool_free(struct http_pool *pool);
  * deadline plus one request timeout; a Retry-After beyond the deadline ends
  * the retries at once). RESP receives the last attempt's outcome (caller clears it
  * with http_response_clear, also on error).
- * Returns 0 when an HTTP response was received (any status), -EIO (or
- * -ETIMEDOUT) when none could be, -ENOMEM. */
+ * Returns 0 when an HTTP response was received (any status), -EIO when none
+ * could be (resp->transport_error says why: refused, reset, timed out...),
+ * -ENOMEM. */
 int http_perform(struct http_pool *pool, const struct http_request *req,
                  struct http_response *resp);
 

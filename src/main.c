@@ -9,6 +9,9 @@
 #include <stdatomic.h>
 #include <syslog.h>
 #include <malloc.h>
+#include <sys/prctl.h>
+
+#include <openssl/crypto.h>
 
 #include <curl/curl.h>
 
@@ -19,7 +22,20 @@
 #include "options.h"
 #include "stats.h"
 
-/* Load the account from -o config= or AZURE_STORAGE_CONNECTION_STRING.
+/* Wipe AZURE_STORAGE_CONNECTION_STRING's value where the kernel shows it
+ * (/proc/PID/environ, `ps e`: the process's original environment block)
+ * and drop the variable. */
+static void scrub_env_secret(void)
+{
+    char *v = getenv("AZURE_STORAGE_CONNECTION_STRING");
+
+    if (v)
+        OPENSSL_cleanse(v, strlen(v));
+    unsetenv("AZURE_STORAGE_CONNECTION_STRING");
+}
+
+/* Load the account from -o config= or AZURE_STORAGE_CONNECTION_STRING, then
+ * scrub the variable (see scrub_env_secret) either way.
  * Returns 0 or -errno after printing one line that says what to fix. */
 static int load_account(const struct aztfs_opts *o, struct account *acct)
 {
@@ -32,16 +48,16 @@ static int load_account(const struct aztfs_opts *o, struct account *acct)
         rc = connstr_load_file(o->config, acct, err, sizeof(err));
         if (rc < 0)
             fprintf(stderr, "aztfs: %s\n", err);
-        return rc;
-    }
-    if (!env || !*env) {
+    } else if (!env || !*env) {
         fprintf(stderr, "aztfs: no account given: use -o config=FILE or set "
                 "AZURE_STORAGE_CONNECTION_STRING (see aztfs --help)\n");
-        return -EINVAL;
+        rc = -EINVAL;
+    } else {
+        rc = connstr_parse(env, acct, err, sizeof(err));
+        if (rc < 0)
+            fprintf(stderr, "aztfs: AZURE_STORAGE_CONNECTION_STRING: %s\n", err);
     }
-    rc = connstr_parse(env, acct, err, sizeof(err));
-    if (rc < 0)
-        fprintf(stderr, "aztfs: AZURE_STORAGE_CONNECTION_STRING: %s\n", err);
+    scrub_env_secret();
     return rc;
 }
 
@@ -160,6 +176,9 @@ int main(int argc, char *argv[])
 
     memset(&acct, 0, sizeof(acct));
     a.log.level = LOG_LVL_INFO;
+    /* the account key lives in this process: no core dumps of it, and
+     * /proc/PID/{mem,environ} readable by root only */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     /* glibc gives each FUSE thread its own malloc arena, and memory freed in
      * one is not reused by another: with two, the cache bound is what RSS
      * shows (doc/PERFORMANCE.md) */

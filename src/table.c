@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include "entity.h"
@@ -264,6 +265,8 @@ out:
     for (int i = 0; i < MAX_HEADERS; i++)
         free(hdr_buf[i]);
     free(auth);
+    if (url && a->sas)
+        OPENSSL_cleanse(url, strlen(url));      /* it carries the SAS */
     free(url);
     free(full_path);
     return rc;
@@ -893,11 +896,13 @@ int table_delete_entity(struct table_client *tc, const char *table, const char *
         log_debug(tc->lg, "delete entity failed: no response: %s", st->message);
         goto out;
     }
-    if (resp.status == 404) {
-        rc = 0;     /* gone: deleted by a resend of ours, or by someone else */
-        goto out;
-    }
-    if (resp.status >= 300)
+    /* The service says it is not there: what the delete wants holds (our
+     * own resend, which libcurl makes unseen on a dead reused connection,
+     * or someone else deleted it). A 404 without the service's not-found
+     * code (from a proxy, a wrong path) is an error. */
+    if (resp.status == 404 && az_status_errno(st) == ENOENT)
+        rc = 0;
+    else if (resp.status >= 300)
         rc = fail_status(tc, "delete entity", st);
 out:
     http_response_clear(&resp);
@@ -922,7 +927,9 @@ int table_create(struct table_client *tc, const char *name, struct az_status *st
     rc = send_request(tc, TK_CREATE_TABLE, "POST", "/Tables", NULL, "application/json", body,
                       strlen(body), extra, "create table", &resp, st);
     if (rc == 0 && resp.status >= 300) {
-        if (resp.status == 409 && resp.attempts > 1)
+        /* a resend of ours that the first attempt already applied */
+        if (resp.status == 409 && resp.attempts > 1 &&
+            strcmp(st->code, "TableAlreadyExists") == 0)
             rc = 0;
         else
             rc = fail_status(tc, "create table", st);
@@ -947,8 +954,8 @@ int table_delete(struct table_client *tc, const char *name, struct az_status *st
     rc = send_request(tc, TK_DELETE_TABLE, "DELETE", path, NULL, NULL, NULL, 0, NULL,
                       "delete table", &resp, st);
     if (rc == 0 && resp.status >= 300) {
-        if (resp.status == 404 && resp.attempts > 1)
-            rc = 0;
+        if (resp.status == 404 && az_status_errno(st) == ENOENT)
+            rc = 0;         /* gone, as for an entity (table_delete_entity) */
         else
             rc = fail_status(tc, "delete table", st);
     }

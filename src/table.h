@@ -113,7 +113,10 @@ int table_write_entity(struct table_client *tc, const char *table, const char *p
                        const char *rk, const json_t *entity, enum table_write how,
                        const char *etag, char **new_etag, struct az_status *st);
 
-/* Delete with If-Match: ETAG ("*" for any). Returns 0, -ENOENT, -ESTALE, -errno. */
+/* Delete with If-Match: ETAG ("*" for any). Returns 0 also when the service
+ * says the entity is not there (a resend of ours, or someone else, deleted
+ * it), -ESTALE, -EIO (a 404 without the service's not-found code, 5xx, no
+ * response), -errno. */
 int table_delete_entity(struct table_client *tc, const char *table, const char *pk,
                         const char *rk, const char *etag, struct az_status *st);
 

@@ -10,6 +10,10 @@ of the requests (seeded RNG, so a run can be replayed), injects one fault:
   503             before forwarding         503 Server Busy
   503_retry       before forwarding         503 with "Retry-After: N" (N =
                                             retry_after, default 1)
+  404             before forwarding         404 whose error code is not the
+                                            service's not-found code (only
+                                            when asked for: not in the default
+                                            mix, it is not transient)
   reset           before forwarding         connection closed (RST) with no answer
   stall           before forwarding         no answer for STALL seconds, then close
   reset_after     after forwarding          request applied, connection reset
@@ -49,9 +53,11 @@ import sys
 import threading
 import time
 
-BEFORE_KINDS = ("500", "503", "503_retry", "reset", "stall")
+BEFORE_KINDS = ("500", "503", "503_retry", "reset", "stall", "404")
 AFTER_KINDS = ("reset_after", "503_after", "stall_after", "truncate_after")
 ALL_KINDS = BEFORE_KINDS + AFTER_KINDS
+# What a client can retry its way through (the mix when no kinds are named).
+DEFAULT_KINDS = tuple(k for k in ALL_KINDS if k != "404")
 
 # Default mix: stalls are expensive (each costs one client timeout), so rarer.
 DEFAULT_WEIGHTS = {
@@ -59,7 +65,7 @@ DEFAULT_WEIGHTS = {
     "reset_after": 2, "503_after": 2, "stall_after": 1, "truncate_after": 2,
 }
 
-REASONS = {500: "Internal Server Error", 503: "Service Unavailable"}
+REASONS = {404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"}
 
 
 class _BadRequest(Exception):
@@ -103,11 +109,13 @@ class FaultProxy:
         self._acceptor = None
 
     # -- configuration and counters -------------------------------------------
-    def set_faults(self, rate=None, kinds=None, weights=None, limit=None):
+    def set_faults(self, rate=None, kinds=None, weights=None, limit=None, methods=None):
         """Change the fault rate (0..1) and/or the kinds injected. LIMIT: inject
-        at most this many more faults (None: no limit)."""
+        at most this many more faults (None: no limit). METHODS: fault only
+        requests with one of these methods (None: any)."""
         with self._lock:
             self._limit = limit
+            self._methods = set(methods) if methods is not None else None
             if rate is not None:
                 if not 0.0 <= rate <= 1.0:
                     raise ValueError("rate must be between 0 and 1")
@@ -116,7 +124,7 @@ class FaultProxy:
                 w = dict(DEFAULT_WEIGHTS)
                 if weights:
                     w.update(weights)
-                ks = list(kinds) if kinds is not None else list(ALL_KINDS)
+                ks = list(kinds) if kinds is not None else list(DEFAULT_KINDS)
                 for k in ks:
                     if k not in ALL_KINDS:
                         raise ValueError("unknown fault kind %r" % k)
@@ -136,8 +144,10 @@ class FaultProxy:
         c = self.counts()
         return sum(v for k, v in c.items() if k in ALL_KINDS)
 
-    def _pick(self):
+    def _pick(self, method):
         with self._lock:
+            if self._methods is not None and method not in self._methods:
+                return None
             if not self._kinds or self._rng.random() >= self.rate:
                 return None
             if self._limit is not None:
@@ -314,12 +324,12 @@ class FaultProxy:
                     break
                 method, target, headers, body, keep = req
                 self._count("requests")
-                kind = self._pick()
+                kind = self._pick(method)
                 if kind:
                     self._count(kind)
                     self._log("%s %s -> %s" % (method, target, kind))
-                if kind in ("500", "503", "503_retry"):
-                    status = 500 if kind == "500" else 503
+                if kind in ("500", "503", "503_retry", "404"):
+                    status = int(kind[:3])
                     extra = (["Retry-After: %d" % self.retry_after]
                              if kind == "503_retry" else [])
                     self._send_simple(sock, status, extra, keep)
@@ -407,7 +417,7 @@ def main(argv=None):
     ap.add_argument("--listen", type=int, default=0, help="port to listen on (0: any)")
     ap.add_argument("--rate", type=float, default=0.2, help="fraction of requests to fault")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--kinds", default=",".join(ALL_KINDS),
+    ap.add_argument("--kinds", default=",".join(DEFAULT_KINDS),
                     help="comma-separated fault kinds (%s)" % ",".join(ALL_KINDS))
     ap.add_argument("--stall", type=float, default=10.0, help="seconds a stall lasts")
     ap.add_argument("--retry-after", type=int, default=1,

@@ -5,11 +5,15 @@ import base64
 import json
 import os
 import re
+import socket
 import stat as statmod
+import subprocess
+import tempfile
 
 import pytest
 
-from conftest import ACCOUNT, KEY, aztfs_env, conn_str_for, free_port, unmount_path
+from conftest import (ACCOUNT, AZTFS, KEY, aztfs_env, conn_str_for, free_port,
+                      unmount_path)
 
 TABLE = "cfgProbe"
 WRONG_KEY = base64.b64encode(bytes(range(64))).decode()   # valid base64, not the key
@@ -201,3 +205,47 @@ def test_read_only_mount(azurite, probe, mounter, sh):
     assert r.returncode != 0, r
     out = sh(["cat", os.path.join(str(mnt), TABLE, "p", "r.json")]).stdout
     assert json.loads(out)["probe"] == "config-probe-value"
+
+
+def test_key_not_in_environ_or_cmdline_and_no_core_dumps():
+    """While it runs (here: stuck in the mount-time probe against a server
+    that accepts and never answers), the daemon shows the key neither in
+    /proc/PID/environ (`ps e`) nor in its command line, and it is not
+    dumpable: run as an unprivileged user, its /proc files belong to root,
+    which is what the kernel does for a process that writes no core dump."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    mp = tempfile.mkdtemp(prefix="aztfs-nobody-")   # pytest's tmp_path is root-only
+    os.chmod(mp, 0o755)
+    env = aztfs_env(conn_str_for(srv.getsockname()[1]))
+
+    def as_nobody():
+        os.setgid(65534)
+        os.setuid(65534)
+
+    proc = subprocess.Popen([str(AZTFS), "-f", "-o", "timeout=30,retries=0", mp], env=env,
+                            preexec_fn=as_nobody, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        srv.settimeout(20)
+        conn, _ = srv.accept()          # the probe: the key has been read by now
+        with open("/proc/%d/environ" % proc.pid, "rb") as f:
+            environ = f.read()
+        with open("/proc/%d/cmdline" % proc.pid, "rb") as f:
+            cmdline = f.read()
+        owner = os.stat("/proc/%d/environ" % proc.pid).st_uid
+        with open("/proc/%d/status" % proc.pid) as f:
+            uid = [l.split()[1] for l in f if l.startswith("Uid:")][0]
+        conn.close()
+    finally:
+        proc.kill()
+        proc.wait()
+        srv.close()
+        os.rmdir(mp)
+    assert uid == "65534"
+    for frag in secret_fragments():
+        assert frag.encode() not in environ, "key in /proc/PID/environ"
+        assert frag.encode() not in cmdline
+    assert b"AccountKey" not in environ
+    assert owner == 0, "dumpable: /proc/PID/environ belongs to uid %d" % owner

@@ -291,3 +291,83 @@ def test_retries_end_at_the_retry_deadline(table, mounter, proxy, retry_after):
         # the first answer asks for 30 s, more than the deadline: no retry at all
         assert injected == 1, (injected, took)
         assert took < deadline, (injected, took)
+
+
+WRITE_METHODS = ["POST", "PUT", "MERGE", "DELETE"]
+
+
+def props_cmp(e):
+    """An SDK entity's custom properties, Int64 and friends by value."""
+    return {k: (v.value if hasattr(v, "value") else v) for k, v in entity_props(e).items()}
+
+
+@pytest.mark.parametrize("kind", ["503_after", "reset_after"])
+@pytest.mark.parametrize("op", ["insert", "replace", "delete", "rename"])
+def test_applied_write_whose_answer_is_lost_succeeds(table, mounter, proxy, sdk, op, kind):
+    """The service applies the write, the answer is lost (503 instead, or the
+    connection reset): aztfs resends, meets 409/412/404 or a failed batch,
+    reads the entity back and reports success because it holds the write."""
+    pk = "settle"
+    tc = sdk.get_table_client(TABLE)
+    tc.upsert_entity({"PartitionKey": pk, "RowKey": "old", "n": 1, "name": "before"})
+    for rk in ("new", "renamed"):
+        try:
+            tc.delete_entity(pk, rk)
+        except Exception:
+            pass
+    m = faulty_mount(mounter, proxy)
+    d = os.path.join(m, TABLE, pk)
+    os.listdir(d)                                   # listed before the fault
+    proxy.set_faults(rate=1.0, kinds=[kind], limit=1, methods=WRITE_METHODS)
+    if op in ("insert", "replace"):
+        rk = "new" if op == "insert" else "old"
+        with open(os.path.join(d, rk + ".json"), "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"n": 2, "name": "after"}) + "\n")
+        want = {rk: {"n": 2, "name": "after"}}
+        gone = []
+    elif op == "delete":
+        os.unlink(os.path.join(d, "old.json"))
+        want, gone = {}, ["old"]
+    else:
+        os.rename(os.path.join(d, "old.json"), os.path.join(d, "renamed.json"))
+        want, gone = {"renamed": {"n": 1, "name": "before"}}, ["old"]
+    injected = proxy.counts().get(kind, 0)
+    proxy.set_faults(rate=0.0)
+    assert injected == 1, proxy.counts()
+    deadline = time.monotonic() + 10                # an insert commits at release
+    while True:
+        try:
+            got = {rk: props_cmp(tc.get_entity(pk, rk)) for rk in want}
+            missing = [rk for rk in gone if list(tc.query_entities(
+                "PartitionKey eq '%s' and RowKey eq '%s'" % (pk, rk)))]
+            if got == want and not missing:
+                break
+        except Exception:
+            pass
+        assert time.monotonic() < deadline, "not settled: %s" % m.stderr()[-2000:]
+        time.sleep(0.2)
+
+
+def test_404_without_not_found_code_is_eio(table, mounter, proxy, sdk):
+    """404 means ENOENT only when the service says ResourceNotFound (or
+    TableNotFound, EntityNotFound); a 404 from anything else (a proxy, a
+    wrong path) is EIO, and an rm answered so leaves the entity there."""
+    pk = "notfound"
+    tc = sdk.get_table_client(TABLE)
+    tc.upsert_entity({"PartitionKey": pk, "RowKey": "r", "n": 1})
+    m = faulty_mount(mounter, proxy)
+    d = os.path.join(m, TABLE, pk)
+    os.listdir(d)
+    proxy.set_faults(rate=1.0, kinds=["404"], methods=["DELETE"])
+    with pytest.raises(OSError) as ei:
+        os.unlink(os.path.join(d, "r.json"))
+    assert ei.value.errno == errno.EIO, ei.value
+    assert tc.get_entity(pk, "r")["n"] == 1
+    time.sleep(1.5)                                 # past cache_timeout=1
+    proxy.set_faults(rate=1.0, kinds=["404"])
+    with pytest.raises(OSError) as ei:
+        with open(os.path.join(d, "r.json"), "rb") as fh:
+            fh.read()
+    proxy.set_faults(rate=0.0)
+    assert ei.value.errno == errno.EIO, ei.value
+    assert proxy.counts().get("404", 0) >= 2

@@ -169,3 +169,17 @@ def test_non_canonical_file_names_do_not_exist(mnt, bad):
 def test_grep_finds_awkward_key(mnt, sh):
     r = sh(["grep", "-rlF", '"RowKey": "quote\\"double"', os.path.join(table_dir(mnt), "a%25b")])
     assert r.lines() == [os.path.join(table_dir(mnt), "a%25b", "quote\"double.json")]
+
+
+def test_long_forms_without_a_cache(mnt, module_mounter):
+    """With -o cache_timeout=0 nothing is kept, so a long-form name is
+    resolved from the listing its lookup scans, not from the cache (which
+    used to answer ENOENT)."""
+    m = module_mounter.mount(options=["-o", "cache_timeout=0"])
+    d = os.path.join(str(m), TABLE, dir_name("x" * 300))
+    assert os.path.isdir(d)
+    with open(os.path.join(d, file_name("y" * 512)), "rb") as f:
+        assert json.loads(f.read())["RowKey"] == "y" * 512
+    with pytest.raises(OSError) as ei:
+        os.stat(os.path.join(d, file_name("y" * 513)))
+    assert ei.value.errno == errno.ENOENT
