@@ -14,7 +14,7 @@ APT_PACKAGES=(
     libfuse3-dev fuse3
     libcurl4-openssl-dev libssl-dev libjansson-dev
     python3 python3-azure python3-pytest
-    rsync attr vim nano groff man-db util-linux
+    rsync attr vim nano groff man-db util-linux openssl ca-certificates
     clang libclang-rt-14-dev valgrind
     nodejs npm
 )

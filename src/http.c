@@ -208,12 +208,33 @@ static int status_is_transient(long status)
            status == 503 || status == 504;
 }
 
+/* Seconds a Retry-After value V asks for (delta-seconds, or an HTTP date),
+ * at most a day (more is kept as a day: the retry deadline then ends the
+ * retries); -1 when V is absent or not understood. */
+static long retry_after_secs(const char *v)
+{
+    char *end;
+    long s;
+    time_t t, now;
+
+    if (!v)
+        return -1;
+    s = strtol(v, &end, 10);
+    if (end == v || *end != '\0') {
+        if ((t = curl_getdate(v, NULL)) == -1)
+            return -1;
+        now = time(NULL);
+        s = t <= now ? 0 : (long)(t - now > 86400 ? 86400 : t - now);
+    }
+    return s < 0 ? -1 : s > 86400 ? 86400 : s;
+}
+
 /* Milliseconds to wait before retry number ATTEMPT (1-based): full jitter over
- * an exponentially growing window, or the server's Retry-After (in seconds)
- * if larger. */
+ * an exponentially growing window, or the server's Retry-After if larger. */
 static long backoff_ms(const struct http_pool *pool, int attempt, const char *retry_after)
 {
     long window = pool->cfg.retry_base_ms;
+    long ra = retry_after_secs(retry_after);
     unsigned int r = 0;
     long wait;
 
@@ -224,19 +245,7 @@ static long backoff_ms(const struct http_pool *pool, int attempt, const char *re
     if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
         r = (unsigned int)attempt * 2654435761u;
     wait = window / 2 + (long)(r % (unsigned long)(window / 2 + 1));
-    if (retry_after) {
-        char *end;
-        long s = strtol(retry_after, &end, 10);
-
-        /* a huge value is kept huge: the retry deadline then ends the retries */
-        if (end != retry_after && *end == '\0' && s >= 0) {
-            if (s > 86400)
-                s = 86400;
-            if (s * 1000 > wait)
-                wait = s * 1000;
-        }
-    }
-    return wait;
+    return ra * 1000 > wait ? ra * 1000 : wait;
 }
 
 static void sleep_ms(long ms)
@@ -277,8 +286,26 @@ static void count_attempt(struct http_stats *st, int kind, long status, size_t i
         atomic_fetch_add_explicit(&st->status_5xx, 1, memory_order_relaxed);
 }
 
+/* Will the same request fail the same way however often it is sent? */
+static int transport_error_is_permanent(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* One attempt on handle H. Returns 0 if a response arrived, -EIO
- * on transport failure (message in resp->transport_error), -ENOMEM. */
+ * on transport failure (message in resp->transport_error), -EACCES when that
+ * failure is permanent (a certificate that does not verify), -ENOMEM. */
 static int attempt_once(struct http_pool *pool, CURL *h, const struct http_request *req,
                         struct curl_slist *hdrs, struct http_response *resp)
 {
@@ -327,7 +354,9 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
         snprintf(resp->transport_error, sizeof(resp->transport_error), "%s",
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
         count_attempt(pool->stats, req->kind, 0, 0, req->body_len);
-        return -EIO;      /* the message says what: refused, reset, timed out... */
+        /* the message says what: refused, reset, timed out...; a certificate
+         * that does not verify will not verify on the next attempt either */
+        return transport_error_is_permanent(rc) ? -EACCES : -EIO;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
     count_attempt(pool->stats, req->kind, resp->status, body.len, req->body_len);
@@ -389,7 +418,7 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
         else
             log_debug(pool->lg, "%s %s -> transport error: %s (attempt %d)",
                       req->method, safe_url, resp->transport_error, attempt);
-        if ((rc == 0 && !status_is_transient(resp->status)) ||
+        if ((rc == 0 && !status_is_transient(resp->status)) || rc == -EACCES ||
             attempt > pool->cfg.max_retries)
             break;
         wait = backoff_ms(pool, attempt, resp->hdr[HDR_RETRY_AFTER]);

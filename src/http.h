@@ -74,7 +74,8 @@ void http_pool_free(struct http_pool *pool);
  * with http_response_clear, also on error).
  * Returns 0 when an HTTP response was received (any status), -EIO when none
  * could be (resp->transport_error says why: refused, reset, timed out...),
- * -ENOMEM. */
+ * -EACCES at once, without retries, when the server's certificate does not
+ * verify (or the CA file is unusable), -ENOMEM. */
 int http_perform(struct http_pool *pool, const struct http_request *req,
                  struct http_response *resp);
 

@@ -92,7 +92,7 @@ class FaultProxy:
                  retry_after=1):
         self.upstream = (upstream_host, upstream_port)
         self.stall_secs = float(stall)
-        self.retry_after = int(retry_after)
+        self.retry_after = retry_after      # seconds, or an HTTP date (str)
         self.log = log
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
@@ -330,7 +330,7 @@ class FaultProxy:
                     self._log("%s %s -> %s" % (method, target, kind))
                 if kind in ("500", "503", "503_retry", "404"):
                     status = int(kind[:3])
-                    extra = (["Retry-After: %d" % self.retry_after]
+                    extra = (["Retry-After: %s" % self.retry_after]
                              if kind == "503_retry" else [])
                     self._send_simple(sock, status, extra, keep)
                     if not keep:
@@ -420,8 +420,8 @@ def main(argv=None):
     ap.add_argument("--kinds", default=",".join(DEFAULT_KINDS),
                     help="comma-separated fault kinds (%s)" % ",".join(ALL_KINDS))
     ap.add_argument("--stall", type=float, default=10.0, help="seconds a stall lasts")
-    ap.add_argument("--retry-after", type=int, default=1,
-                    help="seconds named in the Retry-After of 503_retry")
+    ap.add_argument("--retry-after", default="1",
+                    help="Retry-After value of 503_retry: seconds or an HTTP date")
     ap.add_argument("-v", "--verbose", action="store_true", help="log every fault")
     a = ap.parse_args(argv)
     log = (lambda m: print(m, file=sys.stderr, flush=True)) if a.verbose else None

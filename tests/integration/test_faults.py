@@ -15,6 +15,7 @@ The proxy's RNG is seeded (FAULT_SEED, default 20261122) so a failing run can
 be replayed; the counts of injected faults are printed with -s / on failure.
 """
 
+import email.utils
 import errno
 import json
 import os
@@ -254,7 +255,7 @@ def test_unmount_while_backend_stalls(table, mounter, proxy, azurite, tmp_path):
     m.unmount(check=True)   # exit status 0 and no sanitizer report
 
 
-@pytest.mark.parametrize("retry_after", [1, 30])
+@pytest.mark.parametrize("retry_after", ["1", "30", "date+30"])
 def test_retries_end_at_the_retry_deadline(table, mounter, proxy, retry_after):
     """With every request answered 503 + Retry-After, a read fails with EIO
     (not ENOENT) once the next retry would start past -o retry_time: after a
@@ -264,7 +265,9 @@ def test_retries_end_at_the_retry_deadline(table, mounter, proxy, retry_after):
     m = faulty_mount(mounter, proxy, ["-o", "timeout=%d,connect_timeout=2,retries=8,"
                                       "retry_time=%d,cache_timeout=1" % (TIMEOUT, deadline)])
     time.sleep(1.5)                    # the listing primed at mount has expired
-    proxy.retry_after = retry_after
+    # "date+30": the HTTP-date form, 30 s from now
+    proxy.retry_after = (email.utils.formatdate(time.time() + 30, usegmt=True)
+                         if retry_after == "date+30" else retry_after)
     proxy.set_faults(rate=1.0, kinds=["503_retry"])
     t0 = time.monotonic()
     reader = subprocess.Popen(["cat", os.path.join(m, TABLE, "alpha", "r0001.json")],
@@ -282,13 +285,14 @@ def test_retries_end_at_the_retry_deadline(table, mounter, proxy, retry_after):
     assert b"Input/output error" in err, err
     log = m.stderr()
     assert "retry deadline" in log, log[-3000:]
-    if retry_after == 1:
+    if retry_after == "1":
         # attempts 1 s apart while the next one starts within the deadline
         # (3 s): 3 or 4 attempts, the last about 2-3 s after the first
         assert 3 <= injected <= 8, (injected, took)
         assert deadline - 1.5 <= took < deadline + 5, (injected, took)
     else:
         # the first answer asks for 30 s, more than the deadline: no retry at all
+        # (ignoring the date form would retry at once, and run into the deadline)
         assert injected == 1, (injected, took)
         assert took < deadline, (injected, took)
 
