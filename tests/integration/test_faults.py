@@ -19,6 +19,7 @@ import email.utils
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -367,6 +368,12 @@ def test_404_without_not_found_code_is_eio(table, mounter, proxy, sdk):
         os.unlink(os.path.join(d, "r.json"))
     assert ei.value.errno == errno.EIO, ei.value
     assert tc.get_entity(pk, "r")["n"] == 1
+    # one line: operation, path, status, the code it carried, attempts
+    lines = [l for l in m.stderr().splitlines() if "error: delete" in l]
+    assert len(lines) == 1, m.stderr()[-3000:]
+    assert re.search(r"error: delete /%s/%s/r\.json failed: Input/output error "
+                     r"\(HTTP 404 InjectedFault: .*attempts 1\)$" % (TABLE, pk),
+                     lines[0]), lines[0]
     time.sleep(1.5)                                 # past cache_timeout=1
     proxy.set_faults(rate=1.0, kinds=["404"])
     with pytest.raises(OSError) as ei:
