@@ -50,10 +50,11 @@ def aztfs_binary():
     return Path(os.environ.get("AZTFS_BIN", str(ROOT / "aztfs")))
 
 
-def conn_str_for(port, key=KEY, account=ACCOUNT):
+def conn_str_for(port, key=KEY, account=ACCOUNT, scheme="http"):
     """The connection string of the emulator account on 127.0.0.1:PORT."""
-    return ("DefaultEndpointsProtocol=http;AccountName=%s;AccountKey=%s;"
-            "TableEndpoint=http://127.0.0.1:%d/%s;" % (account, key, port, account))
+    return ("DefaultEndpointsProtocol=%s;AccountName=%s;AccountKey=%s;"
+            "TableEndpoint=%s://127.0.0.1:%d/%s;" % (scheme, account, key, scheme, port,
+                                                      account))
 
 
 def parse_conn_str(conn_str):

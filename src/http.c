@@ -369,6 +369,7 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
 {
     struct curl_slist *hdrs = NULL;
     char safe_url[1024];
+    const char *what = req->log_what ? req->log_what : req->method, *why;
     double start;
     CURL *h;
     int rc = 0;
@@ -422,17 +423,14 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
             attempt > pool->cfg.max_retries)
             break;
         wait = backoff_ms(pool, attempt, resp->hdr[HDR_RETRY_AFTER]);
+        why = rc == 0 ? "transient HTTP status" : resp->transport_error;
         if (now_ms() - start + (double)wait > (double)pool->cfg.retry_deadline_ms) {
             log_info(pool->lg, "%s: %s, no retry: waiting %ld ms would pass the retry "
-                     "deadline (%ld ms after the first attempt)",
-                     req->log_what ? req->log_what : req->method,
-                     rc == 0 ? "transient HTTP status" : resp->transport_error, wait,
+                     "deadline (%ld ms after the first attempt)", what, why, wait,
                      pool->cfg.retry_deadline_ms);
             break;
         }
-        log_info(pool->lg, "%s: %s, retrying in %ld ms (attempt %d of %d)",
-                 req->log_what ? req->log_what : req->method,
-                 rc == 0 ? "transient HTTP status" : resp->transport_error, wait,
+        log_info(pool->lg, "%s: %s, retrying in %ld ms (attempt %d of %d)", what, why, wait,
                  attempt + 1, pool->cfg.max_retries + 1);
         if (pool->stats)
             atomic_fetch_add_explicit(&pool->stats->retries, 1, memory_order_relaxed);

@@ -444,6 +444,17 @@ def wire(azurite):
 REQUEST_LINE = re.compile(r"debug: (GET|POST|PUT|MERGE|PATCH|DELETE) (\S+) -> (\d+)")
 
 
+def rewrite_and_close(f, text):
+    """Replace the contents of open file F with TEXT and close it, expecting
+    the close (the commit) to fail; returns the OSError it raised."""
+    f.seek(0)
+    f.truncate()
+    f.write(text)
+    with pytest.raises(OSError) as ei:
+        f.close()
+    return ei.value
+
+
 class WriteHelpers:
     """Remote state through the SDK, and the requests a debug mount logged."""
 

@@ -52,6 +52,11 @@ def entity_props(e):
     return {k: v for k, v in dict(e).items() if k not in SYSTEM}
 
 
+def by_value(props):
+    """PROPS with SDK values (Int64 comes back as an EntityProperty) by value."""
+    return {k: (v.value if hasattr(v, "value") else v) for k, v in props.items()}
+
+
 @pytest.fixture(scope="module")
 def table(sdk):
     try:
@@ -201,8 +206,7 @@ def test_writes_all_or_nothing(table, mounter, proxy, sdk):
             cur = entity_props(table.get_entity(pk, rk))
         except Exception:
             cur = None
-        # The SDK gives Int64 back as an EntityProperty/int: compare by value.
-        cur_cmp = {k: (v.value if hasattr(v, "value") else v) for k, v in (cur or {}).items()}
+        cur_cmp = by_value(cur or {})
         if err is None:
             outcomes["ok"] += 1
             if cur_cmp != new:
@@ -210,8 +214,7 @@ def test_writes_all_or_nothing(table, mounter, proxy, sdk):
                                 % (kind, rk, cur_cmp))
         else:
             outcomes["error"] += 1
-            old_cmp = None if old is None else {
-                k: (v.value if hasattr(v, "value") else v) for k, v in old.items()}
+            old_cmp = None if old is None else by_value(old)
             if cur_cmp != (old_cmp or {}) and not (old is None and cur is None):
                 problems.append("%s %s: write failed (%s) but the entity changed to %r "
                                 "(was %r)" % (kind, rk, err, cur_cmp, old_cmp))
@@ -301,23 +304,17 @@ def test_retries_end_at_the_retry_deadline(table, mounter, proxy, retry_after):
 WRITE_METHODS = ["POST", "PUT", "MERGE", "DELETE"]
 
 
-def props_cmp(e):
-    """An SDK entity's custom properties, Int64 and friends by value."""
-    return {k: (v.value if hasattr(v, "value") else v) for k, v in entity_props(e).items()}
-
-
 @pytest.mark.parametrize("kind", ["503_after", "reset_after"])
 @pytest.mark.parametrize("op", ["insert", "replace", "delete", "rename"])
-def test_applied_write_whose_answer_is_lost_succeeds(table, mounter, proxy, sdk, op, kind):
+def test_applied_write_whose_answer_is_lost_succeeds(table, mounter, proxy, op, kind):
     """The service applies the write, the answer is lost (503 instead, or the
     connection reset): aztfs resends, meets 409/412/404 or a failed batch,
     reads the entity back and reports success because it holds the write."""
     pk = "settle"
-    tc = sdk.get_table_client(TABLE)
-    tc.upsert_entity({"PartitionKey": pk, "RowKey": "old", "n": 1, "name": "before"})
+    table.upsert_entity({"PartitionKey": pk, "RowKey": "old", "n": 1, "name": "before"})
     for rk in ("new", "renamed"):
         try:
-            tc.delete_entity(pk, rk)
+            table.delete_entity(pk, rk)
         except Exception:
             pass
     m = faulty_mount(mounter, proxy)
@@ -342,8 +339,8 @@ def test_applied_write_whose_answer_is_lost_succeeds(table, mounter, proxy, sdk,
     deadline = time.monotonic() + 10                # an insert commits at release
     while True:
         try:
-            got = {rk: props_cmp(tc.get_entity(pk, rk)) for rk in want}
-            missing = [rk for rk in gone if list(tc.query_entities(
+            got = {rk: by_value(entity_props(table.get_entity(pk, rk))) for rk in want}
+            missing = [rk for rk in gone if list(table.query_entities(
                 "PartitionKey eq '%s' and RowKey eq '%s'" % (pk, rk)))]
             if got == want and not missing:
                 break
@@ -353,13 +350,12 @@ def test_applied_write_whose_answer_is_lost_succeeds(table, mounter, proxy, sdk,
         time.sleep(0.2)
 
 
-def test_404_without_not_found_code_is_eio(table, mounter, proxy, sdk):
+def test_404_without_not_found_code_is_eio(table, mounter, proxy):
     """404 means ENOENT only when the service says ResourceNotFound (or
     TableNotFound, EntityNotFound); a 404 from anything else (a proxy, a
     wrong path) is EIO, and an rm answered so leaves the entity there."""
     pk = "notfound"
-    tc = sdk.get_table_client(TABLE)
-    tc.upsert_entity({"PartitionKey": pk, "RowKey": "r", "n": 1})
+    table.upsert_entity({"PartitionKey": pk, "RowKey": "r", "n": 1})
     m = faulty_mount(mounter, proxy)
     d = os.path.join(m, TABLE, pk)
     os.listdir(d)
@@ -367,7 +363,7 @@ def test_404_without_not_found_code_is_eio(table, mounter, proxy, sdk):
     with pytest.raises(OSError) as ei:
         os.unlink(os.path.join(d, "r.json"))
     assert ei.value.errno == errno.EIO, ei.value
-    assert tc.get_entity(pk, "r")["n"] == 1
+    assert table.get_entity(pk, "r")["n"] == 1
     # one line: operation, path, status, the code it carried, attempts
     lines = [l for l in m.stderr().splitlines() if "error: delete" in l]
     assert len(lines) == 1, m.stderr()[-3000:]

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from conftest import KEY, ACCOUNT, aztfs_env
+from conftest import KEY, aztfs_env, conn_str_for
 
 TABLE = "tlsProbe"
 
@@ -112,14 +112,9 @@ def probe(sdk, seed):
     return TABLE
 
 
-def https_conn_str(port):
-    return ("DefaultEndpointsProtocol=https;AccountName=%s;AccountKey=%s;"
-            "TableEndpoint=https://127.0.0.1:%d/%s;" % (ACCOUNT, KEY, port, ACCOUNT))
-
-
 def test_https_with_the_right_ca_mounts(probe, front, certs, mounter):
     f = front("good")
-    m = mounter.mount(conn_str=https_conn_str(f.port),
+    m = mounter.mount(conn_str=conn_str_for(f.port, scheme="https"),
                       options=["-o", "cafile=%s" % (certs / "ca.pem")])
     with open(os.path.join(m, TABLE, "p", "r.json")) as fh:
         assert '"via": "tls"' in fh.read()
@@ -137,7 +132,7 @@ def test_https_unverified_certificate_refused(probe, front, certs, tmp_path, azt
     args = ["-f", "-o", "retries=4"]
     if cafile:
         args += ["-o", "cafile=%s" % (certs / cafile)]
-    res = aztfs_run(args + [str(mp)], aztfs_env(https_conn_str(f.port)))
+    res = aztfs_run(args + [str(mp)], aztfs_env(conn_str_for(f.port, scheme="https")))
     assert res.returncode != 0, res
     assert not os.path.ismount(str(mp))
     assert "cannot reach the table endpoint" in res.stderr, res.stderr
