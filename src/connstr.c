@@ -281,6 +281,7 @@ static int use_devstore(const struct fields *f, struct account *acct,
         return seterr(-EINVAL, errbuf, errlen,
                       "UseDevelopmentStorage=true cannot be combined with other settings;"
                       " give AccountName, AccountKey and TableEndpoint instead");
+    acct->devstore = 1;
     acct->name = strdup(DEVSTORE_ACCOUNT);
     if (!acct->name)
         return seterr(-ENOMEM, errbuf, errlen, "out of memory");
@@ -441,15 +442,15 @@ fail:
     return rc;
 }
 
-/* Does the config TEXT that produced ACCT hold a secret? Any SAS or any
+/* Does the config that produced ACCT hold a secret? Any SAS or any
  * AccountKey written in the file does (even the published emulator key: a
  * rule without exceptions is the one people can check); only
- * UseDevelopmentStorage=true, where the key is implied, does not. */
-static int holds_secret(const struct account *acct, const char *text)
+ * UseDevelopmentStorage=true, where the key is implied, does not. Decided
+ * from the parsed setting, never from the text (which could say
+ * "UseDevelopmentStorage=false" next to a real key). */
+static int holds_secret(const struct account *acct)
 {
-    if (acct->sas)
-        return 1;
-    return acct->key && !strcasestr(text, "UseDevelopmentStorage");
+    return acct->sas || (acct->key && !acct->devstore);
 }
 
 /* Read all of FD (a regular file) into a malloc'd NUL-terminated buffer of
@@ -576,7 +577,7 @@ int connstr_load_file(const char *path, struct account *acct, char *errbuf, size
         seterr(rc, errbuf, errlen, "config file %s: %s", path, msg);
         goto fail;
     }
-    if ((st.st_mode & 077) && holds_secret(acct, joined)) {
+    if ((st.st_mode & 077) && holds_secret(acct)) {
         rc = seterr(-EACCES, errbuf, errlen,
                     "config file %s is readable or writable by group or others"
                     " and holds a secret; run chmod 600 %s", path, path);

@@ -23,6 +23,8 @@ struct account {
     char *host;            /* host[:port] part of endpoint */
     char *base_path;       /* path part of endpoint, "" for host-style,
                               "/devstoreaccount1" for path-style */
+    int devstore;          /* from UseDevelopmentStorage=true: the key is
+                              the emulator's published one, no secret */
 };
 
 /* Parse an Azure connection string ("Key=Value;Key=Value...") into *acct

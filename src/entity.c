@@ -32,6 +32,7 @@ struct prop {
     enum edm_type type;
     long long i;        /* Int32 and Int64 value */
     double d;           /* Double value (may be NaN or infinite) */
+    char dt[ENTITY_DATETIME_SIZE];  /* DateTime value, canonical UTC form */
 };
 
 /* How collect_props() treats its input. */
@@ -391,7 +392,27 @@ static int prop_type(const json_t *obj, const char *name, const json_t *v,
     }
 }
 
-/* Check P->value against P->type and fill P->i / P->d. Values are accepted
+/* Check the DateTime P->value and put its canonical form in P->dt.
+ * Returns 0, or -EINVAL with err filled (what is wrong, what is expected). */
+static int check_datetime(struct prop *p, struct entity_error *err)
+{
+    const json_t *v = p->value;
+    const char *why = "not a string";
+    char desc[96];
+
+    if (json_is_string(v)) {
+        why = "a NUL character";
+        if (strlen(json_string_value(v)) == json_string_length(v) &&
+            entity_datetime_canonical(json_string_value(v), p->dt, &why) == 0)
+            return 0;
+    }
+    describe_value(v, desc, sizeof(desc));
+    return set_err(err, -EINVAL, p->name, "property '%.40s': value %s is not an Edm.DateTime "
+                   "(%s); expected YYYY-MM-DDThh:mm:ss[.fffffff] then Z or +hh:mm",
+                   p->name, desc, why);
+}
+
+/* Check P->value against P->type and fill P->i / P->d / P->dt. Values are accepted
  * leniently where unambiguous (an integer for Int64 or Double); with LIMITS,
  * String and Binary sizes are checked too (-EFBIG).
  * Returns 0, -EINVAL or -EFBIG with err filled. */
@@ -400,7 +421,6 @@ static int prop_check(struct prop *p, int limits, struct entity_error *err)
     const json_t *v = p->value;
     const char *s = json_is_string(v) ? json_string_value(v) : NULL;
     size_t n = s ? json_string_length(v) : 0, size;
-    struct timespec ts;
     char desc[96];
     int good = 0;
 
@@ -443,8 +463,7 @@ static int prop_check(struct prop *p, int limits, struct entity_error *err)
             good = 0;
         break;
     case EDM_DATETIME:
-        good = s && strlen(s) == n && entity_parse_datetime(s, &ts) == 0;
-        break;
+        return check_datetime(p, err);
     case EDM_GUID:
         good = s && is_guid(s, n);
         break;
@@ -570,10 +589,12 @@ static void render_prop(struct sbuf *sb, int *first, const struct prop *p)
     sb_member(sb, first, p->name, "");
     switch (p->type) {
     case EDM_STRING:
-    case EDM_DATETIME:
     case EDM_GUID:
     case EDM_BINARY:
         sb_add_string(sb, json_string_value(p->value), json_string_length(p->value));
+        break;
+    case EDM_DATETIME:
+        sb_add_string(sb, p->dt, strlen(p->dt));
         break;
     case EDM_BOOLEAN:
         sb_adds(sb, json_is_true(p->value) ? "true" : "false");
@@ -653,8 +674,9 @@ int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity
 }
 
 /* Add P to the wire object W in the form the service expects: Int64 as a
- * decimal string, Double as a number (NaN/Infinity as strings), both
- * annotated like Guid/DateTime/Binary. Returns 0 or -ENOMEM. */
+ * decimal string, Double as a number (NaN/Infinity as strings), DateTime in
+ * its canonical UTC form, all annotated like Guid/Binary. Returns 0 or
+ * -ENOMEM. */
 static int wire_add(json_t *w, const struct prop *p)
 {
     char akey[ANNOTATION_KEY_MAX], num[32];
@@ -678,6 +700,9 @@ static int wire_add(json_t *w, const struct prop *p)
         break;
     case EDM_BOOLEAN:
         v = json_boolean(json_is_true(p->value));
+        break;
+    case EDM_DATETIME:
+        v = json_string(p->dt);
         break;
     default:
         v = json_stringn(json_string_value(p->value), json_string_length(p->value));
@@ -812,6 +837,13 @@ out:
     return rc;
 }
 
+/* A DateTime as written, split by dt_parse(). */
+struct dt_fields {
+    struct tm tm;       /* date and time as written (local to OFFSET) */
+    int offset;         /* the time zone, minutes east of UTC */
+    char frac[8];       /* the fraction digits kept (0 to 7), NUL-terminated */
+};
+
 /* Read exactly N decimal digits at *P into *val and advance *P. */
 static int read_digits(const char **p, int n, int *val)
 {
@@ -825,60 +857,177 @@ static int read_digits(const char **p, int n, int *val)
     return 0;
 }
 
-/* Read the literal character C at *P and advance *P. */
-static int expect(const char **p, char c)
+/* Read one of the characters CHARS at *P and advance *P. */
+static int expect(const char **p, const char *chars)
 {
-    if (**p != c)
+    if (**p == '\0' || !strchr(chars, **p))
         return -EINVAL;
     (*p)++;
     return 0;
 }
 
-/* entity_parse_datetime: see entity.h. Accepts years 0001-9999 and "Z" or
- * "+00:00"; checks the calendar (no leap seconds). */
+/* Scan "YYYY-MM-DDThh:mm:ss" at *P into TM (not range-checked), advance *P. */
+static int dt_scan_fields(const char **p, struct tm *tm)
+{
+    int y, mo;
+
+    if (read_digits(p, 4, &y) || expect(p, "-") || read_digits(p, 2, &mo) ||
+        expect(p, "-") || read_digits(p, 2, &tm->tm_mday) || expect(p, "Tt") ||
+        read_digits(p, 2, &tm->tm_hour) || expect(p, ":") || read_digits(p, 2, &tm->tm_min) ||
+        expect(p, ":") || read_digits(p, 2, &tm->tm_sec))
+        return -EINVAL;
+    tm->tm_year = y - 1900;
+    tm->tm_mon = mo - 1;
+    return 0;
+}
+
+/* Scan an optional ".digits" at *P into FRAC (at most 7 digits kept; any
+ * further digit must be '0' and is dropped), advance *P. Returns 0 or
+ * -EINVAL with *why. */
+static int dt_scan_fraction(const char **p, char frac[8], const char **why)
+{
+    const char *q = *p;
+    size_t k = 0;
+
+    frac[0] = '\0';
+    if (*q != '.')
+        return 0;
+    if (*++q < '0' || *q > '9') {
+        *why = "no digit after the '.'";
+        return -EINVAL;
+    }
+    for (; *q >= '0' && *q <= '9'; q++) {
+        if (k < 7) {
+            frac[k++] = *q;
+        } else if (*q != '0') {
+            *why = "more than 7 fraction digits (100 ns)";
+            return -EINVAL;
+        }
+    }
+    frac[k] = '\0';
+    *p = q;
+    return 0;
+}
+
+/* Scan the time zone P, which must end the string: "Z" or "z" (UTC), or
+ * "+hh:mm" / "-hh:mm" up to 23:59, into *offset (minutes east of UTC).
+ * Returns 0 or -EINVAL with *why. */
+static int dt_scan_zone(const char *p, int *offset, const char **why)
+{
+    int h, m, sign;
+
+    *offset = 0;
+    if (*p == '\0') {
+        *why = "no time zone";
+        return -EINVAL;
+    }
+    if ((*p == 'Z' || *p == 'z') && p[1] == '\0')
+        return 0;
+    sign = *p == '-' ? -1 : 1;
+    if (expect(&p, "+-") || read_digits(&p, 2, &h) || expect(&p, ":") ||
+        read_digits(&p, 2, &m) || *p != '\0') {
+        *why = "bad time zone";
+        return -EINVAL;
+    }
+    if (h > 23 || m > 59) {
+        *why = "time zone offset beyond 23:59";
+        return -EINVAL;
+    }
+    *offset = sign * (h * 60 + m);
+    return 0;
+}
+
+/* Check the date and time of F and convert them to UTC: *t (seconds since
+ * the epoch) and *utc (years 0001-9999 only). Returns 0 or -EINVAL with *why. */
+static int dt_to_utc(const struct dt_fields *f, time_t *t, struct tm *utc, const char **why)
+{
+    struct tm tm = f->tm;
+
+    if (tm.tm_year < 1 - 1900) {
+        *why = "year 0000";
+        return -EINVAL;
+    }
+    if (tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 59) {
+        *why = "no such time of day";
+        return -EINVAL;
+    }
+    errno = 0;
+    *t = timegm(&tm);           /* normalises TM: a day that does not exist moves */
+    if (*t == (time_t)-1 && errno == EOVERFLOW) {
+        *why = "year out of range";
+        return -EINVAL;
+    }
+    if (tm.tm_year != f->tm.tm_year || tm.tm_mon != f->tm.tm_mon ||
+        tm.tm_mday != f->tm.tm_mday) {
+        *why = "no such date";
+        return -EINVAL;
+    }
+    *t -= (time_t)f->offset * 60;
+    if (!gmtime_r(t, utc) || utc->tm_year < 1 - 1900 || utc->tm_year > 9999 - 1900) {
+        *why = "year outside 0001-9999 once in UTC";
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Parse the DateTime S into F and convert it to UTC (*t, *utc): the common
+ * part of entity_datetime_canonical() and entity_parse_datetime().
+ * Returns 0 or -EINVAL with *why. */
+static int dt_parse(const char *s, struct dt_fields *f, time_t *t, struct tm *utc,
+                    const char **why)
+{
+    const char *p = s;
+
+    memset(f, 0, sizeof(*f));
+    if (dt_scan_fields(&p, &f->tm) < 0) {
+        *why = "wrong layout";
+        return -EINVAL;
+    }
+    if (dt_scan_fraction(&p, f->frac, why) < 0 || dt_scan_zone(p, &f->offset, why) < 0)
+        return -EINVAL;
+    return dt_to_utc(f, t, utc, why);
+}
+
+/* entity_datetime_canonical: see entity.h. */
+int entity_datetime_canonical(const char *s, char out[ENTITY_DATETIME_SIZE], const char **why)
+{
+    struct dt_fields f;
+    struct tm utc;
+    const char *reason;
+    time_t t;
+    int n;
+
+    if (!why)
+        why = &reason;
+    if (dt_parse(s, &f, &t, &utc, why) < 0)
+        return -EINVAL;
+    n = snprintf(out, ENTITY_DATETIME_SIZE, "%04d-%02d-%02dT%02d:%02d:%02d%s%sZ",
+                 utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
+                 utc.tm_sec, f.frac[0] ? "." : "", f.frac);
+    if (n < 0 || n >= ENTITY_DATETIME_SIZE) {
+        *why = "cannot be formatted";   /* not reached: every field is in range */
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* entity_parse_datetime: see entity.h. No leap seconds. */
 int entity_parse_datetime(const char *s, struct timespec *ts)
 {
-    static const int mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-    struct tm tm;
-    const char *p = s;
-    int y, mo, d, h, mi, sec, leap, frac = 0, digits = 0;
+    struct dt_fields f;
+    struct tm utc;
+    const char *why;
+    size_t k = 0;
+    long ns = 0;
     time_t t;
 
-    if (read_digits(&p, 4, &y) || expect(&p, '-') || read_digits(&p, 2, &mo) ||
-        expect(&p, '-') || read_digits(&p, 2, &d) || expect(&p, 'T') ||
-        read_digits(&p, 2, &h) || expect(&p, ':') || read_digits(&p, 2, &mi) ||
-        expect(&p, ':') || read_digits(&p, 2, &sec))
+    if (dt_parse(s, &f, &t, &utc, &why) < 0)
         return -EINVAL;
-    if (*p == '.') {
-        p++;
-        while (*p >= '0' && *p <= '9' && digits < 7) {
-            frac = frac * 10 + (*p++ - '0');
-            digits++;
-        }
-        if (digits == 0)
-            return -EINVAL;
+    for (int i = 0; i < 9; i++) {
+        ns = ns * 10 + (f.frac[k] ? f.frac[k] - '0' : 0);
+        k += f.frac[k] != '\0';
     }
-    if (strcmp(p, "Z") != 0 && strcmp(p, "+00:00") != 0)
-        return -EINVAL;
-
-    leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (y < 1 || mo < 1 || mo > 12 || d < 1 ||
-        d > mdays[mo - 1] + (mo == 2 && leap) || h > 23 || mi > 59 || sec > 59)
-        return -EINVAL;
-
-    memset(&tm, 0, sizeof(tm));
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = sec;
-    t = timegm(&tm);
-    if (t == (time_t)-1 && !(y == 1969 && mo == 12 && d == 31 && h == 23 && mi == 59 && sec == 59))
-        return -EINVAL;
-    for (int i = digits; i < 9; i++)
-        frac *= 10;
     ts->tv_sec = t;
-    ts->tv_nsec = frac;
+    ts->tv_nsec = ns;
     return 0;
 }

@@ -42,8 +42,9 @@ int edm_type_parse(const char *name, enum edm_type *out);
  *     kept as UTF-8, only '"', '\\' and control characters escaped);
  *     Double as the shortest number that reads back to the same value,
  *     always with a '.' or exponent ("2.0"), NaN/Infinity/-Infinity as
- *     strings; Int64 decimal string; DateTime, Guid, Binary strings as
- *     received; null properties are omitted (the service does not store null).
+ *     strings; Int64 decimal string; DateTime in the canonical UTC form of
+ *     entity_datetime_canonical(); Guid, Binary strings as received; null
+ *     properties are omitted (the service does not store null).
  *   - an un-annotated JSON integer outside the Int32 range is an Int64.
  * The same entity always renders to the same bytes.
  * Returns 0 with *out malloc'd (NUL-terminated, caller frees) and *out_len its
@@ -58,7 +59,8 @@ int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity
  * annotation when out of range), bare reals are Double (annotated), strings,
  * booleans as is; annotated values are checked against their type (Int64
  * decimal in range, Double number or NaN/Infinity/-Infinity string,
- * Guid 8-4-4-4-12 hex, DateTime ISO-8601, Binary valid base64); an annotation
+ * Guid 8-4-4-4-12 hex, DateTime as entity_datetime_canonical() accepts it,
+ * sent in its canonical UTC form, Binary valid base64); an annotation
  * without its property, or with an unknown type, is an error.
  * Errors (returned as -errno, details in *err):
  *   -EINVAL  invalid JSON, not an object, nested object/array, bad value for
@@ -72,8 +74,28 @@ int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity
 int entity_parse(const char *text, size_t len, json_t **wire_out,
                  char **pk_out, char **rk_out, struct entity_error *err);
 
-/* Parse an ISO-8601 UTC timestamp ("2026-11-22T08:26:34.9118804Z", fraction
- * optional, up to 7 digits) into *ts. Returns 0 or -EINVAL. */
+/* Room for a canonical DateTime "YYYY-MM-DDThh:mm:ss.fffffffZ" and its NUL. */
+#define ENTITY_DATETIME_SIZE 32
+
+/* Normalise the DateTime S to the canonical UTC form written to files and
+ * sent to the service, "YYYY-MM-DDThh:mm:ss[.f]Z" (doc/FORMAT.md):
+ *   accepted: YYYY-MM-DDThh:mm:ss, an optional '.' and 1 or more fraction
+ *   digits, then "Z" or an offset "+hh:mm" / "-hh:mm" (00:00 to 23:59);
+ *   't' and 'z' may be lower case (RFC 3339);
+ *   the offset is applied (day, month and year roll over as needed); the
+ *   fraction digits are kept as written (trailing zeros too), but at most 7
+ *   (100 ns, the service's precision): digits past the 7th must be zeros and
+ *   are dropped;
+ *   refused: anything else (no time zone, a space for 'T', "+0530"), no such
+ *   date or time (Feb 30, 24:00, leap second 60), a non-zero 8th fraction
+ *   digit, a year outside 0001-9999 as written or once in UTC.
+ * Returns 0 with OUT filled, or -EINVAL with *why (when WHY is non-NULL) set
+ * to a short static reason such as "no such date". */
+int entity_datetime_canonical(const char *s, char out[ENTITY_DATETIME_SIZE], const char **why);
+
+/* Parse a DateTime (any spelling entity_datetime_canonical accepts, e.g. the
+ * service's "2026-11-22T08:26:34.9118804Z") into *ts, seconds and
+ * nanoseconds since the epoch, UTC. Returns 0 or -EINVAL. */
 int entity_parse_datetime(const char *s, struct timespec *ts);
 
 #endif

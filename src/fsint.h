@@ -31,6 +31,9 @@ struct open_file {
     int failed;               /* the last commit failed */
     int append;               /* opened O_APPEND: writes go to the end of our copy */
     int trunc_open;           /* opened with O_TRUNC (bash's '>' flushes before writing) */
+    uint64_t ino;             /* inode number of the name it was opened by */
+    int detached;             /* its name was removed or replaced (unlink, or a
+                                 rename onto it) while it was open */
     char *path;               /* registered path of a write handle (pending list) */
     struct open_file *pnext;  /* next in a->pending */
 };
@@ -124,6 +127,17 @@ int fs_rename(const char *from, const char *to, unsigned int flags);
 int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
 int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
 int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
+
+/* Hand OF to the kernel as FI's handle for the file opened at PATH. */
+void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path);
+
+/* Attributes of the open file OF whose name is gone (libfuse hands a NULL
+ * path for it): its own copy's size, no links. */
+void fs_fill_handle_stat(const struct aztfs *a, struct open_file *of, struct stat *st);
+
+/* Mark the write handles open on PATH detached: the name now belongs to
+ * another entity (or none), so they no longer speak for it. */
+void fs_pending_detach(struct aztfs *a, const char *path);
 
 /* A new handle (zeroed, lock initialised), or NULL on ENOMEM. */
 struct open_file *fs_open_file_new(void);

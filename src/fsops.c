@@ -8,6 +8,7 @@
 
 #include "entity.h"
 #include "fsint.h"
+#include <fuse_lowlevel.h>     /* fuse_session_exited */
 #include "keycodec.h"
 #include "stats.h"
 
@@ -299,9 +300,26 @@ static int table_known(struct aztfs *a, const char *name)
 
 /* --- FUSE callbacks ------------------------------------------------------ */
 
+/* Should a read stop? When the FUSE request it serves was interrupted (the
+ * process waiting for it got a signal: ^C, SIGKILL), or the mount is going
+ * away (unmount, SIGTERM). Asked from any thread. */
+static int aztfs_cancelled(void *ctx)
+{
+    struct aztfs *a = ctx;
+
+    return fuse_interrupted() || (a->fuse && fuse_session_exited(fuse_get_session(a->fuse)));
+}
+
 static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
     struct aztfs *a = fs_ctx();
+
+    a->fuse = fuse_get_context()->fuse;
+    if (cfg->set_uid)           /* -o uid=/gid=: chown to what is shown works */
+        a->uid = cfg->uid;
+    if (cfg->set_gid)
+        a->gid = cfg->gid;
+    table_client_set_cancel(a->tc, aztfs_cancelled, a);
 
     cfg->use_ino = 1;
     cfg->readdir_ino = 1;
@@ -328,6 +346,32 @@ void fs_fill_scratch_stat(const struct aztfs *a, const char *path,
     st->st_nlink = 1;
 }
 
+/* Hand a handle to the kernel; see fsint.h. */
+void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path)
+{
+    of->ino = fspath_ino(path);
+    fi->fh = (uint64_t)(uintptr_t)of;
+    fi->direct_io = 1;
+}
+
+/* Attributes of an open file without a name; see fsint.h. */
+void fs_fill_handle_stat(const struct aztfs *a, struct open_file *of, struct stat *st)
+{
+    memset(st, 0, sizeof(*st));
+    st->st_ino = of->ino;
+    st->st_mode = FILE_MODE;
+    st->st_nlink = 0;
+    st->st_uid = a->uid;
+    st->st_gid = a->gid;
+    pthread_mutex_lock(&of->lock);
+    st->st_size = of->scratch ? 0 : (off_t)of->len;
+    pthread_mutex_unlock(&of->lock);
+    st->st_blksize = 4096;
+    st->st_blocks = (st->st_size + 511) / 512;
+    clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+    st->st_atim = st->st_ctim = st->st_mtim;
+}
+
 static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
     struct aztfs *a = fs_ctx();
@@ -337,6 +381,12 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
     struct cache_file f = { 0 };
     int rc;
 
+    if (!path) {            /* an open file whose name was removed (hard_remove) */
+        if (!of)
+            return -ESTALE;
+        fs_fill_handle_stat(a, of, st);
+        return 0;
+    }
     if (of && !of->scratch) {
         int unsaved;
         struct timespec mt;
@@ -352,8 +402,16 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
         if (unsaved)
             return 0;
     }
-    if ((rc = fspath_parse(path, &fp)) < 0)
+    if ((rc = fspath_parse(path, &fp)) < 0) {
+        /* the kernel looks a name up before it creates, makes or renames
+         * onto it: a name no key can have is refused here, once */
+        const char *why = rc == -EINVAL || rc == -ENAMETOOLONG ?
+                          fspath_invalid_reason(path) : NULL;
+
+        if (why)
+            log_error(&a->log, "%s: not a valid name: %s", path, why);
         return rc;
+    }
     if (fp.kind == FSP_ENTITY) {
         size_t len;
         struct timespec mt;
@@ -471,8 +529,7 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
             rc = -ENOMEM;
         if (rc == 0) {
             of->scratch = 1;
-            fi->fh = (uint64_t)(uintptr_t)of;
-            fi->direct_io = 1;
+            fs_attach(fi, of, path);
         }
         fspath_free(&fp);
         return rc;
@@ -490,8 +547,7 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
     fspath_free(&fp);
     if (rc < 0)
         return rc;
-    fi->fh = (uint64_t)(uintptr_t)of;
-    fi->direct_io = 1;
+    fs_attach(fi, of, path);
     fi->noflush = 1;          /* a read-only handle has nothing to commit at close */
     return 0;
 }
@@ -504,8 +560,8 @@ static int aztfs_read(const char *path, char *buf, size_t size, off_t off,
 
     if (off < 0)
         return -EINVAL;
-    if (of->scratch)
-        return (int)scratch_read(fs_ctx()->scratch, path, buf, size, off);
+    if (of->scratch)        /* a removed scratch file's bytes went with its name */
+        return path ? (int)scratch_read(fs_ctx()->scratch, path, buf, size, off) : -ESTALE;
     pthread_mutex_lock(&of->lock);
     if ((size_t)off < of->len) {
         if (size > of->len - (size_t)off)
@@ -522,7 +578,8 @@ static int aztfs_release(const char *path, struct fuse_file_info *fi)
     struct open_file *of = fs_handle(fi);
 
     if (of && !of->scratch && of->path) {
-        fs_release_write(path, of);
+        if (path)
+            fs_release_write(path, of);
         fs_pending_remove(fs_ctx(), of);
     }
     fs_open_file_free(of);

@@ -19,6 +19,7 @@ struct open_file;
 /* Everything one mount needs; handed to FUSE as private_data. */
 struct aztfs {
     struct table_client *tc;     /* owned */
+    struct fuse *fuse;           /* the running mount (set at init) */
     struct cache *cache;         /* owned */
     struct scratch *scratch;     /* owned: scratch files and local directories */
     int merge;                   /* -o merge: writes to existing entities MERGE */

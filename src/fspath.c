@@ -1,5 +1,6 @@
 /* fspath.c - FUSE paths -> (table, partition, entity) addresses, and stable inode numbers. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -48,13 +49,44 @@ void fspath_free(struct fspath *fp)
     memset(fp, 0, sizeof(*fp));
 }
 
-/* Decode a key component: 0 with *key set (short form) or NULL (long form),
- * -ENOENT if the codec cannot produce NAME, -ENOMEM. */
-static int decode_component(const char *name, int is_file, char **key)
+/* Every name the codec makes fits, so a listed name is never too long. */
+_Static_assert(KEYCODEC_NAME_MAX + sizeof(ENTITY_SUFFIX) - 1 <= NAME_MAX,
+               "entity file names fit NAME_MAX");
+_Static_assert(KEYCODEC_PREFIX_MAX + sizeof(KEYCODEC_LONG_MARK) - 1 + KEYCODEC_HASH_HEX <=
+               KEYCODEC_NAME_MAX, "long-form names fit KEYCODEC_NAME_MAX");
+
+/* Why fspath_invalid_reason refuses a path, besides keycodec's reasons. */
+#define WHY_TOO_LONG "a name is at most 255 bytes"
+#define WHY_BARE_SUFFIX "'.json' is the name of no key (the empty RowKey is '%.json')"
+
+/* Is every component of PATH at most NAME_MAX bytes? */
+static int components_fit(const char *path)
+{
+    for (const char *p = path; *p; ) {
+        size_t n = strcspn(p, "/");
+
+        if (n > NAME_MAX)
+            return 0;
+        p += n + (p[n] == '/');
+    }
+    return 1;
+}
+
+/* Decode the key component NAME: a partition directory, or with IS_FILE an
+ * entity file name ending in ".json". 0 with *key set (short form) or NULL
+ * (long form); -EINVAL with *why set when NAME stands for no key the service
+ * accepts (or is ".json" alone); -ENOENT if the codec cannot produce NAME;
+ * -ENOMEM. */
+static int decode_component(const char *name, int is_file, char **key, const char **why)
 {
     char *k = NULL;
-    int rc = is_file ? keycodec_file_decode(name, &k) : keycodec_decode(name, &k);
+    int rc;
 
+    *why = is_file && strcmp(name, ENTITY_SUFFIX) == 0 ? WHY_BARE_SUFFIX
+                                                       : keycodec_name_problem(name);
+    if (*why)
+        return -EINVAL;
+    rc = is_file ? keycodec_file_decode(name, &k) : keycodec_decode(name, &k);
     if (rc == -ENOMEM)
         return rc;
     if (rc < 0)
@@ -67,16 +99,21 @@ static int decode_component(const char *name, int is_file, char **key)
     return 0;
 }
 
-/* Parse a FUSE path; see fspath.h. */
-int fspath_parse(const char *path, struct fspath *fp)
+/* fspath_parse, with the reason for -EINVAL and -ENAMETOOLONG in *why. */
+static int parse(const char *path, struct fspath *fp, const char **why)
 {
     char *comp[4] = { 0 };
     char *copy, *save = NULL, *tok;
     int n = 0, rc = 0;
 
     memset(fp, 0, sizeof(*fp));
+    *why = NULL;
     if (path[0] != '/')
         return -ENOENT;
+    if (!components_fit(path)) {
+        *why = WHY_TOO_LONG;
+        return -ENAMETOOLONG;
+    }
     copy = strdup(path);
     if (!copy)
         return -ENOMEM;
@@ -103,7 +140,7 @@ int fspath_parse(const char *path, struct fspath *fp)
             rc = -ENOMEM;
             goto fail;
         }
-        if ((rc = decode_component(comp[1], 0, &fp->pk)) < 0)
+        if ((rc = decode_component(comp[1], 0, &fp->pk, why)) < 0)
             goto fail;
     }
     if (n == 3) {
@@ -113,9 +150,9 @@ int fspath_parse(const char *path, struct fspath *fp)
             rc = -ENOMEM;
             goto fail;
         }
-        if (len <= sl || strcmp(comp[2] + len - sl, ENTITY_SUFFIX) != 0)
+        if (len < sl || strcmp(comp[2] + len - sl, ENTITY_SUFFIX) != 0)
             fp->kind = FSP_SCRATCH;
-        else if ((rc = decode_component(comp[2], 1, &fp->rk)) < 0)
+        else if ((rc = decode_component(comp[2], 1, &fp->rk, why)) < 0)
             goto fail;
     }
     /* parent path: everything before the last '/' */
@@ -135,4 +172,24 @@ fail:
     free(copy);
     fspath_free(fp);
     return rc;
+}
+
+/* Parse a FUSE path; see fspath.h. */
+int fspath_parse(const char *path, struct fspath *fp)
+{
+    const char *why;
+
+    return parse(path, fp, &why);
+}
+
+/* fspath_invalid_reason: see fspath.h. */
+const char *fspath_invalid_reason(const char *path)
+{
+    struct fspath fp;
+    const char *why;
+    int rc = parse(path, &fp, &why);
+
+    if (rc == 0)
+        fspath_free(&fp);
+    return rc == -EINVAL || rc == -ENAMETOOLONG ? why : NULL;
 }

@@ -23,11 +23,28 @@ struct fspath {
     char *parent;      /* path of the containing directory ("/", "/t", "/t/pk") */
 };
 
-/* Parse PATH (absolute, as FUSE hands it). Returns 0, -ENOENT when no object
- * can live at PATH (too deep, invalid table name, a name the key codec cannot
- * produce), -ENOMEM. On error *fp holds nothing to free. */
+/* Parse PATH (absolute, as FUSE hands it). Returns 0 with *fp filled, or:
+ *   -ENAMETOOLONG  a component is longer than NAME_MAX (255) bytes;
+ *   -EINVAL        a partition or entity name stands for a key the service
+ *                  refuses (keycodec_name_problem: not valid UTF-8, or '/',
+ *                  '\\', '#', '?' or a control character, as is or as "%XX"),
+ *                  or an entity name is ".json" alone;
+ *   -ENOENT        nothing can live at PATH: more than three components, not
+ *                  a table name, or a partition or entity name the key codec
+ *                  does not produce (a non-canonical spelling, doc/NAMES.md);
+ *   -ENOMEM.
+ * The first fault decides, looked for in this order: a component too long,
+ * too many components, then each component from the top (EINVAL before
+ * ENOENT within one). Scratch names (not ending in ".json") are held only to
+ * the length limit. On error *fp holds nothing to free. */
 int fspath_parse(const char *path, struct fspath *fp);
 void fspath_free(struct fspath *fp);
+
+/* Why fspath_parse refuses PATH with -EINVAL or -ENAMETOOLONG, in plain words
+ * for a log line ("a key must be valid UTF-8", "a name is at most 255
+ * bytes", ...): a static string. NULL when fspath_parse gives PATH anything
+ * else (0, -ENOENT), or cannot tell (-ENOMEM). */
+const char *fspath_invalid_reason(const char *path);
 
 /* Is NAME a legal table name (^[A-Za-z][A-Za-z0-9]{2,62}$, not "Tables")? */
 int fspath_valid_table_name(const char *name);

@@ -266,6 +266,20 @@ void fs_pending_remove(struct aztfs *a, struct open_file *of)
     pthread_mutex_unlock(&a->pending_lock);
 }
 
+/* Detach the write handles open on PATH; see fsint.h. */
+void fs_pending_detach(struct aztfs *a, const char *path)
+{
+    pthread_mutex_lock(&a->pending_lock);
+    for (struct open_file *of = a->pending; of; of = of->pnext) {
+        if (strcmp(of->path, path) != 0)
+            continue;
+        pthread_mutex_lock(&of->lock);
+        of->detached = 1;
+        pthread_mutex_unlock(&of->lock);
+    }
+    pthread_mutex_unlock(&a->pending_lock);
+}
+
 /* Size of the unsaved copy of PATH (new or written), if one is open. */
 int fs_pending_size(struct aztfs *a, const char *path, size_t *len)
 {
@@ -276,7 +290,7 @@ int fs_pending_size(struct aztfs *a, const char *path, size_t *len)
         if (strcmp(of->path, path) != 0)
             continue;
         pthread_mutex_lock(&of->lock);
-        if (of->is_new || of->written) {
+        if (!of->detached && (of->is_new || of->written)) {
             *len = of->len;
             rc = 0;
         }
@@ -383,8 +397,7 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         fs_open_file_free(of);
         return rc;
     }
-    fi->fh = (uint64_t)(uintptr_t)of;
-    fi->direct_io = 1;
+    fs_attach(fi, of, path);
     return 0;
 }
 
@@ -412,8 +425,7 @@ int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
         fs_open_file_free(of);
         return rc;
     }
-    fi->fh = (uint64_t)(uintptr_t)of;
-    fi->direct_io = 1;
+    fs_attach(fi, of, path);
     return 0;
 }
 
@@ -425,8 +437,8 @@ int fs_write(const char *path, const char *buf, size_t size, off_t off,
 
     if (off < 0)
         return -EINVAL;
-    if (of->scratch)
-        return (int)scratch_write(fs_ctx()->scratch, path, buf, size, off);
+    if (of->scratch)        /* a removed scratch file's bytes went with its name */
+        return path ? (int)scratch_write(fs_ctx()->scratch, path, buf, size, off) : -ESTALE;
     pthread_mutex_lock(&of->lock);
     if (of->append)     /* the kernel's idea of the size may be stale */
         off = (off_t)of->len;
@@ -461,6 +473,8 @@ int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         pthread_mutex_unlock(&of->lock);
         return rc;
     }
+    if (!path)              /* a removed scratch file */
+        return -ESTALE;
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
     if (fp.kind == FSP_SCRATCH) {
@@ -491,6 +505,23 @@ int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
     return rc;
 }
 
+/* Flush of an entity handle whose name was removed while it was open (rm,
+ * or a rename onto it, through this mount): as on a local disk, what was
+ * written goes with the removed file. Nothing is sent (the name is gone or
+ * belongs to another entity now); said once in the log. */
+static int drop_detached(struct aztfs *a, struct open_file *of)
+{
+    pthread_mutex_lock(&of->lock);
+    if (of->written || (of->is_new && !of->failed))
+        log_info(&a->log, "a file removed while open was closed: its unsaved changes (%zu "
+                 "bytes) went with it, as on a local disk", of->len);
+    of->written = 0;
+    of->is_new = 0;
+    of->detached = 1;
+    pthread_mutex_unlock(&of->lock);
+    return 0;
+}
+
 int fs_flush(const char *path, struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
@@ -498,6 +529,8 @@ int fs_flush(const char *path, struct fuse_file_info *fi)
 
     if (!of || of->scratch)
         return 0;
+    if (!path)
+        return drop_detached(fs_ctx(), of);
     pthread_mutex_lock(&of->lock);
     /* A new file flushed before any write: touch means "create it now";
      * after O_TRUNC or O_APPEND (bash's '>' and '>>' flush before they
@@ -553,10 +586,13 @@ int fs_unlink(const char *path)
         if (rc < 0)
             fs_log_failure(a, "delete", path, rc, &st,
                            rc == -ESTALE ? "the entity was changed by someone else since it "
-                                           "was read" : NULL);
+                                           "was read" :
+                           rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
         fs_invalidate(a, path);
         if (rc == 0) {
             char *tdir = NULL;
+
+            fs_pending_detach(a, path);
 
             /* the directory stays until rmdir, as on a local disk */
             scratch_mkdir(a->scratch, fp.parent);
@@ -729,6 +765,8 @@ static int rename_in_partition(struct aztfs *a, const char *from, struct fspath 
                                       exists ? dst.etag : NULL };
     ops[1] = (struct table_batch_op){ TB_DELETE, ff->rk, NULL, src.etag };
     rc = table_batch(a->tc, ff->table, ff->pk, ops, 2, &st);
+    if (rc == 0)
+        fs_pending_detach(a, to);
     if (rc == -ESTALE)
         conflict_note(a, from);
     if (rc < 0)
@@ -764,9 +802,10 @@ static int commit_scratch(struct aztfs *a, const char *from, const char *to, str
     exists = rc == 0;
     if (rc == 0 || rc == -ENOENT)
         rc = save_entity(a, to, data, len, !exists, exists ? dst.etag : NULL, 1, NULL);
-    if (rc == 0)
+    if (rc == 0) {
         scratch_unlink(a->scratch, from);
-    else if (rc == -ESTALE)
+        fs_pending_detach(a, to);
+    } else if (rc == -ESTALE)
         conflict_note(a, to);
     cache_file_clear(&dst);
     free(data);
@@ -812,6 +851,8 @@ int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
     struct fspath fp;
     int rc;
 
+    if (!path)
+        return 0;           /* an open file without a name: its mode is fixed */
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
     if (fp.kind == FSP_SCRATCH)
@@ -836,6 +877,8 @@ int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_i
     struct timespec mt;
     int rc;
 
+    if (!path)
+        return 0;           /* an open file without a name: no mtime to keep */
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
     if (fp.kind == FSP_SCRATCH) {

@@ -20,6 +20,8 @@ struct http_pool {
     pthread_mutex_t lock;
     CURL *idle[POOL_MAX];       /* handles with live connections, LIFO */
     int n_idle;
+    int (*cancelled)(void *ctx);    /* see http_pool_set_cancel */
+    void *cancel_ctx;
 };
 
 /* Accumulates a response body. */
@@ -37,7 +39,30 @@ static const char *const hdr_names[HDR_COUNT] = {
     [HDR_CONT_TABLE] = "x-ms-continuation-NextTableName",
     [HDR_RETRY_AFTER] = "Retry-After",
     [HDR_CONTENT_TYPE] = "Content-Type",
+    [HDR_DATE] = "Date",
 };
+
+/* What one attempt tells about sends that may have reached the server. */
+struct send_count {
+    int sends;          /* times libcurl was about to send the request */
+};
+
+/* curl prerequest callback: called each time libcurl is about to send the
+ * request on a connection, so a second call within one attempt is libcurl's
+ * own resend after the reused connection died (after it may have written
+ * the whole request). */
+static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primary_port,
+                     int local_port)
+{
+    struct send_count *sc = clientp;
+
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    (void)local_port;
+    sc->sends++;
+    return CURL_PREREQFUNC_OK;
+}
 
 /* Create a pool with CFG's values or their defaults. */
 int http_pool_new(struct http_pool **out, const struct http_config *cfg,
@@ -82,6 +107,30 @@ void http_pool_free(struct http_pool *pool)
         curl_easy_cleanup(pool->idle[i]);
     pthread_mutex_destroy(&pool->lock);
     free(pool);
+}
+
+/* See http.h. */
+void http_pool_set_cancel(struct http_pool *pool, int (*cancelled)(void *ctx), void *ctx)
+{
+    pool->cancelled = cancelled;
+    pool->cancel_ctx = ctx;
+}
+
+/* Should the read in progress stop? */
+static int pool_cancelled(const struct http_pool *pool)
+{
+    return pool->cancelled && pool->cancelled(pool->cancel_ctx);
+}
+
+/* curl progress callback of a cancellable transfer: nonzero aborts it. */
+static int on_progress(void *clientp, curl_off_t dltotal, curl_off_t dlnow,
+                       curl_off_t ultotal, curl_off_t ulnow)
+{
+    (void)dltotal;
+    (void)dlnow;
+    (void)ultotal;
+    (void)ulnow;
+    return pool_cancelled(clientp);
 }
 
 /* Take an idle handle (keeping its connection) or make a new one. */
@@ -176,6 +225,19 @@ void http_response_clear(struct http_response *resp)
     memset(resp, 0, sizeof(*resp));
 }
 
+/* Start of the window of earlier sends; see http.h. */
+void http_send_window(const struct http_response *resp, struct timespec *from)
+{
+    time_t date = resp->hdr[HDR_DATE] ? curl_getdate(resp->hdr[HDR_DATE], NULL) : -1;
+    long long ms;
+
+    if (date == -1)
+        date = time(NULL);
+    ms = (long long)date * 1000 - (long long)resp->elapsed_ms - 1000;
+    from->tv_sec = (time_t)(ms / 1000);
+    from->tv_nsec = (long)(ms % 1000) * 1000000L;
+}
+
 /* Copy URL with "sig=" values replaced by "REDACTED". */
 void http_redact_url(const char *url, char *out, size_t outlen)
 {
@@ -256,6 +318,21 @@ static void sleep_ms(long ms)
         ;
 }
 
+/* Wait MS before a retry; a cancellable request looks up every 50 ms.
+ * Returns 0, or -EINTR when cancelled. */
+static int backoff_wait(const struct http_pool *pool, int cancellable, long ms)
+{
+    while (ms > 0) {
+        long step = cancellable && ms > 50 ? 50 : ms;
+
+        if (cancellable && pool_cancelled(pool))
+            return -EINTR;
+        sleep_ms(step);
+        ms -= step;
+    }
+    return cancellable && pool_cancelled(pool) ? -EINTR : 0;
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -307,7 +384,8 @@ static int transport_error_is_permanent(CURLcode rc)
  * on transport failure (message in resp->transport_error), -EACCES when that
  * failure is permanent (a certificate that does not verify), -ENOMEM. */
 static int attempt_once(struct http_pool *pool, CURL *h, const struct http_request *req,
-                        struct curl_slist *hdrs, struct http_response *resp)
+                        struct curl_slist *hdrs, struct http_response *resp,
+                        struct send_count *sc)
 {
     struct body_buf body = { 0 };
     char errbuf[CURL_ERROR_SIZE] = "";
@@ -321,6 +399,8 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
+    curl_easy_setopt(h, CURLOPT_PREREQDATA, sc);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, pool->cfg.connect_timeout_ms);
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, pool->cfg.request_timeout_ms);
@@ -329,6 +409,11 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
     if (pool->cfg.ca_file)
         curl_easy_setopt(h, CURLOPT_CAINFO, pool->cfg.ca_file);
+    if (pool->cancelled && strcmp(req->method, "GET") == 0) {
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, pool);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, req->method);
     if (strcmp(req->method, "GET") == 0) {
         curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
@@ -350,6 +435,10 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
     resp->body_len = body.len;
     if (!resp->body)
         return -ENOMEM;
+    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+        snprintf(resp->transport_error, sizeof(resp->transport_error), "cancelled");
+        return -EINTR;
+    }
     if (rc != CURLE_OK) {
         snprintf(resp->transport_error, sizeof(resp->transport_error), "%s",
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
@@ -363,6 +452,25 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
     return 0;
 }
 
+/* May the attempt just made on H (RC, RESP) have been applied by the server
+ * without our knowing? Yes when libcurl sent it twice, when it was sent and
+ * no answer came, and when the answer says the server failed or timed out
+ * while it may have been working on it (408, 5xx); not for a throttled
+ * (429) or any other answered request, nor for one never sent. */
+static int outcome_unknown(CURL *h, int rc, const struct http_response *resp,
+                           const struct send_count *sc)
+{
+    long sent = 0;
+
+    if (sc->sends > 1)
+        return 1;
+    if (rc != 0) {
+        curl_easy_getinfo(h, CURLINFO_REQUEST_SIZE, &sent);
+        return sent > 0;
+    }
+    return resp->status == 408 || resp->status >= 500;
+}
+
 /* Perform REQ with retries; see http.h for the contract. */
 int http_perform(struct http_pool *pool, const struct http_request *req,
                  struct http_response *resp)
@@ -372,7 +480,8 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
     const char *what = req->log_what ? req->log_what : req->method, *why;
     double start;
     CURL *h;
-    int rc = 0;
+    int rc = 0, resent = 0;
+    int cancellable = pool->cancelled && strcmp(req->method, "GET") == 0;
 
     memset(resp, 0, sizeof(*resp));
     for (const char *const *p = req->headers; p && *p; p++) {
@@ -403,13 +512,41 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
 
     start = now_ms();
     for (int attempt = 1;; attempt++) {
+        struct send_count sc = { 0 };
         double t0 = now_ms();
         long wait;
 
         if (attempt > 1)
             http_response_clear(resp);
-        rc = attempt_once(pool, h, req, hdrs, resp);
+        if (cancellable && pool_cancelled(pool)) {
+            snprintf(resp->transport_error, sizeof(resp->transport_error), "cancelled");
+            rc = -EINTR;
+            break;
+        }
+        rc = attempt_once(pool, h, req, hdrs, resp, &sc);
         resp->attempts = attempt;
+        if (rc == -EINTR) {
+            log_debug(pool->lg, "%s: cancelled", what);
+            break;
+        }
+        resp->resent = resent || sc.sends > 1;
+        resp->elapsed_ms = now_ms() - start;
+        if (sc.sends > 1)
+            log_debug(pool->lg, "%s: libcurl resent the request on a new connection",
+                      what);
+        if (rc != -ENOMEM && outcome_unknown(h, rc, resp, &sc)) {
+            int applied = req->settle ? req->settle(req->settle_ctx, resp) : -1;
+
+            if (applied == 1) {
+                log_info(pool->lg, "%s: the answer was lost, but the service holds the "
+                         "change: done", what);
+                resp->settled = 1;
+                rc = 0;
+                break;
+            }
+            /* not applied (a retry is a first send again), or unknown */
+            resent = applied < 0;
+        }
         if (rc == -ENOMEM)
             break;
         if (rc == 0)
@@ -434,7 +571,12 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
                  attempt + 1, pool->cfg.max_retries + 1);
         if (pool->stats)
             atomic_fetch_add_explicit(&pool->stats->retries, 1, memory_order_relaxed);
-        sleep_ms(wait);
+        if (backoff_wait(pool, cancellable, wait) < 0) {
+            log_debug(pool->lg, "%s: cancelled while waiting to retry", what);
+            snprintf(resp->transport_error, sizeof(resp->transport_error), "cancelled");
+            rc = -EINTR;
+            break;
+        }
         if (rc != 0) {
             /* A broken connection: start over with a fresh handle. */
             curl_easy_cleanup(h);

@@ -8,6 +8,7 @@
 #include "log.h"
 
 struct http_pool;
+struct http_response;
 
 /* Transport settings; zero fields take the defaults shown. */
 struct http_config {
@@ -42,12 +43,19 @@ struct http_request {
     size_t body_len;
     const char *log_what;            /* short description for logs, e.g. "query t" */
     int kind;                        /* 0..HTTP_KINDS-1, for the counters */
+    /* For a write: called right after an attempt whose outcome is unknown
+     * (sent, then no answer, 408 or 5xx), before any retry, to look at the
+     * service and say whether that attempt was applied: 1 yes (no retry;
+     * resp->settled = 1), 0 no (the retry is then a first send again), or
+     * -errno (cannot tell: retry, and resp->resent stays set). NULL: none. */
+    int (*settle)(void *ctx, const struct http_response *resp);
+    void *settle_ctx;
 };
 
 /* Response headers the Table service layer cares about are captured by name. */
 enum http_hdr {
     HDR_ETAG, HDR_ERROR_CODE, HDR_CONT_PK, HDR_CONT_RK, HDR_CONT_TABLE,
-    HDR_RETRY_AFTER, HDR_CONTENT_TYPE, HDR_COUNT
+    HDR_RETRY_AFTER, HDR_CONTENT_TYPE, HDR_DATE, HDR_COUNT
 };
 
 struct http_response {
@@ -56,6 +64,19 @@ struct http_response {
     size_t body_len;
     char *hdr[HDR_COUNT];        /* malloc'd values or NULL */
     int attempts;                /* attempts made (1 = no retry) */
+    int resent;                  /* an earlier send of this request may have
+                                    reached the server and been applied: we
+                                    retried after an answer-less or 408/5xx
+                                    attempt, or libcurl resent the request by
+                                    itself after a reused connection died.
+                                    0: the request was applied at most once,
+                                    by the send that this answer answers. */
+    int settled;                 /* req->settle said an attempt whose answer was
+                                    lost was applied: the request succeeded,
+                                    status and body are the lost attempt's */
+    double elapsed_ms;           /* from the start of the first send to the
+                                    last answer (the window in which an
+                                    earlier send may have been applied) */
     char transport_error[128];   /* curl's message when status == 0 */
 };
 
@@ -65,19 +86,37 @@ int http_pool_new(struct http_pool **out, const struct http_config *cfg,
                   const struct logger *lg, struct http_stats *stats);
 void http_pool_free(struct http_pool *pool);
 
+/* From now on, ask CANCELLED(CTX) during reads (GET): before each retry,
+ * during its backoff and while a transfer is in progress. When it answers
+ * nonzero the read ends with -EINTR. Writes are never cancelled: a write
+ * cut off after it was sent would leave its outcome unknown. Call before
+ * the pool is used by more than one thread. */
+void http_pool_set_cancel(struct http_pool *pool, int (*cancelled)(void *ctx), void *ctx);
+
 /* Perform REQ, retrying transient failures (transport errors, 408, 429, 500,
  * 502, 503, 504) with exponential backoff, full jitter and Retry-After, up to
  * cfg.max_retries and while the next attempt would start within
  * cfg.retry_deadline_ms of the first (so a request takes at most about the
  * deadline plus one request timeout; a Retry-After beyond the deadline ends
  * the retries at once). RESP receives the last attempt's outcome (caller clears it
- * with http_response_clear, also on error).
+ * with http_response_clear, also on error), and resp->resent says whether
+ * an earlier send may have been applied (see struct http_response): the one
+ * signal that a 409/412/404 may answer our own write rather than someone
+ * else's.
  * Returns 0 when an HTTP response was received (any status), -EIO when none
  * could be (resp->transport_error says why: refused, reset, timed out...),
  * -EACCES at once, without retries, when the server's certificate does not
- * verify (or the CA file is unusable), -ENOMEM. */
+ * verify (or the CA file is unusable), -EINTR when a read was cancelled
+ * (http_pool_set_cancel), -ENOMEM. */
 int http_perform(struct http_pool *pool, const struct http_request *req,
                  struct http_response *resp);
+
+/* The earliest time, by the server's clock, at which an earlier send of the
+ * request RESP answers could have been applied: the answer's Date header
+ * (or our clock when it has none) less resp->elapsed_ms, less one second
+ * for the Date's resolution. Compared with an entity's Timestamp, it tells
+ * a change made by that send from one made before it. */
+void http_send_window(const struct http_response *resp, struct timespec *from);
 
 /* Free everything RESP owns and zero it. */
 void http_response_clear(struct http_response *resp);

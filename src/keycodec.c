@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/asn1.h>
 #include <openssl/evp.h>
 
 #include "keycodec.h"
@@ -232,6 +233,78 @@ int keycodec_matches(const char *key, const char *name)
     match = strcmp(enc, name) == 0;
     free(enc);
     return match;
+}
+
+/* keycodec_utf8_char: see keycodec.h. OpenSSL's UTF8_getc does the
+ * decoding; not every release of it refuses surrogates and code points past
+ * U+10FFFF, so those are checked here. */
+int keycodec_utf8_char(const char *s, size_t len, unsigned long *cp)
+{
+    int n = UTF8_getc((const unsigned char *)s, len < 4 ? (int)len : 4, cp);
+
+    if (n <= 0 || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
+        return 0;
+    return n;
+}
+
+/* Is code point CP one that no key may hold? */
+static int forbidden_in_key(unsigned long cp)
+{
+    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) ||
+           cp == '/' || cp == '\\' || cp == '#' || cp == '?';
+}
+
+/* The byte at U[*i] (of LEN) and, with ESCAPES, a '%' and two hex digits
+ * read as the byte they spell. Steps *i past what it read. */
+static unsigned char next_byte(const unsigned char *u, size_t len, size_t *i, int escapes)
+{
+    size_t at = *i;
+
+    if (escapes && u[at] == '%' && len - at >= 3 &&
+        hex_value(u[at + 1]) >= 0 && hex_value(u[at + 2]) >= 0) {
+        *i = at + 3;
+        return (unsigned char)(hex_value(u[at + 1]) << 4 | hex_value(u[at + 2]));
+    }
+    *i = at + 1;
+    return u[at];
+}
+
+/* The first reason the LEN bytes at U, read with next_byte, are no key. */
+static const char *text_problem(const unsigned char *u, size_t len, int escapes)
+{
+    size_t i = 0;
+
+    while (i < len) {
+        char seq[4];
+        size_t ends[4], j = i, n = 0;
+        unsigned long cp;
+        int clen;
+
+        /* the next (up to) 4 key bytes, and where each ends in U */
+        while (n < 4 && j < len) {
+            seq[n] = (char)next_byte(u, len, &j, escapes);
+            ends[n++] = j;
+        }
+        clen = keycodec_utf8_char(seq, n, &cp);
+        if (clen == 0)
+            return KEYCODEC_WHY_UTF8;
+        if (forbidden_in_key(cp))
+            return KEYCODEC_WHY_CHAR;
+        i = ends[clen - 1];
+    }
+    return NULL;
+}
+
+/* keycodec_key_problem: see keycodec.h. */
+const char *keycodec_key_problem(const char *key, size_t len)
+{
+    return text_problem((const unsigned char *)key, len, 0);
+}
+
+/* keycodec_name_problem: see keycodec.h. */
+const char *keycodec_name_problem(const char *name)
+{
+    return text_problem((const unsigned char *)name, strlen(name), 1);
 }
 
 /* keycodec_file_encode: see keycodec.h. */

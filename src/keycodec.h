@@ -18,8 +18,10 @@
 /* Encode KEY (a NUL-terminated UTF-8 string) as a name component.
  * Rule (doc/NAMES.md):
  *  - the empty key is "%";
- *  - '%' -> "%25", '/' -> "%2F", bytes 0x00-0x1F and 0x7F -> "%XX"
- *    (upper-case hex), a '.' in first position -> "%2E";
+ *  - '%' -> "%25", a '.' in first position -> "%2E";
+ *  - '/' -> "%2F", bytes 0x00-0x1F and 0x7F -> "%XX" (upper-case hex): the
+ *    service refuses keys with these (keycodec_key_problem), but should one
+ *    come from it anyway, its name is still a safe single component;
  *  - every other byte is copied as is;
  *  - if the result is longer than KEYCODEC_NAME_MAX bytes, it is cut to its
  *    longest prefix of at most KEYCODEC_PREFIX_MAX bytes that splits neither
@@ -36,7 +38,8 @@ char *keycodec_encode(const char *key);
  *            by listing and comparing keycodec_encode(candidate) == NAME;
  *            *key_out = malloc'd decoded prefix (a prefix of the real key);
  *   -EINVAL  when NAME is not a name the codec can produce (then no key maps
- *            to it; callers answer ENOENT for lookups);
+ *            to it; callers answer ENOENT for lookups, once they have refused
+ *            what keycodec_name_problem refuses);
  *   -ENOMEM.
  * Non-canonical spellings ("%2e", "%41", a literal leading '.') are rejected,
  * so every key has exactly one name. */
@@ -45,6 +48,33 @@ int keycodec_decode(const char *name, char **key_out);
 /* Does NAME belong to KEY? (keycodec_encode(key) == name, without needing the
  * caller to free anything). Returns 1, 0, or -ENOMEM. */
 int keycodec_matches(const char *key, const char *name);
+
+/* The reasons keycodec_key_problem and keycodec_name_problem give. */
+#define KEYCODEC_WHY_UTF8 "a key must be valid UTF-8"
+#define KEYCODEC_WHY_CHAR "a key cannot hold a slash, a backslash, '#', '?' or a control character"
+
+/* Length (1 to 4) of the valid UTF-8 character that starts the LEN bytes at
+ * S, with its code point in *cp; 0 when they start with none (an invalid or
+ * cut-short sequence, an overlong form, a surrogate, a code point past
+ * U+10FFFF) or LEN is 0. */
+int keycodec_utf8_char(const char *s, size_t len, unsigned long *cp);
+
+/* Can the LEN bytes at KEY be a PartitionKey or RowKey? The service refuses
+ * a key that is not valid UTF-8 (KEYCODEC_WHY_UTF8), or that holds '/', '\',
+ * '#', '?' or a control character U+0000-U+001F or U+007F-U+009F
+ * (KEYCODEC_WHY_CHAR). Returns NULL when it can, else the reason for the
+ * first problem found. The 1 KiB size limit is not checked. */
+const char *keycodec_key_problem(const char *key, size_t len);
+
+/* Does the name component NAME stand for a key that keycodec_key_problem
+ * refuses? NAME is read as keycodec_decode reads it, but leniently: every '%'
+ * and two hex digits of either case is the byte they spell ("%2F", "%2f",
+ * "%5C", "%0A", "%00" all count), every other byte is itself. A ".json"
+ * suffix may be left on: it changes nothing. Returns NULL or the reason.
+ * Never refuses a name keycodec_encode or keycodec_file_encode gives for a
+ * key keycodec_key_problem accepts. A name it accepts may still be one that
+ * no key has (non-canonical): keycodec_decode tells. */
+const char *keycodec_name_problem(const char *name);
 
 /* File names: encode KEY and append ".json" / strip ".json" and decode.
  * keycodec_file_decode returns -EINVAL when NAME does not end in ".json"

@@ -107,8 +107,19 @@ static void *usr1_thread(void *p)
     return NULL;
 }
 
-/* Mount and serve until unmounted; returns the process exit status. */
-static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_cmdline_opts *cmd)
+/* The warning an allow_other mount without permission checks gets (in the
+ * log that lasts: syslog for a daemon). */
+static void warn_unchecked(struct aztfs *a)
+{
+    log_warn(&a->log, "allow_other with no_default_permissions: the kernel checks no "
+             "permissions, so every local user can read, change and delete entities and "
+             "tables with the mounter's credentials");
+}
+
+/* Mount and serve until unmounted; returns the process exit status.
+ * UNCHECKED: allow_other without default_permissions (logged). */
+static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_cmdline_opts *cmd,
+                    int unchecked)
 {
     struct fuse *f;
     struct fuse_loop_config *lc = NULL;
@@ -135,6 +146,8 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         pthread_create(&usr1_tid, NULL, usr1_thread, &u) == 0)
         have_usr1 = 1;
     log_info(&a->log, "mounted %s", cmd->mountpoint);
+    if (unchecked)
+        warn_unchecked(a);
     if (cmd->singlethread) {
         rc = fuse_loop(f) < 0 ? 1 : 0;   /* > 0: ended by a signal: clean */
     } else {
@@ -239,7 +252,7 @@ int main(int argc, char *argv[])
     a.merge = o.merge;
     pthread_mutex_init(&a.pending_lock, NULL);
     a.cache = cache_new((size_t)o.cache_size_mb * 1024 * 1024, o.cache_timeout);
-    a.scratch = scratch_new();
+    a.scratch = scratch_new((size_t)o.scratch_size_mb * 1024 * 1024, &a.log);
     if (!a.cache || !a.scratch || table_client_new(&a.tc, &acct, &hc, &a.log, &a.stats) < 0) {
         fprintf(stderr, "aztfs: out of memory\n");
         goto out_curl;
@@ -261,7 +274,7 @@ int main(int argc, char *argv[])
                 log_warn(&a.log, "table '%s' named in -o tables= does not exist", *t);
         rc = 1;
     }
-    rc = run_fuse(&args, &a, &cmd);
+    rc = run_fuse(&args, &a, &cmd, o.unchecked);
 out_curl:
     table_client_free(a.tc);
     cache_free(a.cache);

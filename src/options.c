@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,9 @@
 
 #define OPT(t, p) { t, offsetof(struct aztfs_opts, p), 1 }
 
-enum { KEY_HELP, KEY_VERSION };
+enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS };
+
+#define SCRATCH_SIZE_MAX_MB (1024UL * 1024)   /* 1 TiB: any bigger is a typo */
 
 static const struct fuse_opt opt_spec[] = {
     OPT("config=%s", config),
@@ -19,6 +22,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("cache_timeout=%lf", cache_timeout),
     OPT("attr_timeout=%lf", attr_timeout),
     OPT("cache_size=%lu", cache_size_mb),
+    OPT("scratch_size=%lu", scratch_size_mb),
     OPT("connect_timeout=%ld", connect_timeout),
     OPT("timeout=%ld", timeout),
     OPT("retries=%d", retries),
@@ -27,6 +31,10 @@ static const struct fuse_opt opt_spec[] = {
     OPT("merge", merge),
     OPT("allow_http", allow_http),
     OPT("tables=%s", tables),
+    OPT("no_default_permissions", no_default_permissions),
+    /* libfuse's: seen here, and kept for it */
+    FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
+    FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
     FUSE_OPT_KEY("-h", KEY_HELP),
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
@@ -55,6 +63,12 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     case KEY_VERSION:
         o->show_version = 1;
         return 1;
+    case KEY_ALLOW_OTHER:
+        o->allow_other = 1;
+        return 1;
+    case KEY_DEFAULT_PERMISSIONS:
+        o->default_permissions = 1;
+        return 1;
     case FUSE_OPT_KEY_NONOPT:
         if (o->n_positional == 2) {
             fprintf(stderr, "aztfs: too many arguments: '%s'\n", arg);
@@ -73,13 +87,34 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     }
 }
 
+/* With allow_other, have the kernel check modes (default_permissions)
+ * unless the user opted out. Returns 0, -EINVAL (contradiction) or -ENOMEM. */
+static int permission_checks(struct fuse_args *args, struct aztfs_opts *o)
+{
+    if (o->no_default_permissions && o->default_permissions) {
+        fprintf(stderr, "aztfs: default_permissions and no_default_permissions "
+                "contradict each other: give one\n");
+        return -EINVAL;
+    }
+    if (!o->allow_other || o->default_permissions)
+        return 0;
+    if (o->no_default_permissions) {
+        o->unchecked = 1;
+        return 0;
+    }
+    return fuse_opt_add_arg(args, "-odefault_permissions") == -1 ? -ENOMEM : 0;
+}
+
 /* Parse; see options.h. */
 int options_parse(struct fuse_args *args, struct aztfs_opts *o)
 {
+    int rc;
+
     memset(o, 0, sizeof(*o));
     o->cache_timeout = 30.0;
     o->attr_timeout = NAN;    /* unset: 1, or cache_timeout when smaller */
     o->cache_size_mb = 32;
+    o->scratch_size_mb = 64;
     o->connect_timeout = 10;
     o->timeout = 60;
     o->retries = 4;
@@ -98,6 +133,8 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     if (o->n_positional > 0 &&
         fuse_opt_add_arg(args, o->positional[o->n_positional - 1]) == -1)
         return -ENOMEM;
+    if ((rc = permission_checks(args, o)) < 0)
+        return rc;
     if (o->cache_timeout < 0 || o->cache_timeout > 86400) {
         fprintf(stderr, "aztfs: cache_timeout must be between 0 and 86400 seconds\n");
         return -EINVAL;
@@ -106,6 +143,12 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
         o->attr_timeout = o->cache_timeout < 1 ? o->cache_timeout : 1;
     else if (!(o->attr_timeout >= 0 && o->attr_timeout <= 86400)) {
         fprintf(stderr, "aztfs: attr_timeout must be between 0 and 86400 seconds\n");
+        return -EINVAL;
+    }
+    if (o->scratch_size_mb > SCRATCH_SIZE_MAX_MB ||
+        o->scratch_size_mb > SIZE_MAX / (1024 * 1024)) {
+        fprintf(stderr, "aztfs: scratch_size must be between 0 and %lu MiB\n",
+                SCRATCH_SIZE_MAX_MB);
         return -EINVAL;
     }
     if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retry_time <= 0 ||
@@ -181,6 +224,7 @@ void options_usage(const char *progname)
            "    -o cache_timeout=SECS   how long listings and entities stay fresh (30)\n"
            "    -o attr_timeout=SECS    how long the kernel keeps a stat (1)\n"
            "    -o cache_size=MIB       memory for cached listings and entities (32)\n"
+           "    -o scratch_size=MIB     memory for all scratch files together (64)\n"
            "    -o connect_timeout=SECS TCP/TLS connect timeout (10)\n"
            "    -o timeout=SECS         timeout of one request (60)\n"
            "    -o retries=N            retries of a transient failure (4)\n"
@@ -190,6 +234,11 @@ void options_usage(const char *progname)
            "    -o allow_http           allow plain http to a host that is not loopback\n"
            "    -o tables=A:B           show only these tables (for a SAS that cannot\n"
            "                            list the account's tables)\n"
-           "    -o uid=N,gid=N,umask=M  owner and permissions of every file\n\n",
+           "    -o uid=N,gid=N,umask=M  owner and permissions of every file\n"
+           "    -o allow_other          let other users in; the kernel then checks the\n"
+           "                            modes above (default_permissions is implied)\n"
+           "    -o no_default_permissions\n"
+           "                            with allow_other: no checks, every local user\n"
+           "                            acts with the mounter's credentials\n\n",
            progname);
 }

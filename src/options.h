@@ -11,6 +11,7 @@ struct aztfs_opts {
     double cache_timeout;     /* -o cache_timeout=SECONDS */
     double attr_timeout;      /* -o attr_timeout=SECONDS (NAN until given) */
     unsigned long cache_size_mb;  /* -o cache_size=MiB */
+    unsigned long scratch_size_mb; /* -o scratch_size=MiB: all scratch files together */
     long connect_timeout;     /* -o connect_timeout=SECONDS */
     long timeout;             /* -o timeout=SECONDS (whole request) */
     int retries;              /* -o retries=N */
@@ -19,6 +20,10 @@ struct aztfs_opts {
     int merge;                /* -o merge */
     int allow_http;           /* -o allow_http: plain http beyond loopback */
     char *tables;             /* -o tables=A:B:C (as given) */
+    int allow_other;          /* -o allow_other seen (kept for libfuse) */
+    int default_permissions;  /* -o default_permissions seen (kept for libfuse) */
+    int no_default_permissions;   /* -o no_default_permissions: the opt-out */
+    int unchecked;            /* allow_other without permission checks: warn */
     char *positional[2];      /* non-option arguments, in order */
     int n_positional;
     int show_help;
@@ -29,6 +34,9 @@ struct aztfs_opts {
  * left for libfuse), applying defaults first. With two positional arguments
  * the first is the config file (as mount.fuse3 passes it) and the second the
  * mount point; the mount point is put back into ARGS for libfuse.
+ * allow_other brings default_permissions into ARGS (the kernel checks modes,
+ * so other users do not act with the mounter's credentials unchecked) unless
+ * no_default_permissions is given; then o->unchecked is set for a warning.
  * Returns 0, or -EINVAL with a message on stderr. Strings in *o are malloc'd;
  * release with options_free. */
 int options_parse(struct fuse_args *args, struct aztfs_opts *o);

@@ -1,6 +1,7 @@
 /* scratch.c - files the mount keeps locally (editor/rsync temporaries) and local-only directories. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,7 @@ struct node {
     char *path;
     int is_dir;
     char *data;
-    size_t len, cap;
+    size_t len, cap;          /* cap: bytes of data, counted in scratch.used */
     mode_t mode;
     struct timespec mtime;
     struct node *next;
@@ -20,15 +21,23 @@ struct node {
 struct scratch {
     pthread_mutex_t lock;
     struct node *head;
+    size_t used;              /* sum of every node's cap: at most max */
+    size_t max;               /* -o scratch_size, in bytes */
+    const struct logger *log;
 };
 
-struct scratch *scratch_new(void)
+/* See scratch.h. */
+struct scratch *scratch_new(size_t max_bytes, const struct logger *log)
 {
     struct scratch *s = calloc(1, sizeof(*s));
 
     if (s && pthread_mutex_init(&s->lock, NULL) != 0) {
         free(s);
         return NULL;
+    }
+    if (s) {
+        s->max = max_bytes;
+        s->log = log;
     }
     return s;
 }
@@ -71,6 +80,7 @@ static void drop(struct scratch *s, struct node *n)
     while (*pp != n)
         pp = &(*pp)->next;
     *pp = n->next;
+    s->used -= n->cap;
     node_free(n);
 }
 
@@ -148,27 +158,91 @@ ssize_t scratch_read(struct scratch *s, const char *path, char *buf, size_t size
     return rc;
 }
 
-/* Make N exactly LEN bytes long (new bytes zeroed). Lock held. */
-static int resize(struct node *n, size_t len)
+static size_t page_up(size_t len)
 {
+    return (len + SCRATCH_PAGE - 1) / SCRATCH_PAGE * SCRATCH_PAGE;
+}
+
+/* Shrink N's buffer to its size rounded up to a page (none when empty),
+ * giving the rest back to the store. A failed shrink keeps the buffer.
+ * Lock held. */
+static void trim(struct scratch *s, struct node *n)
+{
+    size_t cap = page_up(n->len);
+    char *d;
+
+    if (cap >= n->cap)
+        return;
+    if (cap == 0) {
+        free(n->data);
+        d = NULL;
+    } else if (!(d = realloc(n->data, cap))) {
+        return;
+    }
+    s->used -= n->cap - cap;
+    n->data = d;
+    n->cap = cap;
+}
+
+/* Give N a buffer of at least LEN bytes within the store's bound: doubled
+ * while there is room (amortised growth), else just LEN rounded up to a
+ * page. When even that does not fit, the slack of every buffer is given
+ * back first. Returns 0, -ENOSPC or -ENOMEM. Lock held. */
+static int reserve(struct scratch *s, struct node *n, size_t len)
+{
+    size_t need = page_up(len), room, cap;
+    char *d;
+
+    if (need <= n->cap)
+        return 0;
+    if (need > s->max - s->used + n->cap)
+        for (struct node *m = s->head; m; m = m->next)
+            trim(s, m);
+    room = s->max - s->used + n->cap;     /* the most N may hold */
+    if (need > room)
+        return -ENOSPC;
+    cap = n->cap ? n->cap : SCRATCH_PAGE;
+    while (cap < need)
+        cap *= 2;
+    if (cap > room || cap > SCRATCH_MAX_BYTES)
+        cap = need;
+    if (!(d = realloc(n->data, cap)))
+        return -ENOMEM;
+    s->used += cap - n->cap;
+    n->data = d;
+    n->cap = cap;
+    return 0;
+}
+
+/* Make N exactly LEN bytes long (new bytes zeroed; a shrink releases
+ * memory). Returns 0, -EFBIG, -ENOSPC or -ENOMEM. Lock held. */
+static int resize(struct scratch *s, struct node *n, size_t len)
+{
+    int rc;
+
     if (len > SCRATCH_MAX_BYTES)
         return -EFBIG;
-    if (len > n->cap) {
-        size_t cap = n->cap ? n->cap : 4096;
-        char *d;
-
-        while (cap < len)
-            cap *= 2;
-        if (!(d = realloc(n->data, cap)))
-            return -ENOMEM;
-        n->data = d;
-        n->cap = cap;
-    }
-    if (len > n->len)
+    if (len < n->len) {
+        n->len = len;
+        trim(s, n);
+    } else if (len > n->len) {
+        if ((rc = reserve(s, n, len)) < 0)
+            return rc;
         memset(n->data + n->len, 0, len - n->len);
-    n->len = len;
+        n->len = len;
+    }
     now(&n->mtime);
     return 0;
+}
+
+/* The one line a write or truncate refused for want of room gets. USED
+ * and MAX as they were at the refusal. */
+static void log_full(const struct scratch *s, const char *op, const char *path,
+                     size_t used, size_t max)
+{
+    log_error(s->log, "%s %s failed: no room for scratch files: they hold %zu KiB of the "
+              "%zu KiB -o scratch_size allows; remove some or raise it",
+              op, path, used / 1024, max / 1024);
 }
 
 ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size_t size,
@@ -176,6 +250,7 @@ ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size
 {
     struct node *n;
     ssize_t rc = -ENOENT;
+    size_t used = 0;
 
     if (off < 0)
         return -EINVAL;
@@ -184,14 +259,18 @@ ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size
     if (n) {
         size_t end = (size_t)off + size;
 
-        rc = end > n->len ? resize(n, end) : 0;
+        rc = end > n->len ? resize(s, n, end) : 0;
         if (rc == 0) {
-            memcpy(n->data + off, buf, size);
+            if (size)
+                memcpy(n->data + off, buf, size);
             now(&n->mtime);
             rc = (ssize_t)size;
         }
+        used = s->used;
     }
     pthread_mutex_unlock(&s->lock);
+    if (rc == -ENOSPC)
+        log_full(s, "write", path, used, s->max);
     return rc;
 }
 
@@ -199,13 +278,18 @@ int scratch_truncate(struct scratch *s, const char *path, off_t size)
 {
     struct node *n;
     int rc = -ENOENT;
+    size_t used = 0;
 
     if (size < 0)
         return -EINVAL;
     pthread_mutex_lock(&s->lock);
-    if ((n = find(s, path, 0)))
-        rc = resize(n, (size_t)size);
+    if ((n = find(s, path, 0))) {
+        rc = (uintmax_t)size > SCRATCH_MAX_BYTES ? -EFBIG : resize(s, n, (size_t)size);
+        used = s->used;
+    }
     pthread_mutex_unlock(&s->lock);
+    if (rc == -ENOSPC)
+        log_full(s, "truncate", path, used, s->max);
     return rc;
 }
 
@@ -307,6 +391,14 @@ size_t scratch_count(struct scratch *s, const char *dir)
         c += !n->is_dir && child_name(n->path, dir);
     pthread_mutex_unlock(&s->lock);
     return c;
+}
+
+void scratch_usage(struct scratch *s, size_t *used, size_t *max_bytes)
+{
+    pthread_mutex_lock(&s->lock);
+    *used = s->used;
+    *max_bytes = s->max;
+    pthread_mutex_unlock(&s->lock);
 }
 
 int scratch_mkdir(struct scratch *s, const char *path)

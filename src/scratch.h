@@ -6,6 +6,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "log.h"
+
 struct scratch;
 
 /* Attributes of a scratch file. */
@@ -15,8 +17,13 @@ struct scratch_attr {
     struct timespec mtime;
 };
 
-/* New empty store; NULL on ENOMEM. */
-struct scratch *scratch_new(void);
+/* New empty store whose files together may hold at most MAX_BYTES (-o
+ * scratch_size): each file's buffer is its size rounded up to SCRATCH_PAGE
+ * (more while it grows and there is room), and the buffers add up to no
+ * more than MAX_BYTES. A write or truncate that cannot fit fails with
+ * -ENOSPC and logs one error line on LOG (kept, not copied; NULL: stderr).
+ * Returns NULL on ENOMEM. */
+struct scratch *scratch_new(size_t max_bytes, const struct logger *log);
 void scratch_free(struct scratch *s);
 
 /* Create an empty file at PATH with MODE. -EEXIST if present, -ENOMEM. */
@@ -26,10 +33,12 @@ int scratch_stat(struct scratch *s, const char *path, struct scratch_attr *out);
 /* Read up to SIZE bytes at OFF into BUF: bytes read, or -ENOENT. */
 ssize_t scratch_read(struct scratch *s, const char *path, char *buf, size_t size, off_t off);
 /* Write SIZE bytes at OFF (growing the file, zero-filling any gap): bytes
- * written, -ENOENT, -EFBIG (over SCRATCH_MAX_BYTES), -ENOMEM. */
+ * written, -ENOENT, -EFBIG (over SCRATCH_MAX_BYTES), -ENOSPC (over the
+ * store's bound; logged, nothing written), -ENOMEM. */
 ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size_t size,
                       off_t off);
-/* Set the length: 0, -ENOENT, -EFBIG, -ENOMEM. */
+/* Set the length (shrinking releases memory): 0, -ENOENT, -EFBIG, -ENOSPC
+ * (logged), -ENOMEM. */
 int scratch_truncate(struct scratch *s, const char *path, off_t size);
 int scratch_chmod(struct scratch *s, const char *path, mode_t mode);
 int scratch_utimens(struct scratch *s, const char *path, const struct timespec *mtime);
@@ -46,6 +55,10 @@ void scratch_list(struct scratch *s, const char *dir,
 /* Number of files directly inside DIR. */
 size_t scratch_count(struct scratch *s, const char *dir);
 
+/* Bytes the files' buffers hold now (*used, at most *max_bytes) and the
+ * bound given to scratch_new, for statfs. */
+void scratch_usage(struct scratch *s, size_t *used, size_t *max_bytes);
+
 /* Local directories (partitions made with mkdir, not yet in the table). */
 int scratch_mkdir(struct scratch *s, const char *path);      /* 0, -EEXIST, -ENOMEM */
 int scratch_is_dir(struct scratch *s, const char *path);      /* 1 or 0 */
@@ -56,6 +69,7 @@ int scratch_has_dirs(struct scratch *s, const char *dir);
 void scratch_list_dirs(struct scratch *s, const char *dir,
                        void (*fn)(void *ctx, const char *name), void *ctx);
 
-#define SCRATCH_MAX_BYTES (8 * 1024 * 1024)
+#define SCRATCH_MAX_BYTES (8 * 1024 * 1024)   /* one file; a multiple of SCRATCH_PAGE */
+#define SCRATCH_PAGE 4096                      /* unit of a file's buffer */
 
 #endif

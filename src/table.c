@@ -22,6 +22,8 @@ struct table_client {
     const struct account *acct;
     const struct logger *lg;
     struct http_pool *pool;
+    int (*cancelled)(void *ctx);    /* see table_client_set_cancel */
+    void *cancel_ctx;
 };
 
 static const char *const kind_names[TK_COUNT] = {
@@ -55,6 +57,14 @@ int table_client_new(struct table_client **out, const struct account *acct,
     }
     *out = tc;
     return 0;
+}
+
+/* See table.h. */
+void table_client_set_cancel(struct table_client *tc, int (*cancelled)(void *ctx), void *ctx)
+{
+    tc->cancelled = cancelled;
+    tc->cancel_ctx = ctx;
+    http_pool_set_cancel(tc->pool, cancelled, ctx);
 }
 
 void table_client_free(struct table_client *tc)
@@ -185,11 +195,18 @@ static void parse_error(const struct http_response *r, struct az_status *st)
  * path ("/Tables", "/t()"); QUERY the encoded query without '?' (or NULL).
  * On return 0 an HTTP response is in *resp (any status; ST filled from it).
  * Returns -errno when no response could be had (ST says why). */
-static int send_request(struct table_client *tc, int kind, const char *method,
-                        const char *path, const char *query, const char *content_type,
-                        const char *body, size_t body_len,
-                        const char *const *extra, const char *what,
-                        struct http_response *resp, struct az_status *st)
+/* A write's hook for answers that were lost (http_request.settle). */
+struct settle_hook {
+    int (*fn)(void *ctx, const struct http_response *resp);
+    void *ctx;
+};
+
+static int send_hooked(struct table_client *tc, int kind, const char *method,
+                       const char *path, const char *query, const char *content_type,
+                       const char *body, size_t body_len,
+                       const char *const *extra, const char *what,
+                       const struct settle_hook *hook,
+                       struct http_response *resp, struct az_status *st)
 {
     const struct account *a = tc->acct;
     char date[RFC1123_LEN];
@@ -251,6 +268,7 @@ static int send_request(struct table_client *tc, int kind, const char *method,
     req = (struct http_request){
         .method = method, .url = url, .headers = headers,
         .body = body, .body_len = body_len, .log_what = what, .kind = kind,
+        .settle = hook ? hook->fn : NULL, .settle_ctx = hook ? hook->ctx : NULL,
     };
     rc = http_perform(tc->pool, &req, resp);
     st->attempts = resp->attempts;
@@ -270,6 +288,17 @@ out:
     free(url);
     free(full_path);
     return rc;
+}
+
+/* send_hooked without a hook: reads, and writes that settle nothing. */
+static int send_request(struct table_client *tc, int kind, const char *method,
+                        const char *path, const char *query, const char *content_type,
+                        const char *body, size_t body_len,
+                        const char *const *extra, const char *what,
+                        struct http_response *resp, struct az_status *st)
+{
+    return send_hooked(tc, kind, method, path, query, content_type, body, body_len, extra,
+                       what, NULL, resp, st);
 }
 
 /* Note a failed operation (debug level: the filesystem layer logs the one
@@ -351,6 +380,7 @@ struct table_cursor {
     int tables;               /* Query Tables (NextTableName) vs entities */
     char *tok1, *tok2;        /* continuation to send next (NULL: first page) */
     int done;
+    int empty_run;            /* pages in a row without an entity */
     int prefetch;             /* fetch page N+1 while page N is parsed */
     int fetching;             /* pf holds a running fetch of page tok1/tok2 */
     struct page_fetch pf;
@@ -495,16 +525,37 @@ static void fetch_start(struct table_client *tc, struct table_cursor *c, const c
     c->fetching = 1;
 }
 
+/* A page callback that counts the page's entities on its way. */
+struct page_count {
+    table_page_fn fn;
+    void *ctx;
+    size_t n;
+};
+
+static int count_page(void *ctx, json_t *value)
+{
+    struct page_count *pc = ctx;
+
+    pc->n = json_array_size(value);
+    return pc->fn(pc->ctx, value);
+}
+
 /* Fetch one page; see table.h. */
 int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
                       void *ctx, struct az_status *st)
 {
     struct http_response resp;
+    struct page_count pc = { fn, ctx, 0 };
     char *q, *n1, *n2;
     int rc;
 
     if (c->done)
         return 0;
+    if (tc->cancelled && tc->cancelled(tc->cancel_ctx)) {
+        memset(st, 0, sizeof(*st));
+        snprintf(st->message, sizeof(st->message), "cancelled");
+        return -EINTR;
+    }
     if (c->fetching) {      /* the page at tok1/tok2, asked for while the last was parsed */
         fetch_join(c);
         rc = c->pf.rc;
@@ -531,9 +582,16 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
     n2 = c->tables ? NULL : resp.hdr[HDR_CONT_RK];
     if (c->prefetch && n1 && !same_token(n1, n2, c->tok1, c->tok2))
         fetch_start(tc, c, n1, n2);
-    rc = table_parse_page(resp.body, resp.body_len, fn, ctx, st);
+    rc = table_parse_page(resp.body, resp.body_len, count_page, &pc, st);
     if (rc == -EIO)
         log_debug(tc->lg, "%s: %s", c->what, st->message);
+    c->empty_run = pc.n ? 0 : c->empty_run + 1;
+    if (rc == 0 && n1 && c->empty_run >= TABLE_MAX_EMPTY_PAGES) {
+        snprintf(st->message, sizeof(st->message), "the service sent %d pages in a row "
+                 "without an entity; stopping", c->empty_run);
+        http_response_clear(&resp);
+        return -EIO;
+    }
     if (rc != 0 || !n1) {
         http_response_clear(&resp);
         c->done = 1;
@@ -749,12 +807,27 @@ static char *canonical_props(const json_t *e)
     return text;
 }
 
+/* Was wire entity E last changed at or after SINCE (its Timestamp)? */
+static int changed_since(const json_t *e, const struct timespec *since)
+{
+    struct timespec ts;
+    const char *t = json_string_value(json_object_get(e, "Timestamp"));
+
+    if (!t || entity_parse_datetime(t, &ts) < 0)
+        return 0;
+    return ts.tv_sec > since->tv_sec ||
+           (ts.tv_sec == since->tv_sec && ts.tv_nsec >= since->tv_nsec);
+}
+
 /* Does the stored entity hold exactly ENTITY's properties (and types), or
- * with MERGED, ENTITY's properties over whatever else it has? Used to settle
- * a write whose first send may have been applied. Returns 1, 0 (also when
- * the entity is gone), or -errno; *etag gets the stored entity's ETag. */
+ * with MERGED, ENTITY's properties over whatever else it has, written at or
+ * after SINCE? Used to settle a write whose earlier send may have been
+ * applied: equal content written before that send is someone else's.
+ * Returns 1, 0 (also when the entity is gone), or -errno; *etag gets the
+ * stored entity's ETag. */
 static int entity_holds(struct table_client *tc, const char *table, const char *pk,
-                        const char *rk, const json_t *entity, int merged, char **etag)
+                        const char *rk, const json_t *entity, int merged,
+                        const struct timespec *since, char **etag)
 {
     struct az_status st;
     json_t *cur = NULL, *want = NULL;
@@ -788,10 +861,45 @@ static int entity_holds(struct table_client *tc, const char *table, const char *
     a = canonical_props(cur);
     b = canonical_props(merged ? want : entity);
     json_decref(want);
-    rc = (a && b) ? strcmp(a, b) == 0 : -ENOMEM;
+    rc = (a && b) ? strcmp(a, b) == 0 && changed_since(cur, since) : -ENOMEM;
     free(a);
     free(b);
     json_decref(cur);
+    return rc;
+}
+
+/* What a single-entity write needs to find out whether it was applied. */
+struct write_probe {
+    struct table_client *tc;
+    const char *what, *table, *pk, *rk;
+    const json_t *entity;       /* NULL: a delete */
+    int merged;
+    char *etag;                 /* the stored entity's ETag when it was ours */
+};
+
+/* Was the write of P applied by a send that RESP answers, or an earlier one?
+ * The entity decides (see entity_holds); a deleted entity is gone. Returns
+ * 1 (P->etag set for writes), 0, or -errno. */
+static int write_applied(void *ctx, const struct http_response *resp)
+{
+    struct write_probe *p = ctx;
+    struct timespec since;
+    struct az_status st;
+    json_t *e = NULL;
+    int rc;
+
+    if (!p->entity) {
+        rc = table_get_entity(p->tc, p->table, p->pk, p->rk, &e, NULL, &st);
+        json_decref(e);
+        return rc == -ENOENT ? 1 : rc < 0 ? rc : 0;
+    }
+    http_send_window(resp, &since);
+    free(p->etag);
+    p->etag = NULL;
+    rc = entity_holds(p->tc, p->table, p->pk, p->rk, p->entity, p->merged, &since, &p->etag);
+    if (rc == 1)
+        log_info(p->tc->lg, "%s: the service already holds this write (an earlier send "
+                 "was applied)", p->what);
     return rc;
 }
 
@@ -804,6 +912,8 @@ int table_write_entity(struct table_client *tc, const char *table, const char *p
     char *path = NULL, *body = NULL, *ifmatch = NULL, *what = NULL;
     const char *extra[3] = { "Prefer: return-no-content", NULL, NULL };
     const char *method = how == TW_INSERT ? "POST" : how == TW_REPLACE ? "PUT" : "MERGE";
+    struct write_probe probe = { 0 };
+    struct settle_hook hook = { write_applied, &probe };
     int rc = -ENOMEM;
 
     if (new_etag)
@@ -832,41 +942,41 @@ int table_write_entity(struct table_client *tc, const char *table, const char *p
         what = NULL;
         goto out;
     }
-    rc = send_request(tc, how == TW_INSERT ? TK_INSERT : how == TW_REPLACE ? TK_REPLACE :
-                      TK_MERGE, method, path, NULL, "application/json", body, strlen(body),
-                      extra, what, &resp, st);
+    probe = (struct write_probe){ tc, what, table, pk, rk, entity, how == TW_MERGE, NULL };
+    rc = send_hooked(tc, how == TW_INSERT ? TK_INSERT : how == TW_REPLACE ? TK_REPLACE :
+                     TK_MERGE, method, path, NULL, "application/json", body, strlen(body),
+                     extra, what, &hook, &resp, st);
+    if (rc == 0 && resp.settled)
+        goto done;
     if (rc < 0) {
         log_debug(tc->lg, "%s failed: no response: %s (attempts %d)", what, st->message,
                  st->attempts);
         goto out;
     }
     if (resp.status >= 300) {
-        /* A 409 (insert) or 412 (replace/merge) may answer a resend of our
-         * own write whose first reply was lost: libcurl resends by itself on
-         * a dead keep-alive connection, so "attempts" cannot tell. The
-         * entity decides: if it holds what we sent, the write happened. */
-        if (resp.status == 409 || resp.status == 412) {
-            char *cur_etag = NULL;
-
-            rc = entity_holds(tc, table, pk, rk, entity, how == TW_MERGE, &cur_etag);
-            if (rc == 1) {
-                log_info(tc->lg, "%s: the service already holds this write (an earlier "
-                         "send was applied)", what);
-                if (new_etag)
-                    *new_etag = cur_etag;
-                else
-                    free(cur_etag);
-                rc = 0;
-                goto out;
-            }
-            free(cur_etag);
-        }
+        /* A 409 (insert) or 412 (replace/merge) answering a request sent
+         * once is someone else's change: it fails, always. Only when an
+         * earlier send may have been applied (our retry after a lost
+         * answer, libcurl's resend on a dead connection) can it be our own
+         * write meeting itself; then the entity decides. */
+        if ((resp.status == 409 || resp.status == 412) && resp.resent &&
+            write_applied(&probe, &resp) == 1)
+            goto done;
         rc = fail_status(tc, what, st);
         goto out;
     }
     if (new_etag && resp.hdr[HDR_ETAG] && !(*new_etag = strdup(resp.hdr[HDR_ETAG])))
         rc = -ENOMEM;
+    goto out;
+done:                       /* applied by a send whose answer was lost */
+    memset(st, 0, sizeof(*st));
+    rc = 0;
+    if (new_etag) {
+        *new_etag = probe.etag;
+        probe.etag = NULL;
+    }
 out:
+    free(probe.etag);
     http_response_clear(&resp);
     free(what);
     free(ifmatch);
@@ -882,6 +992,8 @@ int table_delete_entity(struct table_client *tc, const char *table, const char *
     struct http_response resp;
     char *path = entity_path(table, pk, rk), *ifmatch = NULL;
     const char *extra[2] = { NULL, NULL };
+    struct write_probe probe = { tc, "delete entity", table, pk, rk, NULL, 0, NULL };
+    struct settle_hook hook = { write_applied, &probe };
     int rc = -ENOMEM;
 
     memset(&resp, 0, sizeof(resp));
@@ -890,18 +1002,23 @@ int table_delete_entity(struct table_client *tc, const char *table, const char *
         goto out;
     }
     extra[0] = ifmatch;
-    rc = send_request(tc, TK_DELETE, "DELETE", path, NULL, NULL, NULL, 0, extra,
-                      "delete entity", &resp, st);
+    rc = send_hooked(tc, TK_DELETE, "DELETE", path, NULL, NULL, NULL, 0, extra,
+                     "delete entity", &hook, &resp, st);
+    if (rc == 0 && resp.settled) {
+        memset(st, 0, sizeof(*st));
+        goto out;
+    }
     if (rc < 0) {
         log_debug(tc->lg, "delete entity failed: no response: %s", st->message);
         goto out;
     }
-    /* The service says it is not there: what the delete wants holds (our
-     * own resend, which libcurl makes unseen on a dead reused connection,
-     * or someone else deleted it). A 404 without the service's not-found
-     * code (from a proxy, a wrong path) is an error. */
+    /* The service says it is not there. After an earlier send that may
+     * have been applied (our retry, libcurl's unseen resend on a dead
+     * reused connection) that is our own delete; after one send, someone
+     * else deleted it (-ENOENT). A 404 without the service's not-found code
+     * (from a proxy, a wrong path) is an error. */
     if (resp.status == 404 && az_status_errno(st) == ENOENT)
-        rc = 0;
+        rc = resp.resent ? 0 : -ENOENT;
     else if (resp.status >= 300)
         rc = fail_status(tc, "delete entity", st);
 out:
@@ -928,7 +1045,7 @@ int table_create(struct table_client *tc, const char *name, struct az_status *st
                       strlen(body), extra, "create table", &resp, st);
     if (rc == 0 && resp.status >= 300) {
         /* a resend of ours that the first attempt already applied */
-        if (resp.status == 409 && resp.attempts > 1 &&
+        if (resp.status == 409 && resp.resent &&
             strcmp(st->code, "TableAlreadyExists") == 0)
             rc = 0;
         else
@@ -1045,23 +1162,28 @@ int table_batch_outcome(const char *body, struct az_status *st)
     return 0;
 }
 
-/* Does the table hold the result of OPS: every written entity exactly as
- * sent, and every deleted one gone? Returns 1, 0 or -errno. */
-static int batch_applied(struct table_client *tc, const char *table, const char *pk,
-                         const struct table_batch_op *ops, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        struct az_status st;
-        json_t *e = NULL;
-        int rc;
+/* A batch, for finding out whether it was applied. */
+struct batch_probe {
+    struct table_client *tc;
+    const char *table, *pk;
+    const struct table_batch_op *ops;
+    size_t n;
+};
 
-        if (ops[i].kind == TB_DELETE) {
-            rc = table_get_entity(tc, table, pk, ops[i].rk, &e, NULL, &st);
-            json_decref(e);
-            rc = rc == -ENOENT ? 1 : rc < 0 ? rc : 0;
-        } else {
-            rc = entity_holds(tc, table, pk, ops[i].rk, ops[i].entity, 0, NULL);
-        }
+/* Does the table hold the result of the batch CTX (struct batch_probe):
+ * every written entity exactly as sent, written within the window of the
+ * sends RESP answers, and every deleted one gone? Returns 1, 0 or -errno. */
+static int batch_applied(void *ctx, const struct http_response *resp)
+{
+    const struct batch_probe *b = ctx;
+
+    for (size_t i = 0; i < b->n; i++) {
+        const struct table_batch_op *op = &b->ops[i];
+        struct write_probe p = { b->tc, "batch", b->table, b->pk, op->rk,
+                                 op->kind == TB_DELETE ? NULL : op->entity, 0, NULL };
+        int rc = write_applied(&p, resp);
+
+        free(p.etag);
         if (rc != 1)
             return rc;
     }
@@ -1077,6 +1199,8 @@ int table_batch(struct table_client *tc, const char *table, const char *pk,
     struct sbuf b = { 0 };
     unsigned char rnd[8];
     char id[17], *ctype = NULL;
+    struct batch_probe probe = { tc, table, pk, ops, n };
+    struct settle_hook hook = { batch_applied, &probe };
     int rc = -ENOMEM;
 
     memset(&resp, 0, sizeof(resp));
@@ -1125,8 +1249,12 @@ int table_batch(struct table_client *tc, const char *table, const char *pk,
         ctype = NULL;
         goto out;
     }
-    rc = send_request(tc, TK_BATCH, "POST", "/$batch", NULL, ctype, b.s, b.len, NULL, "batch",
-                      &resp, st);
+    rc = send_hooked(tc, TK_BATCH, "POST", "/$batch", NULL, ctype, b.s, b.len, NULL, "batch",
+                     &hook, &resp, st);
+    if (rc == 0 && resp.settled) {
+        memset(st, 0, sizeof(*st));
+        goto out;
+    }
     if (rc < 0) {
         log_debug(tc->lg, "batch on %s failed: no response: %s", table, st->message);
         goto out;
@@ -1138,8 +1266,9 @@ int table_batch(struct table_client *tc, const char *table, const char *pk,
     if (table_batch_outcome(resp.body ? resp.body : "", st) < 0) {
         rc = fail_status(tc, "batch", st);
         /* as for single writes: a 409/412 may answer a resend of a batch
-         * whose first send was applied; the entities decide */
-        if ((rc == -EEXIST || rc == -ESTALE) && batch_applied(tc, table, pk, ops, n) == 1) {
+         * whose first send was applied (only then); the entities decide */
+        if ((rc == -EEXIST || rc == -ESTALE) && resp.resent &&
+            batch_applied(&probe, &resp) == 1) {
             log_info(tc->lg, "batch on %s: the service already holds it (an earlier send "
                      "was applied)", table);
             rc = 0;

@@ -34,6 +34,17 @@ int table_client_new(struct table_client **out, const struct account *acct,
                      struct http_stats *stats);
 void table_client_free(struct table_client *tc);
 
+/* From now on, reads ask CANCELLED(CTX) before each page and while they
+ * wait or transfer (http_pool_set_cancel): nonzero ends them with -EINTR.
+ * Writes always run to their end. Call before concurrent use. */
+void table_client_set_cancel(struct table_client *tc, int (*cancelled)(void *ctx), void *ctx);
+
+/* A query ends with -EIO when the service answers this many pages in a row
+ * without an entity but with a continuation (a server can do that for a
+ * selective filter; one that never stops would keep a listing going
+ * forever). */
+#define TABLE_MAX_EMPTY_PAGES 100
+
 /* Map a service answer to an errno, in one place:
  * 404 ResourceNotFound/TableNotFound -> ENOENT (other 404s -> EIO),
  * 409 -> EEXIST, 412 -> ESTALE, 403/401 -> EACCES, 400 -> EINVAL,
@@ -107,15 +118,19 @@ enum table_write {
  * For TW_REPLACE/TW_MERGE, ETAG is required ("*" = any existing entity).
  * On success *new_etag (if non-NULL) is the malloc'd ETag the service
  * returned (NULL if none). Returns 0, or -errno (EEXIST, ESTALE, ENOENT,
- * EINVAL, EIO...) with details in *st. Nothing is retried that could apply
- * twice: an Insert is retried only on failures before a response. */
+ * EINVAL, EIO...) with details in *st. A 409 (insert) or 412 (replace,
+ * merge) is -EEXIST/-ESTALE whenever the request was sent once. Only when an
+ * earlier send may have been applied (http_response.resent) is the entity
+ * read back, and the write counts as done when it holds exactly what was
+ * sent with a Timestamp inside the window of our sends. */
 int table_write_entity(struct table_client *tc, const char *table, const char *pk,
                        const char *rk, const json_t *entity, enum table_write how,
                        const char *etag, char **new_etag, struct az_status *st);
 
-/* Delete with If-Match: ETAG ("*" for any). Returns 0 also when the service
- * says the entity is not there (a resend of ours, or someone else, deleted
- * it), -ESTALE, -EIO (a 404 without the service's not-found code, 5xx, no
+/* Delete with If-Match: ETAG ("*" for any). Returns 0, -ENOENT when the
+ * service says the entity is not there (someone else deleted it; but 0 when
+ * an earlier send of ours may have been applied: then the delete was ours),
+ * -ESTALE, -EIO (a 404 without the service's not-found code, 5xx, no
  * response), -errno. */
 int table_delete_entity(struct table_client *tc, const char *table, const char *pk,
                         const char *rk, const char *etag, struct az_status *st);
@@ -135,8 +150,9 @@ struct table_batch_op {
 /* Run OPS (at most 100, one partition PK of TABLE) atomically with $batch.
  * Returns 0 when every operation succeeded; else -errno of the failing one
  * (st->message names its index), and nothing was applied. A 409/412 is
- * settled like a single write's: when every entity already holds the
- * batch's result (an earlier send was applied), that is success. */
+ * settled like a single write's: only after a send that may have been
+ * applied, and then when every entity holds the batch's result (written
+ * within the window of our sends, deleted ones gone), that is success. */
 int table_batch(struct table_client *tc, const char *table, const char *pk,
                 const struct table_batch_op *ops, size_t n, struct az_status *st);
 

@@ -9,6 +9,10 @@
  *  2. as a name (cut at the first NUL): decode must not crash; rc 0 means the
  *     name is canonical, so encode(decoded key) == name; rc 1 means a long
  *     form whose decoded prefix re-encodes to the part before "%~".
+ * Both steps also check the service's key rules: the name of a key that
+ * keycodec_key_problem accepts is never refused by keycodec_name_problem, a
+ * canonical short-form name is refused exactly as its key is, and
+ * keycodec_key_problem agrees with this file's own UTF-8 check.
  * With FUZZ_KEYCODEC_VALID_UTF8=1 in the environment, step 1 skips keys that
  * are not valid UTF-8 (keys from the service always are), to explore past a
  * known invalid-UTF-8 failure.
@@ -27,9 +31,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Are A and B the same reason (or both NULL)? */
+static int same_reason(const char *a, const char *b)
+{
+    return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
 static void key_roundtrip(const char *key)
 {
     char *name = keycodec_encode(key), *back = NULL, *fname, *fback = NULL;
+    const char *why;
     int rc, frc, m;
 
     if (!name)
@@ -52,6 +63,12 @@ static void key_roundtrip(const char *key)
     }
     m = keycodec_matches(key, name);
     CHECK(m == 1 || m == -ENOMEM, "keycodec_matches(key, encode(key)) = %d", m);
+    why = keycodec_key_problem(key, strlen(key));
+    if (!why)
+        CHECK(keycodec_name_problem(name) == NULL, "valid key, refused name '%s'", name);
+    else if (rc == 0)
+        CHECK(same_reason(keycodec_name_problem(name), why), "short name '%s' of a refused key: %s",
+              name, keycodec_name_problem(name) ? keycodec_name_problem(name) : "accepted");
 
     fname = keycodec_file_encode(key);
     if (fname) {
@@ -88,6 +105,8 @@ static void name_roundtrip(const char *name)
             free(again);
         }
         CHECK(keycodec_matches(key, name) != 0, "matches() disagrees");
+        CHECK(same_reason(keycodec_name_problem(name), keycodec_key_problem(key, strlen(key))),
+              "canonical name '%s' and its key are judged differently", name);
     } else if (rc == 1) {
         const char *mark = strstr(name, KEYCODEC_LONG_MARK);
         char *again;
@@ -145,6 +164,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (utf8_only < 0)
         utf8_only = getenv("FUZZ_KEYCODEC_VALID_UTF8") != NULL &&
                     strcmp(getenv("FUZZ_KEYCODEC_VALID_UTF8"), "0") != 0;
+    if (valid_utf8((const unsigned char *)s))
+        CHECK(!same_reason(keycodec_key_problem(s, strlen(s)), KEYCODEC_WHY_UTF8),
+              "valid UTF-8 refused as not UTF-8");
+    else
+        CHECK(keycodec_key_problem(s, strlen(s)) != NULL, "invalid UTF-8 accepted");
     if (!utf8_only || valid_utf8((const unsigned char *)s))
         key_roundtrip(s);
     name_roundtrip(s);

@@ -104,6 +104,17 @@ def test_config_file_with_key_must_be_private(azurite, probe, mp, tmp_path, aztf
     assert_refused(res, mp, r"(?i)chmod|permission|mode")
 
 
+def test_config_file_saying_devstorage_false_with_a_key_must_be_private(
+        azurite, probe, mp, tmp_path, aztfs_run):
+    """Whether a file holds a secret is decided from what it sets, not from
+    a word in it: "UseDevelopmentStorage=false" next to a real key is a
+    secret."""
+    cfg = write_config(tmp_path, "UseDevelopmentStorage=false;" + azurite.conn_str + "\n",
+                       0o644)
+    res = aztfs_run(["-f", "-o", "config=%s" % cfg, mp], aztfs_env(None))
+    assert_refused(res, mp, r"(?i)chmod|permission|mode")
+
+
 def test_plain_http_beyond_loopback_refused(azurite, mp, aztfs_run):
     # 192.0.2.1 is TEST-NET-1: the refusal comes before any request is sent
     conn = conn_str_for(azurite.port).replace("127.0.0.1:%d" % azurite.port, "192.0.2.1:10002")

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "fspath.h"
+#include "keycodec.h"
 #include "tap.h"
 
 static void test_kinds(void)
@@ -38,8 +39,16 @@ static void test_kinds(void)
     is_int(fp.kind, FSP_SCRATCH, "non-.json name is scratch");
     fspath_free(&fp);
 
-    is_int(fspath_parse("/Customers/p/.json", &fp), 0, "bare .json parses");
-    is_int(fp.kind, FSP_SCRATCH, "bare .json is scratch, not the empty key");
+    is_int(fspath_parse("/Customers/p/.json", &fp), -EINVAL,
+           "bare .json is refused: neither scratch nor the empty key");
+    ok(fspath_invalid_reason("/Customers/p/.json") != NULL &&
+       strstr(fspath_invalid_reason("/Customers/p/.json"), "%.json") != NULL,
+       "the reason names %%.json");
+    is_int(fspath_parse("/Customers/p/%.json", &fp), 0, "%%.json parses");
+    is_str(fp.rk, "", "%%.json is the empty row key");
+    fspath_free(&fp);
+    is_int(fspath_parse("/Customers/p/x.jso", &fp), 0, "x.jso parses");
+    is_int(fp.kind, FSP_SCRATCH, "x.jso is scratch");
     fspath_free(&fp);
 }
 
@@ -55,6 +64,180 @@ static void test_rejects(void)
     is_int(fspath_parse("/t12/%2e", &fp), -ENOENT, "non-canonical partition name");
     is_int(fspath_parse("/t12/.hidden", &fp), -ENOENT, "literal leading dot");
     is_int(fspath_parse("/t12/p/%41.json", &fp), -ENOENT, "non-canonical file name");
+}
+
+/* PATH is refused with -EINVAL for the reason WHY. */
+static void check_invalid(const char *path, const char *why, const char *label)
+{
+    struct fspath fp;
+
+    is_int(fspath_parse(path, &fp), -EINVAL, "EINVAL: %s", label);
+    is_str(fspath_invalid_reason(path), why, "reason: %s", label);
+}
+
+/* PATH parses as KIND, and fspath_invalid_reason has nothing to say. */
+static void check_parses(const char *path, enum fsp_kind kind, const char *label)
+{
+    struct fspath fp;
+    int rc = fspath_parse(path, &fp);
+
+    is_int(rc, 0, "parses: %s", label);
+    is_int(rc == 0 ? (long long)fp.kind : -1, kind, "kind: %s", label);
+    ok(fspath_invalid_reason(path) == NULL, "no reason: %s", label);
+    if (rc == 0)
+        fspath_free(&fp);
+}
+
+static void test_invalid_keys(void)
+{
+    struct fspath fp;
+    char path[300];
+
+    /* characters the service forbids in keys, as they are or escaped */
+    check_invalid("/tbl/a#b", KEYCODEC_WHY_CHAR, "number sign in a partition");
+    check_invalid("/tbl/a?b", KEYCODEC_WHY_CHAR, "'?' in a partition");
+    check_invalid("/tbl/a\\b", KEYCODEC_WHY_CHAR, "'\\' in a partition");
+    check_invalid("/tbl/p/a#b.json", KEYCODEC_WHY_CHAR, "number sign in a file name");
+    check_invalid("/tbl/p/what?.json", KEYCODEC_WHY_CHAR, "'?' in a file name");
+    check_invalid("/tbl/p/a\\b.json", KEYCODEC_WHY_CHAR, "'\\' in a file name");
+    check_invalid("/tbl/a%2Fb", KEYCODEC_WHY_CHAR, "%%2F in a partition");
+    check_invalid("/tbl/p/a%2Fb.json", KEYCODEC_WHY_CHAR, "%%2F in a file name");
+    check_invalid("/tbl/p/a%2fb.json", KEYCODEC_WHY_CHAR, "%%2f, lower case");
+    check_invalid("/tbl/p/%5C.json", KEYCODEC_WHY_CHAR, "%%5C");
+    check_invalid("/tbl/p/%23.json", KEYCODEC_WHY_CHAR, "%%23");
+    check_invalid("/tbl/p/%3F.json", KEYCODEC_WHY_CHAR, "%%3F");
+    check_invalid("/tbl/p/tab%09here.json", KEYCODEC_WHY_CHAR, "%%09");
+    check_invalid("/tbl/p/a%0A.json", KEYCODEC_WHY_CHAR, "%%0A");
+    check_invalid("/tbl/p/a%00.json", KEYCODEC_WHY_CHAR, "%%00");
+    check_invalid("/tbl/p/%7F.json", KEYCODEC_WHY_CHAR, "%%7F");
+    check_invalid("/tbl/p/a\tb.json", KEYCODEC_WHY_CHAR, "a raw tab");
+    check_invalid("/tbl/p/a\nb.json", KEYCODEC_WHY_CHAR, "a raw newline");
+    check_invalid("/tbl/p/\x7F.json", KEYCODEC_WHY_CHAR, "a raw DEL");
+    check_invalid("/tbl/p/\xC2\x85.json", KEYCODEC_WHY_CHAR, "U+0085");
+    check_invalid("/tbl/\xC2\x9F", KEYCODEC_WHY_CHAR, "U+009F");
+    check_invalid("/tbl/p/%C2%80.json", KEYCODEC_WHY_CHAR, "U+0080 escaped");
+
+    /* bytes that are not UTF-8 */
+    check_invalid("/tbl/\xFF", KEYCODEC_WHY_UTF8, "0xFF in a partition");
+    check_invalid("/tbl/p/\xFF.json", KEYCODEC_WHY_UTF8, "0xFF in a file name");
+    check_invalid("/tbl/p/caf\xE9.json", KEYCODEC_WHY_UTF8, "Latin-1 e-acute");
+    check_invalid("/tbl/p/caf%E9.json", KEYCODEC_WHY_UTF8, "escaped Latin-1 e-acute");
+    check_invalid("/tbl/p/\xC0\xAF.json", KEYCODEC_WHY_UTF8, "overlong '/'");
+    check_invalid("/tbl/p/\xED\xA0\x80.json", KEYCODEC_WHY_UTF8, "surrogate");
+    check_invalid("/tbl/p/\xE6\x97.json", KEYCODEC_WHY_UTF8, "character cut short");
+
+    /* a long-form name with a forbidden prefix */
+    memset(path, 0, sizeof(path));
+    strcpy(path, "/tbl/p/#");
+    memset(path + strlen(path), 'a', 199);
+    strcat(path, "%~0123456789abcdef0123456789abcdef.json");
+    check_invalid(path, KEYCODEC_WHY_CHAR, "long form with a number sign in its prefix");
+
+    /* the first fault from the top decides */
+    is_int(fspath_parse("/ab/a#b", &fp), -ENOENT, "invalid table before invalid key");
+    ok(fspath_invalid_reason("/ab/a#b") == NULL, "no reason for ENOENT");
+    is_int(fspath_parse("/tbl/%2e/a#b.json", &fp), -ENOENT, "non-canonical partition first");
+    check_invalid("/tbl/a#b/%2e.json", KEYCODEC_WHY_CHAR, "invalid partition first");
+    is_int(fspath_parse("/tbl/p/r.json/a#b", &fp), -ENOENT, "too deep before invalid");
+    is_int(fspath_parse("/tbl/%2e", &fp), -ENOENT, "non-canonical stays ENOENT");
+    ok(fspath_invalid_reason("/tbl/%2e") == NULL, "non-canonical: no reason");
+
+    /* scratch names never reach the service: only the length is checked */
+    check_parses("/tbl/p/#r.json#", FSP_SCRATCH, "emacs auto-save name");
+    check_parses("/tbl/p/a?b\\c", FSP_SCRATCH, "scratch with ? and \\");
+    check_parses("/tbl/p/\xFF\xFE", FSP_SCRATCH, "scratch that is not UTF-8");
+    check_invalid("/tbl/a#b/x.swp", KEYCODEC_WHY_CHAR, "scratch in an invalid partition");
+}
+
+static void test_boundary_names(void)
+{
+    struct fspath fp;
+
+    check_parses("/tbl/p/caf\xC3\xA9.json", FSP_ENTITY, "non-ASCII");
+    check_parses("/tbl/\xE6\x97\xA5\xE6\x9C\xAC", FSP_PARTITION, "CJK partition");
+    check_parses("/tbl/p/\xF0\x9F\x98\x80.json", FSP_ENTITY, "emoji");
+    check_parses("/tbl/p/\xC2\xA0.json", FSP_ENTITY, "U+00A0, just past C1");
+    check_parses("/tbl/p/a b.json", FSP_ENTITY, "space");
+    check_parses("/tbl/p/it's \"q\".json", FSP_ENTITY, "quotes");
+    check_parses("/tbl/p/~*<>|:.json", FSP_ENTITY, "other punctuation");
+    check_parses("/tbl/p/%252F.json", FSP_ENTITY, "the key '%%2F' (escaped '%%')");
+
+    is_int(fspath_parse("/tbl/p/%25.json", &fp), 0, "%%25.json parses");
+    is_str(fp.rk, "%", "%%25 is the key '%%'");
+    fspath_free(&fp);
+    is_int(fspath_parse("/tbl/%2E/%2E..json", &fp), 0, "%%2E names parse");
+    is_str(fp.pk, ".", "%%2E is the key '.'");
+    is_str(fp.rk, "..", "%%2E..json is the key '..'");
+    fspath_free(&fp);
+}
+
+static void test_name_length(void)
+{
+    struct fspath fp;
+    char path[1200], *key, *name;
+
+    /* 255 bytes: the longest name; 250 bytes + ".json" is a short-form name */
+    strcpy(path, "/tbl/p/");
+    memset(path + 7, 'x', 250);
+    strcpy(path + 257, ".json");
+    is_int(fspath_parse(path, &fp), 0, "255-byte file name parses");
+    ok(fp.rk && strlen(fp.rk) == 250, "its row key has 250 bytes");
+    fspath_free(&fp);
+    memset(path + 7, 'x', 255);
+    path[262] = '\0';
+    check_parses(path, FSP_SCRATCH, "255-byte scratch name");
+    strcpy(path, "/tbl/");
+    memset(path + 5, 'x', 255);
+    path[260] = '\0';
+    is_int(fspath_parse(path, &fp), -ENOENT, "255-byte partition name: no key has it");
+    ok(fspath_invalid_reason(path) == NULL, "... and it is not invalid");
+
+    /* 256 bytes: too long, in any position */
+    strcpy(path, "/tbl/p/");
+    memset(path + 7, 'x', 251);
+    strcpy(path + 258, ".json");
+    is_int(fspath_parse(path, &fp), -ENAMETOOLONG, "256-byte file name");
+    is_str(fspath_invalid_reason(path), "a name is at most 255 bytes", "reason: too long");
+    memset(path + 7, 'x', 256);
+    path[263] = '\0';
+    is_int(fspath_parse(path, &fp), -ENAMETOOLONG, "256-byte scratch name");
+    strcpy(path, "/tbl/");
+    memset(path + 5, 'x', 256);
+    strcpy(path + 261, "/r.json");
+    is_int(fspath_parse(path, &fp), -ENAMETOOLONG, "256-byte partition name");
+    strcpy(path, "/a");
+    memset(path + 2, 'x', 255);
+    path[257] = '\0';
+    is_int(fspath_parse(path, &fp), -ENAMETOOLONG, "256-byte table name");
+    strcpy(path, "/tbl/p/r.json/x/");
+    memset(path + 16, '#', 256);
+    path[272] = '\0';
+    is_int(fspath_parse(path, &fp), -ENAMETOOLONG, "too long comes before too deep");
+    strcpy(path, "/tbl/p/");
+    memset(path + 7, 0xFF, 300);
+    path[307] = '\0';
+    is_int(fspath_parse(path, &fp), -ENAMETOOLONG, "too long comes before not UTF-8");
+
+    /* every name the codec makes for a 1 KiB key fits and parses */
+    key = malloc(1025);
+    if (!key)
+        return;
+    memset(key, 'k', 1024);
+    key[1024] = '\0';
+    name = keycodec_file_encode(key);
+    snprintf(path, sizeof(path), "/tbl/p/%s", name ? name : "");
+    is_int(fspath_parse(path, &fp), 0, "long-form name of a 1 KiB key parses");
+    fspath_free(&fp);
+    free(name);
+    for (int i = 0; i < 1023; i += 3)
+        memcpy(key + i, "\xE6\x97\xA5", 3);
+    key[1023] = '\0';
+    name = keycodec_encode(key);
+    snprintf(path, sizeof(path), "/tbl/%s", name ? name : "");
+    is_int(fspath_parse(path, &fp), 0, "long-form name of 341 CJK characters parses");
+    fspath_free(&fp);
+    free(name);
+    free(key);
 }
 
 static void test_long_names(void)
@@ -102,6 +285,9 @@ int main(void)
 {
     test_kinds();
     test_rejects();
+    test_invalid_keys();
+    test_boundary_names();
+    test_name_length();
     test_long_names();
     test_table_names();
     test_ino();

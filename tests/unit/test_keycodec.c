@@ -235,6 +235,116 @@ static void test_file_names(void)
     is_int(keycodec_matches("x/y", "x/y"), 0, "matches() false");
 }
 
+static void test_utf8_char(void)
+{
+    unsigned long cp = 0;
+
+    is_int(keycodec_utf8_char("a", 1, &cp), 1, "utf8: ASCII");
+    is_int(cp, 'a', "utf8: ASCII code point");
+    is_int(keycodec_utf8_char("\xC3\xA9x", 3, &cp), 2, "utf8: 2 bytes");
+    is_int(cp, 0xE9, "utf8: U+00E9");
+    is_int(keycodec_utf8_char("\xF0\x9F\x98\x80", 4, &cp), 4, "utf8: 4 bytes");
+    is_int(cp, 0x1F600, "utf8: U+1F600");
+    is_int(keycodec_utf8_char("\xF4\x8F\xBF\xBF", 4, &cp), 4, "utf8: U+10FFFF");
+    is_int(keycodec_utf8_char("", 0, &cp), 0, "utf8: nothing");
+    is_int(keycodec_utf8_char("\xC3\xA9", 1, &cp), 0, "utf8: cut short by LEN");
+    is_int(keycodec_utf8_char("\x80", 1, &cp), 0, "utf8: stray continuation");
+    is_int(keycodec_utf8_char("\xC0\x80", 2, &cp), 0, "utf8: overlong NUL");
+    is_int(keycodec_utf8_char("\xED\xBF\xBF", 3, &cp), 0, "utf8: surrogate U+DFFF");
+    is_int(keycodec_utf8_char("\xF4\x90\x80\x80", 4, &cp), 0, "utf8: U+110000");
+    is_int(keycodec_utf8_char("\xF8\x88\x80\x80\x80", 5, &cp), 0, "utf8: 5-byte form");
+}
+
+/* KEY is a key the service accepts. */
+static void check_key_ok(const char *key, const char *label)
+{
+    ok(keycodec_key_problem(key, strlen(key)) == NULL, "key ok: %s", label);
+}
+
+/* KEY (LEN bytes) is refused for the reason WHY. */
+static void check_key_bad(const char *key, size_t len, const char *why, const char *label)
+{
+    is_str(keycodec_key_problem(key, len), why, "key refused: %s", label);
+}
+
+static void test_key_problem(void)
+{
+    check_key_ok("", "empty");
+    check_key_ok("alice 2024-06-01", "letters, digits, space, dash");
+    check_key_ok("%.~'\"*<>|:;,=+&@!$()[]{}^`", "other ASCII punctuation");
+    check_key_ok("caf\xC3\xA9 \xE6\x97\xA5 \xF0\x9F\x98\x80", "non-ASCII");
+    check_key_ok("\xC2\xA0", "U+00A0, first after C1");
+    check_key_ok("\xEF\xBF\xBF", "U+FFFF");
+
+    check_key_bad("a/b", 3, KEYCODEC_WHY_CHAR, "slash");
+    check_key_bad("a\\b", 3, KEYCODEC_WHY_CHAR, "backslash");
+    check_key_bad("a#b", 3, KEYCODEC_WHY_CHAR, "number sign");
+    check_key_bad("a?b", 3, KEYCODEC_WHY_CHAR, "question mark");
+    check_key_bad("a\tb", 3, KEYCODEC_WHY_CHAR, "tab");
+    check_key_bad("\n", 1, KEYCODEC_WHY_CHAR, "newline");
+    check_key_bad("\x01", 1, KEYCODEC_WHY_CHAR, "U+0001");
+    check_key_bad("\x1F", 1, KEYCODEC_WHY_CHAR, "U+001F");
+    check_key_bad("\x7F", 1, KEYCODEC_WHY_CHAR, "U+007F");
+    check_key_bad("\xC2\x80", 2, KEYCODEC_WHY_CHAR, "U+0080");
+    check_key_bad("\xC2\x85", 2, KEYCODEC_WHY_CHAR, "U+0085");
+    check_key_bad("\xC2\x9F", 2, KEYCODEC_WHY_CHAR, "U+009F");
+    check_key_bad("a\0b", 3, KEYCODEC_WHY_CHAR, "U+0000 inside LEN");
+
+    check_key_bad("\xFF", 1, KEYCODEC_WHY_UTF8, "0xFF");
+    check_key_bad("caf\xE9", 4, KEYCODEC_WHY_UTF8, "Latin-1");
+    check_key_bad("\xC3", 1, KEYCODEC_WHY_UTF8, "cut short");
+    check_key_bad("\xC0\xAF", 2, KEYCODEC_WHY_UTF8, "overlong slash");
+    check_key_bad("\xED\xA0\x80", 3, KEYCODEC_WHY_UTF8, "surrogate");
+    check_key_bad("\xF4\x90\x80\x80", 4, KEYCODEC_WHY_UTF8, "past U+10FFFF");
+    check_key_bad("\xFF/", 2, KEYCODEC_WHY_UTF8, "first problem: not UTF-8");
+    check_key_bad("/\xFF", 2, KEYCODEC_WHY_CHAR, "first problem: slash");
+}
+
+/* NAME is refused (WHY) or not (WHY NULL) by keycodec_name_problem. */
+static void check_name(const char *name, const char *why, const char *label)
+{
+    is_str(keycodec_name_problem(name), why, "name %s", label);
+}
+
+static void test_name_problem(void)
+{
+    char name[300];
+
+    check_name("a%2Fb", KEYCODEC_WHY_CHAR, "%2F");
+    check_name("a%2fb", KEYCODEC_WHY_CHAR, "%2f (non-canonical, still a slash)");
+    check_name("%5C", KEYCODEC_WHY_CHAR, "%5C");
+    check_name("%23", KEYCODEC_WHY_CHAR, "%23");
+    check_name("%3f", KEYCODEC_WHY_CHAR, "%3f");
+    check_name("tab%09here", KEYCODEC_WHY_CHAR, "%09");
+    check_name("%0a", KEYCODEC_WHY_CHAR, "%0a");
+    check_name("%00", KEYCODEC_WHY_CHAR, "%00");
+    check_name("%7F", KEYCODEC_WHY_CHAR, "%7F");
+    check_name("%C2%85", KEYCODEC_WHY_CHAR, "escaped U+0085");
+    check_name("\xC2%85", KEYCODEC_WHY_CHAR, "U+0085 half escaped");
+    check_name("a#b", KEYCODEC_WHY_CHAR, "raw number sign");
+    check_name("a?b.json", KEYCODEC_WHY_CHAR, "raw question mark, .json kept");
+    check_name("a\\b", KEYCODEC_WHY_CHAR, "raw backslash");
+    check_name("a\tb", KEYCODEC_WHY_CHAR, "raw tab");
+    check_name("\xFF", KEYCODEC_WHY_UTF8, "0xFF");
+    check_name("%E9", KEYCODEC_WHY_UTF8, "escaped Latin-1");
+    check_name("%C3", KEYCODEC_WHY_UTF8, "escaped lead byte alone");
+
+    check_name("%C3%A9", NULL, "escaped e-acute (valid, not canonical)");
+    check_name("%", NULL, "the empty key");
+    check_name("%.json", NULL, "the empty key's file");
+    check_name("%25", NULL, "%25");
+    check_name("%252F", NULL, "%252F is the key '%2F'");
+    check_name("%252f%2523", NULL, "escaped percents are not re-read");
+    check_name("%2E", NULL, "%2E");
+    check_name("%2", NULL, "truncated escape");
+    check_name("%zz", NULL, "not hex");
+    check_name("%~", NULL, "bare mark");
+    check_name("caf\xC3\xA9 it's", NULL, "non-ASCII, space, quote");
+    memset(name, 'a', 200);
+    strcpy(name + 200, "%~0123456789abcdef0123456789abcdef.json");
+    check_name(name, NULL, "long form");
+}
+
 /* xorshift64*: a fixed-seed PRNG so failures are reproducible. */
 static uint64_t rng_next(uint64_t *s)
 {
@@ -323,6 +433,46 @@ static void test_roundtrip_random(void)
     ok(longs > 0, "some random keys (%d) took the long form", longs);
 }
 
+/* Random keys (now and then with a stray byte that is not UTF-8): the name of
+ * a key the service accepts is never refused, and the short-form name of a
+ * key it refuses always is, for the same reason. */
+static void test_valid_names_random(void)
+{
+    uint64_t s = 0x2545F4914F6CDD1DULL;
+    char key[1200];
+    int bad = 0, valid = 0, invalid = 0, n = 3000;
+
+    for (int t = 0; t < n; t++) {
+        size_t len = 0, want = (t % 10 == 0) ? 200 + rng_next(&s) % 900 : rng_next(&s) % 20;
+        char *enc, *fenc;
+        const char *why;
+
+        while (len < want && len + 4 < sizeof(key) - 1) {
+            if (rng_next(&s) % 64 == 0)
+                key[len++] = (char)(0x80 + rng_next(&s) % 0x80);   /* likely not UTF-8 */
+            else
+                len += random_char(&s, key + len);
+        }
+        key[len] = '\0';
+        why = keycodec_key_problem(key, len);
+        enc = keycodec_encode(key);
+        fenc = keycodec_file_encode(key);
+        if (!enc || !fenc)
+            bad++;
+        else if (!why && (keycodec_name_problem(enc) || keycodec_name_problem(fenc)))
+            bad++;
+        else if (why && !strstr(enc, KEYCODEC_LONG_MARK) &&
+                 (keycodec_name_problem(enc) != why || keycodec_name_problem(fenc) != why))
+            bad++;
+        valid += !why;
+        invalid += !!why;
+        free(enc);
+        free(fenc);
+    }
+    is_int(bad, 0, "%d random keys: names refused exactly when their keys are", n);
+    ok(valid > 100 && invalid > 100, "both kinds were drawn (%d valid, %d not)", valid, invalid);
+}
+
 /* Random names over a hostile alphabet: whenever one decodes (rc 0), encoding
  * the key must give the name back, so no key has two names. */
 static void test_canonical_random(void)
@@ -367,7 +517,11 @@ int main(void)
     test_boundary();
     test_reject();
     test_file_names();
+    test_utf8_char();
+    test_key_problem();
+    test_name_problem();
     test_roundtrip_random();
+    test_valid_names_random();
     test_canonical_random();
     return done_testing();
 }
