@@ -1,0 +1,855 @@
+"""model.py - the reference-model test of aztfs (issue 13).
+
+Seeded random sequences of operations are applied to a mount and to an
+in-memory model of what the table must hold and what the mount must show.
+After every step the mount is compared with the model: the listings, every
+file's bytes parsed with their types, and `stat` sizes against the bytes read.
+At the end the remote table is compared with the model through the official
+SDK. A second mount and the SDK change and delete the same entities; the
+model says which outcome is allowed (ESTALE, and the other change kept).
+
+On a failure the seed and a shrunk sequence are printed, with the command
+that replays them:
+
+    /usr/bin/python3 tests/integration/model.py --seeds 7            # one seed
+    /usr/bin/python3 tests/integration/model.py --minutes 30          # long mode
+    /usr/bin/python3 tests/integration/model.py --replay steps.json   # a saved sequence
+
+Used by tests/integration/test_model.py (a fixed set of seeds in CI)."""
+
+import argparse
+import base64
+import errno
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1] / "bench"))
+from aztfs_names import dir_name, file_name  # noqa: E402
+
+CACHE_TIMEOUT = 2            # -o cache_timeout of the model's mounts (seconds)
+SETTLE = CACHE_TIMEOUT + 1.5  # a change made elsewhere is shown after this at most
+MOUNT_OPTIONS = "cache_timeout=%d" % CACHE_TIMEOUT
+PARTITIONS = ["p1", "a b", "50%", ".hid", "caf\u00e9", "it's", ""]
+ROWS = ["r1", "r2", "a b", "%", ".dot", "\u65e5\u672c", "it's", "", "x" * 300]
+SYSTEM = ("PartitionKey", "RowKey", "Timestamp")
+
+
+class StepFailed(AssertionError):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# typed values: (Edm type, the value as aztfs writes it in a file)
+# ---------------------------------------------------------------------------
+VALUES = {
+    "Edm.String": ["", "caf\u00e9 \u65e5\u672c", 'quote " and \\ back', "two\nlines\ttab",
+                   "x" * 2000, "\U0001F600"],
+    "Edm.Int32": [0, -2147483648, 2147483647, 42],
+    "Edm.Int64": ["9223372036854775807", "-9223372036854775808", "0", "4294967296"],
+    # no -0.0: Azurite stores it as 0 (the SDK alone reads back 0.0 too)
+    "Edm.Double": [0.5, -1.5, 1e+300, 5e-324, 2.0, "NaN", "Infinity", "-Infinity"],
+    "Edm.Boolean": [True, False],
+    "Edm.DateTime": ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "2020-02-29T12:00:00.5Z"],
+    "Edm.Guid": ["0f8fad5b-d9cb-469f-a165-70867728950e", "00000000-0000-0000-0000-000000000000"],
+    "Edm.Binary": ["AA==", base64.b64encode(bytes(range(256))).decode()],
+}
+IMPLIED = ("Edm.String", "Edm.Int32", "Edm.Boolean")
+
+
+def random_props(rng):
+    """A random entity: {name: (type, value)}, with a "tok" string that sed
+    can find."""
+    props = {"tok": ("Edm.String", "tok%d" % rng.randrange(10 ** 6))}
+    for i in range(rng.randrange(4)):
+        t = rng.choice(sorted(VALUES))
+        props["v%d_%s" % (i, t[4:].lower())] = (t, rng.choice(VALUES[t]))
+    return props
+
+
+def entity_text(props, rng=None):
+    """File text for PROPS, annotated where the type is not implied; laid out
+    compactly or indented (aztfs accepts any layout)."""
+    obj = {}
+    for k, (t, v) in props.items():
+        obj[k] = v
+        if t not in IMPLIED:
+            obj[k + "@odata.type"] = t
+    if rng is not None and rng.random() < 0.5:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    return (json.dumps(obj, ensure_ascii=False, indent=1) + "\n").encode()
+
+
+def parse_file(data):
+    """{name: (type, value)} of a file's bytes (keys and Timestamp dropped)."""
+    obj = json.loads(data.decode("utf-8"))
+    out = {}
+    for k, v in obj.items():
+        if k in SYSTEM or "@" in k:
+            continue
+        t = obj.get(k + "@odata.type")
+        if t is None:
+            t = ("Edm.Boolean" if isinstance(v, bool) else "Edm.Int32" if isinstance(v, int)
+                 else "Edm.String")
+        out[k] = (t, v)
+    return out
+
+
+def same_value(t, a, b):
+    if t == "Edm.Double" and isinstance(a, float) and isinstance(b, float):
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    return type(a) is type(b) and a == b
+
+
+def same_props(want, got):
+    return (set(want) == set(got) and
+            all(want[k][0] == got[k][0] and same_value(want[k][0], want[k][1], got[k][1])
+                for k in want))
+
+
+def sdk_props(e):
+    """{name: (type, value as a file shows it)} of an SDK entity."""
+    import datetime
+    import uuid
+    from azure.data.tables import EntityProperty
+    out = {}
+    for k, v in e.items():
+        if k in SYSTEM:
+            continue
+        if isinstance(v, EntityProperty):
+            t, v = getattr(v.edm_type, "value", v.edm_type), v.value
+        elif isinstance(v, bool):
+            t = "Edm.Boolean"
+        elif isinstance(v, int):
+            t = "Edm.Int32"
+        elif isinstance(v, float):
+            t = "Edm.Double"
+        elif isinstance(v, str):
+            t = "Edm.String"
+        elif isinstance(v, bytes):
+            t = "Edm.Binary"
+        elif isinstance(v, uuid.UUID):
+            t = "Edm.Guid"
+        elif isinstance(v, datetime.datetime):
+            t = "Edm.DateTime"
+        else:
+            t = type(v).__name__
+        if t == "Edm.Int64":
+            v = str(v)
+        elif t == "Edm.Double" and isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+            v = "NaN" if math.isnan(v) else "Infinity" if v > 0 else "-Infinity"
+        elif t == "Edm.Binary":
+            v = base64.b64encode(v).decode()
+        elif t == "Edm.Guid":
+            v = str(v)
+        elif t == "Edm.DateTime":
+            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat(
+                timespec="microseconds")
+        out[k] = (t, v)
+    return out
+
+
+def model_for_sdk(props):
+    """PROPS as sdk_props shows them (DateTime to microseconds)."""
+    import datetime
+    out = {}
+    for k, (t, v) in props.items():
+        if t == "Edm.DateTime":
+            base, frac = v[:19], v[20:-1] if "." in v else ""
+            d = datetime.datetime.strptime(base, "%Y-%m-%dT%H:%M:%S")
+            v = d.isoformat(timespec="seconds") + "." + (frac + "000000")[:6]
+        out[k] = (t, v)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# the model
+# ---------------------------------------------------------------------------
+class Model:
+    """What the table holds and what the mount shows: {pk: {rk: props}} and
+    the partition directories made with mkdir (or left by rm)."""
+
+    def __init__(self):
+        self.rows = {}
+        self.dirs = set()
+        self.emptied = {}          # pk -> when another writer deleted its last entity
+
+    def get(self, pk, rk):
+        return self.rows.get(pk, {}).get(rk)
+
+    def put(self, pk, rk, props):
+        self.rows.setdefault(pk, {})[rk] = props
+
+    def delete(self, pk, rk):
+        part = self.rows.get(pk, {})
+        part.pop(rk, None)
+        if not part:
+            self.rows.pop(pk, None)
+
+    def partitions(self):
+        return {pk for pk, part in self.rows.items() if part} | self.dirs
+
+    def lingering(self):
+        """Partitions another writer emptied within CACHE_TIMEOUT: the table's
+        listing may still name them (shown empty) until it expires."""
+        now = time.monotonic()
+        return {pk for pk, t in self.emptied.items()
+                if now - t < CACHE_TIMEOUT + 0.5 and pk not in self.partitions()}
+
+
+# ---------------------------------------------------------------------------
+# one run: steps generated from a seed, executed and checked
+# ---------------------------------------------------------------------------
+def errno_of(fn):
+    """0, or the errno fn raised."""
+    try:
+        fn()
+        return 0
+    except OSError as e:
+        return e.errno
+
+
+class Runner:
+    """Applies steps to MOUNT (and OTHER, a second mount) and to a model of
+    TABLE; SDK is a TableServiceClient."""
+
+    def __init__(self, mount, other, sdk, table):
+        self.m, self.other, self.sdk, self.table = str(mount), str(other), sdk, table
+        self.model = Model()
+        self.tc = sdk.get_table_client(table)
+        self.log = []
+
+    # paths ---------------------------------------------------------------
+    def pdir(self, pk, root=None):
+        return os.path.join(root or self.m, self.table, dir_name(pk))
+
+    def path(self, pk, rk, root=None):
+        return os.path.join(self.pdir(pk, root), file_name(rk))
+
+    def text(self, props, pk, rk, rng=None):
+        """Entity text; a long-form name needs its keys in the content."""
+        obj_props = dict(props)
+        data = entity_text(obj_props, rng)
+        if len(rk.encode()) > 250 or len(pk.encode()) > 250:
+            obj = json.loads(data)
+            obj["PartitionKey"], obj["RowKey"] = pk, rk
+            data = json.dumps(obj, ensure_ascii=False).encode()
+        return data
+
+    def expect(self, step, want, got):
+        if want != got:
+            raise StepFailed("%s: expected %s, got %s" % (
+                step["op"], errno.errorcode.get(want, want) if want else "success",
+                errno.errorcode.get(got, got) if got else "success"))
+
+    # writing through the mount -----------------------------------------------
+    def write_fd(self, path, data, flags, chunks=1, fsync_mid=False):
+        """open, write DATA (in CHUNKS, or back to front with pwrite when
+        CHUNKS is 0), close; (call, errno) of the first failure or None."""
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError as e:
+            return ("open", e.errno)
+        err = None
+        try:
+            if chunks == 0:
+                half = max(1, len(data) // 2)
+                os.pwrite(fd, data[half:], half)
+                os.pwrite(fd, data[:half], 0)
+            else:
+                step = max(1, -(-len(data) // chunks))
+                for i in range(0, len(data), step):
+                    os.write(fd, data[i:i + step])
+                    if fsync_mid and i == 0:
+                        try:
+                            os.fsync(fd)
+                        except OSError as e:
+                            if e.errno != errno.EINVAL:
+                                raise
+        except OSError as e:
+            err = ("write", e.errno)
+        try:
+            os.close(fd)
+        except OSError as e:
+            err = err or ("close", e.errno)
+        return err
+
+    def saved(self, pk, rk, props):
+        self.model.put(pk, rk, props)
+        self.model.dirs.discard(pk)
+
+    def removed(self, pk, rk):
+        self.model.delete(pk, rk)
+        self.model.dirs.add(pk)          # the directory stays until rmdir
+
+    # the operations ------------------------------------------------------------
+    def op_create(self, s):
+        pk, rk = s["pk"], s["rk"]
+        exists = self.model.get(pk, rk) is not None
+        if pk not in self.model.partitions():
+            os.makedirs(self.pdir(pk), exist_ok=True)
+            self.model.dirs.add(pk)
+        err = self.write_fd(self.path(pk, rk), self.text(s["props"], pk, rk),
+                            os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        self.expect(s, errno.EEXIST if exists else 0, err[1] if err else 0)
+        if not exists:
+            self.saved(pk, rk, s["props"])
+
+    def op_overwrite(self, s):
+        pk, rk = s["pk"], s["rk"]
+        if pk not in self.model.partitions():
+            os.makedirs(self.pdir(pk), exist_ok=True)
+            self.model.dirs.add(pk)
+        err = self.write_fd(self.path(pk, rk), self.text(s["props"], pk, rk, random.Random(s["seed"])),
+                            os.O_WRONLY | os.O_CREAT | os.O_TRUNC, chunks=s["chunks"],
+                            fsync_mid=s.get("fsync", False))
+        self.expect(s, 0, err[1] if err else 0)
+        self.saved(pk, rk, s["props"])
+
+    def op_append_fix(self, s):
+        pk, rk = s["pk"], s["rk"]
+        if self.model.get(pk, rk) is None:
+            return
+        fd = os.open(self.path(pk, rk), os.O_WRONLY | os.O_APPEND)
+        try:
+            os.write(fd, b'\n{"broken": ')
+            os.ftruncate(fd, 0)
+            os.write(fd, self.text(s["props"], pk, rk))
+        finally:
+            os.close(fd)
+        self.saved(pk, rk, s["props"])
+
+    def op_truncate0(self, s):
+        pk, rk = s["pk"], s["rk"]
+        exists = self.model.get(pk, rk) is not None
+        if len(rk.encode()) > 250:
+            return                        # the empty entity cannot carry the long key
+        got = errno_of(lambda: os.truncate(self.path(pk, rk), 0))
+        self.expect(s, 0 if exists else errno.ENOENT, got)
+        if exists:
+            self.saved(pk, rk, {})
+
+    def op_rename(self, s):
+        pk, a, b = s["pk"], s["rk"], s["rk2"]
+        src = self.model.get(pk, a)
+        if src is None or a == b or len(b.encode()) > 250:
+            return
+        got = errno_of(lambda: os.rename(self.path(pk, a), self.path(pk, b)))
+        self.expect(s, 0, got)
+        self.model.delete(pk, a)
+        self.model.put(pk, b, src)
+
+    def op_move_across(self, s):
+        pk, pk2, rk = s["pk"], s["pk2"], s["rk"]
+        src = self.model.get(pk, rk)
+        if src is None or pk == pk2 or len(rk.encode()) > 250:
+            return
+        if pk2 not in self.model.partitions():
+            os.makedirs(self.pdir(pk2), exist_ok=True)
+            self.model.dirs.add(pk2)
+        got = errno_of(lambda: os.rename(self.path(pk, rk), self.path(pk2, rk)))
+        self.expect(s, errno.EXDEV, got)
+        r = subprocess.run(["mv", self.path(pk, rk), self.path(pk2, rk)],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise StepFailed("mv across partitions: %s" % r.stderr)
+        self.removed(pk, rk)
+        self.saved(pk2, rk, src)
+
+    def op_unlink(self, s):
+        pk, rk = s["pk"], s["rk"]
+        exists = self.model.get(pk, rk) is not None
+        got = errno_of(lambda: os.unlink(self.path(pk, rk)))
+        self.expect(s, 0 if exists else errno.ENOENT, got)
+        if exists:
+            self.removed(pk, rk)
+
+    def op_mkdir(self, s):
+        pk = s["pk"]
+        want = errno.EEXIST if pk in self.model.partitions() else 0
+        self.expect(s, want, errno_of(lambda: os.mkdir(self.pdir(pk))))
+        self.model.dirs.add(pk)
+
+    def op_rmdir(self, s):
+        pk = s["pk"]
+        if pk not in self.model.partitions():
+            want = errno.ENOENT
+        else:
+            want = errno.ENOTEMPTY if self.model.rows.get(pk) else 0
+        self.expect(s, want, errno_of(lambda: os.rmdir(self.pdir(pk))))
+        if want == 0:
+            self.model.dirs.discard(pk)
+
+    def op_cp(self, s):
+        pk, a, b = s["pk"], s["rk"], s["rk2"]
+        src = self.model.get(pk, a)
+        if src is None or a == b or len(b.encode()) > 250 or len(a.encode()) > 250:
+            return
+        r = subprocess.run(["cp", "-p", self.path(pk, a), self.path(pk, b)],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise StepFailed("cp -p: %s" % r.stderr)
+        self.saved(pk, b, src)
+
+    def op_sed(self, s):
+        pk, rk = s["pk"], s["rk"]
+        cur = self.model.get(pk, rk)
+        if cur is None or "tok" not in cur or len(rk.encode()) > 250:
+            return
+        new = "tok%d" % s["n"]
+        r = subprocess.run(["sed", "-i", "s/%s/%s/" % (cur["tok"][1], new), self.path(pk, rk)],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise StepFailed("sed -i: %s" % r.stderr)
+        props = dict(cur)
+        props["tok"] = ("Edm.String", new)
+        self.saved(pk, rk, props)
+
+    def op_scratch(self, s):
+        pk, rk = s["pk"], s["rk"]
+        if pk not in self.model.partitions() or len(rk.encode()) > 250:
+            return
+        tmp = os.path.join(self.pdir(pk), ".model.tmp")
+        with open(tmp, "wb") as f:
+            f.write(self.text(s["props"], pk, rk))
+        self.expect(s, 0, errno_of(lambda: os.rename(tmp, self.path(pk, rk))))
+        self.saved(pk, rk, s["props"])
+
+    def op_two_handles(self, s):
+        """Two handles of this mount on one entity: the first close wins, the
+        second is ESTALE: it read the entity before the first save."""
+        pk, rk = s["pk"], s["rk"]
+        if pk not in self.model.partitions() or len(rk.encode()) > 250:
+            return
+        if self.model.get(pk, rk) is None:
+            return
+        flags = os.O_WRONLY | os.O_TRUNC
+        fa, fb = os.open(self.path(pk, rk), flags, 0o644), os.open(self.path(pk, rk), flags, 0o644)
+        os.write(fa, self.text(s["props"], pk, rk))
+        os.write(fb, self.text(s["props2"], pk, rk))
+        self.expect(s, 0, errno_of(lambda: os.close(fa)))
+        self.expect(s, errno.ESTALE, errno_of(lambda: os.close(fb)))
+        self.saved(pk, rk, s["props"])
+
+    def op_bad_save(self, s):
+        """Text that is not an entity: the close fails with EINVAL, nothing
+        changes; the same name can be saved at once afterwards."""
+        pk, rk = s["pk"], s["rk"]
+        if pk not in self.model.partitions() or len(rk.encode()) > 250:
+            return
+        err = self.write_fd(self.path(pk, rk), b'{"a": 1', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        self.expect(s, errno.EINVAL, err[1] if err else 0)
+        self.check_view()
+        err = self.write_fd(self.path(pk, rk), self.text(s["props"], pk, rk),
+                            os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        self.expect(s, 0, err[1] if err else 0)
+        self.saved(pk, rk, s["props"])
+
+    def op_rename_onto_open(self, s):
+        """open(b, O_TRUNC); rename(a, b); write; close: the handle wrote into
+        the file the rename replaced, which is gone (sed -i, rsync and
+        editors do this while someone holds b open)."""
+        pk, a, b = s["pk"], s["rk"], s["rk2"]
+        src, dst = self.model.get(pk, a), self.model.get(pk, b)
+        if src is None or dst is None or a == b or len(b.encode()) > 250:
+            return
+        fd = os.open(self.path(pk, b), os.O_WRONLY | os.O_TRUNC)
+        try:
+            self.expect(s, 0, errno_of(lambda: os.rename(self.path(pk, a), self.path(pk, b))))
+            os.write(fd, self.text(s["props"], pk, b))
+        finally:
+            self.expect(s, 0, errno_of(lambda: os.close(fd)))
+        self.model.delete(pk, a)
+        self.model.put(pk, b, src)
+
+    def op_write_across_rename(self, s):
+        """open(a, O_TRUNC); rename(a, b); write; close: as on a local disk,
+        the handle follows the rename made through this mount and saves b."""
+        pk, a, b = s["pk"], s["rk"], s["rk2"]
+        if self.model.get(pk, a) is None or a == b or len(b.encode()) > 250 \
+                or len(a.encode()) > 250:
+            return
+        fd = os.open(self.path(pk, a), os.O_WRONLY | os.O_TRUNC)
+        try:
+            self.expect(s, 0, errno_of(lambda: os.rename(self.path(pk, a), self.path(pk, b))))
+            self.model.put(pk, b, self.model.get(pk, a))
+            self.model.delete(pk, a)
+            os.write(fd, self.text(s["props"], pk, b))
+        finally:
+            self.expect(s, 0, errno_of(lambda: os.close(fd)))
+        self.saved(pk, b, s["props"])
+
+    def op_new_open_listed(self, s):
+        """A new file open and not yet saved is listed, and can be renamed
+        within its partition before its close saves it."""
+        pk, a, b = s["pk"], s["rk"], s["rk2"]
+        if (pk not in self.model.partitions() or self.model.get(pk, a) is not None or
+                self.model.get(pk, b) is not None or a == b or
+                len(a.encode()) > 250 or len(b.encode()) > 250):
+            return
+        fd = os.open(self.path(pk, a), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            os.write(fd, self.text(s["props"], pk, a))
+            if file_name(a) not in os.listdir(self.pdir(pk)):
+                raise StepFailed("a new file open for writing is not listed")
+            self.expect(s, 0, errno_of(lambda: os.rename(self.path(pk, a), self.path(pk, b))))
+        finally:
+            self.expect(s, 0, errno_of(lambda: os.close(fd)))
+        self.saved(pk, b, s["props"])
+
+    def op_rsync_copy(self, s):
+        """rsync one entity onto another (nanosecond quick check)."""
+        pk, a, b = s["pk"], s["rk"], s["rk2"]
+        src = self.model.get(pk, a)
+        if src is None or a == b or len(a.encode()) > 250 or len(b.encode()) > 250:
+            return
+        r = subprocess.run(["rsync", "-a", "--modify-window=-1", self.path(pk, a),
+                            self.path(pk, b)], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise StepFailed("rsync: %s" % r.stderr)
+        self.saved(pk, b, src)
+
+    def op_held_read(self, s):
+        """A read handle held across another step keeps the bytes it opened."""
+        pk, rk = s["pk"], s["rk"]
+        if self.model.get(pk, rk) is None:
+            return
+        fd = os.open(self.path(pk, rk), os.O_RDONLY)
+        try:
+            before = os.read(fd, 1 << 22)
+            want = self.model.get(pk, rk)
+            self.run_step(s["inner"])
+            os.lseek(fd, 0, os.SEEK_SET)
+            after = os.read(fd, 1 << 22)
+        finally:
+            os.close(fd)
+        if after != before or not same_props(want, parse_file(before)):
+            raise StepFailed("a held read handle changed: %r -> %r" % (before[:80], after[:80]))
+
+    def op_ext_change(self, s):
+        """Someone else (the SDK, or the second mount) changes or deletes the
+        entity between our read and our save: the save fails (ESTALE, or
+        ENOENT when deleted) and their change is kept, even when their bytes
+        equal ours. The failed save tells the mount, so from then on it shows
+        the other writer's entity (or none) at once."""
+        pk, rk = s["pk"], s["rk"]
+        if self.model.get(pk, rk) is None or len(rk.encode()) > 250:
+            return
+        fd = os.open(self.path(pk, rk), os.O_RDWR)
+        try:
+            os.read(fd, 1 << 22)
+            theirs = s["props2"] if not s["same"] else s["props"]
+            if s["how"] == "rm_after_change":
+                self.tc.upsert_entity(self.sdk_entity(pk, rk, theirs), mode="replace")
+                os.close(fd)
+                fd = None
+                got = errno_of(lambda: os.unlink(self.path(pk, rk)))
+                self.expect(s, errno.ESTALE, got)
+                self.model.put(pk, rk, theirs)
+                return
+            if s["how"] == "sdk_delete":
+                self.tc.delete_entity(pk, rk)
+            elif s["how"] == "sdk_replace":
+                self.tc.upsert_entity(self.sdk_entity(pk, rk, theirs), mode="replace")
+            else:
+                self.save_elsewhere(pk, rk, theirs)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            os.write(fd, self.text(s["props"], pk, rk))
+        except BaseException:
+            if fd is not None:
+                os.close(fd)
+            raise
+        got = errno_of(lambda: os.close(fd))
+        if s["how"] == "sdk_delete":
+            self.expect(s, errno.ENOENT, got)
+            self.model.delete(pk, rk)
+            self.model.emptied[pk] = time.monotonic()
+        else:
+            self.expect(s, errno.ESTALE, got)
+            self.model.put(pk, rk, theirs)
+
+    def save_elsewhere(self, pk, rk, props):
+        """Save PROPS as entity PK/RK through the second mount, whose view
+        may be up to CACHE_TIMEOUT old: its ESTALE or ENOENT is retried."""
+        deadline = time.monotonic() + SETTLE
+        while True:
+            err = self.write_fd(self.path(pk, rk, self.other), self.text(props, pk, rk),
+                                os.O_WRONLY | os.O_TRUNC)
+            if not err:
+                return
+            if err[1] not in (errno.ESTALE, errno.ENOENT) or time.monotonic() > deadline:
+                raise StepFailed("second mount's save: %s" % (err,))
+            time.sleep(0.2)
+
+    def sdk_entity(self, pk, rk, props):
+        from azure.data.tables import EdmType, EntityProperty
+        import datetime
+        import uuid
+        e = {"PartitionKey": pk, "RowKey": rk}
+        for k, (t, v) in props.items():
+            if t == "Edm.Int64":
+                v = EntityProperty(int(v), EdmType.INT64)
+            elif t == "Edm.Double":
+                v = EntityProperty(float(v) if isinstance(v, str) else v, EdmType.DOUBLE)
+            elif t == "Edm.Int32":
+                v = EntityProperty(v, EdmType.INT32)
+            elif t == "Edm.Binary":
+                v = base64.b64decode(v)
+            elif t == "Edm.Guid":
+                v = uuid.UUID(v)
+            elif t == "Edm.DateTime":
+                v = EntityProperty(v, EdmType.DATETIME)
+            e[k] = v
+        return e
+
+    # checking -------------------------------------------------------------------
+    def check_view(self):
+        """The mount shows the model: listings, bytes parsed with types, and
+        stat sizes against the bytes read."""
+        tdir = os.path.join(self.m, self.table)
+        shown = set(os.listdir(tdir))
+        want = {dir_name(pk) for pk in self.model.partitions()}
+        lingering = self.model.lingering()
+        if not want <= shown <= want | {dir_name(pk) for pk in lingering}:
+            raise StepFailed("table listing: shown %s, model %s" % (sorted(shown), sorted(want)))
+        for pk in self.model.partitions():
+            self.check_partition(pk)
+        for pk in lingering:
+            if dir_name(pk) in shown and os.path.isdir(self.pdir(pk)):
+                self.check_partition(pk)
+
+    def check_partition(self, pk):
+        part = self.model.rows.get(pk, {})
+        try:
+            names = set(os.listdir(self.pdir(pk)))
+        except FileNotFoundError:
+            if part or pk in self.model.dirs:
+                raise
+            return                        # a lingering partition just expired
+        want = {file_name(rk) for rk in part}
+        if names != want:
+            raise StepFailed("partition %r: shown %s, model %s" % (pk, sorted(names), sorted(want)))
+        for rk, props in part.items():
+            p = self.path(pk, rk)
+            with open(p, "rb") as f:
+                data = f.read()
+            size = os.stat(p).st_size
+            if size != len(data):
+                raise StepFailed("%s/%s: stat says %d bytes, read %d" % (pk, rk, size, len(data)))
+            got = parse_file(data)
+            if not same_props(props, got):
+                raise StepFailed("%s/%s: file %s, model %s" % (pk, rk, got, props))
+
+    def check_remote(self):
+        """The remote table equals the model, through the official SDK."""
+        got = {}
+        for e in self.tc.list_entities():
+            # the SDK leaves an empty key out of the entity
+            got[(e.get("PartitionKey", ""), e.get("RowKey", ""))] = sdk_props(e)
+        want = {(pk, rk): model_for_sdk(p) for pk, part in self.model.rows.items()
+                for rk, p in part.items()}
+        if set(got) != set(want):
+            raise StepFailed("remote keys %s, model %s" % (sorted(got), sorted(want)))
+        for k in want:
+            if not same_props(want[k], got[k]):
+                raise StepFailed("remote %s: %s, model %s" % (k, got[k], want[k]))
+
+    # driving ------------------------------------------------------------------
+    def run_step(self, s):
+        self.log.append(s)
+        getattr(self, "op_" + s["op"])(s)
+
+    def run(self, steps):
+        """Run STEPS from an empty table; raises StepFailed at the first
+        difference, with the index of the step."""
+        for i, s in enumerate(steps):
+            try:
+                self.run_step(s)
+                self.check_view()
+            except Exception as e:
+                raise StepFailed("step %d (%s): %s: %s" % (i, json.dumps(s, ensure_ascii=False),
+                                                           type(e).__name__, e))
+        try:
+            self.check_view()
+            self.check_remote()
+        except Exception as e:
+            raise StepFailed("at the end: %s: %s" % (type(e).__name__, e))
+
+
+OPS = [("create", 6), ("overwrite", 8), ("append_fix", 2), ("truncate0", 2), ("rename", 4),
+       ("move_across", 2), ("unlink", 4), ("mkdir", 2), ("rmdir", 2), ("cp", 2), ("sed", 2),
+       ("scratch", 3), ("two_handles", 2), ("held_read", 2), ("ext_change", 4),
+       ("bad_save", 1), ("rename_onto_open", 1), ("write_across_rename", 1),
+       ("new_open_listed", 1), ("rsync_copy", 1)]
+
+
+def gen_step(rng, depth=0):
+    ops = [o for o, w in OPS for _ in range(w) if not (depth and o == "held_read")]
+    op = rng.choice(ops)
+    s = {"op": op, "pk": rng.choice(PARTITIONS), "rk": rng.choice(ROWS)}
+    if op in ("create", "overwrite", "append_fix", "scratch", "two_handles", "ext_change",
+              "bad_save", "rename_onto_open", "write_across_rename", "new_open_listed"):
+        s["props"] = random_props(rng)
+    if op in ("two_handles", "ext_change"):
+        s["props2"] = random_props(rng)
+    if op == "overwrite":
+        s["chunks"] = rng.choice([1, 1, 2, 3, 0])
+        s["fsync"] = rng.random() < 0.3
+        s["seed"] = rng.randrange(1 << 30)
+    if op in ("rename", "cp", "rename_onto_open", "write_across_rename", "new_open_listed",
+              "rsync_copy"):
+        s["rk2"] = rng.choice(ROWS)
+    if op == "move_across":
+        s["pk2"] = rng.choice(PARTITIONS)
+    if op == "sed":
+        s["n"] = rng.randrange(10 ** 6)
+    if op == "ext_change":
+        s["how"] = rng.choice(["sdk_replace", "sdk_delete", "mount2", "rm_after_change"])
+        s["same"] = rng.random() < 0.3
+    if op == "held_read":
+        s["inner"] = gen_step(rng, depth + 1)
+    # JSON round trip: props values as tuples become lists; keep them tuples
+    return s
+
+
+def normalise(step):
+    """Steps loaded from JSON carry lists where tuples were."""
+    for key in ("props", "props2"):
+        if key in step:
+            step[key] = {k: tuple(v) for k, v in step[key].items()}
+    if "inner" in step:
+        normalise(step["inner"])
+    return step
+
+
+def gen_steps(seed, n):
+    rng = random.Random(seed)
+    return [gen_step(rng) for _ in range(n)]
+
+
+# ---------------------------------------------------------------------------
+# running on fresh tables, shrinking
+# ---------------------------------------------------------------------------
+class Session:
+    """A mount, a second mount and an SDK client; each try gets a new table."""
+
+    def __init__(self, mount, other, sdk):
+        self.mount, self.other, self.sdk = mount, other, sdk
+        self.n = 0
+
+    def attempt(self, steps, tag="m"):
+        """Run STEPS on a new table; the failure message, or None."""
+        self.n += 1
+        table = "mdl%s%d%d" % (tag, os.getpid() % 1000, self.n)
+        try:
+            self.sdk.delete_table(table)
+        except Exception:
+            pass
+        self.sdk.create_table(table)
+        time.sleep(0.01)
+        os.listdir(str(self.mount))              # the mounts learn the new table
+        os.listdir(str(self.other))
+        deadline = time.monotonic() + SETTLE + 1
+        while table not in os.listdir(str(self.mount)) or table not in os.listdir(str(self.other)):
+            if time.monotonic() > deadline:
+                return "table %s never appeared in the mounts" % table
+            time.sleep(0.2)
+        r = Runner(self.mount, self.other, self.sdk, table)
+        try:
+            r.run([normalise(json.loads(json.dumps(s))) for s in steps])
+            return None
+        except StepFailed as e:
+            return str(e)
+        finally:
+            try:
+                self.sdk.delete_table(table)
+            except Exception:
+                pass
+
+    def shrink(self, steps, budget=120.0):
+        """A shorter sequence that still fails (delta debugging, bounded by
+        BUDGET seconds): (steps, message)."""
+        msg = self.attempt(steps, "s")
+        if msg is None:
+            return steps, "(did not fail again: flaky?)"
+        deadline = time.monotonic() + budget
+        chunk = max(1, len(steps) // 2)
+        while chunk >= 1 and time.monotonic() < deadline:
+            i, changed = 0, False
+            while i < len(steps) and time.monotonic() < deadline:
+                cand = steps[:i] + steps[i + chunk:]
+                m = self.attempt(cand, "s") if cand else None
+                if m is not None:
+                    steps, msg, changed = cand, m, True
+                else:
+                    i += chunk
+            if not changed:
+                chunk //= 2
+        return steps, msg
+
+
+def report(seed, steps, msg, shrunk, smsg, out_dir):
+    """The failure, and how to replay it."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / ("model-seed-%s.json" % seed)
+    path.write_text(json.dumps(shrunk, ensure_ascii=False, indent=1))
+    return ("model test failed, seed %s (%d steps): %s\n"
+            "shrunk to %d steps: %s\n%s\n"
+            "replay: /usr/bin/python3 tests/integration/model.py --replay %s"
+            % (seed, len(steps), msg, len(shrunk), smsg,
+               json.dumps(shrunk, ensure_ascii=False, indent=1), path))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", default="1-20", help="seeds to run: N, A-B (default 1-20)")
+    ap.add_argument("--steps", type=int, default=80, help="steps per seed (default 80)")
+    ap.add_argument("--minutes", type=float, help="long mode: new seeds until this much time passed")
+    ap.add_argument("--replay", help="run the steps saved in this JSON file")
+    ap.add_argument("--out", default=".run/model", help="where failing sequences go")
+    args = ap.parse_args()
+    from common import Azurite, AztfsMount, aztfs_binary
+    from azure.data.tables import TableServiceClient
+    work = Path(args.out) / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    with Azurite(work) as az, \
+            AztfsMount(aztfs_binary(), work, az.conn_str, MOUNT_OPTIONS) as m1, \
+            AztfsMount(aztfs_binary(), work, az.conn_str, MOUNT_OPTIONS) as m2:
+        sess = Session(m1.path, m2.path, TableServiceClient.from_connection_string(az.conn_str))
+        if args.replay:
+            steps = [normalise(s) for s in json.loads(Path(args.replay).read_text())]
+            msg = sess.attempt(steps)
+            print(msg or "replay passed (%d steps)" % len(steps))
+            return 1 if msg else 0
+        if args.minutes:
+            seeds, end = iter(range(10 ** 9)), time.monotonic() + 60 * args.minutes
+        else:
+            a, _, b = args.seeds.partition("-")
+            seeds, end = iter(range(int(a), int(b or a) + 1)), None
+        total = 0
+        for seed in seeds:
+            if end is not None and time.monotonic() > end:
+                break
+            steps = gen_steps(seed, args.steps)
+            msg = sess.attempt(steps)
+            total += len(steps)
+            if msg:
+                shrunk, smsg = sess.shrink(steps)
+                print(report(seed, steps, msg, shrunk, smsg, args.out))
+                return 1
+            print("seed %d: %d steps ok (%d in all)" % (seed, len(steps), total), flush=True)
+        print("model: %d steps passed" % total)
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
