@@ -34,6 +34,7 @@ AZTFS = Path(os.environ.get("AZTFS_BIN", str(ROOT / "aztfs")))
 # The emulator's account, its start and the port/unmount helpers are shared
 # with the benchmark (bench/common.py, standard library only).
 sys.path.insert(0, str(ROOT / "bench"))
+import sdk_values  # noqa: E402
 from common import (ACCOUNT, AZURITE_BIN, KEY, conn_str_for, free_port,  # noqa: E402
                     port_answers, spawn_azurite, stop_process, unmount_path)
 
@@ -479,42 +480,7 @@ class WriteHelpers:
     def table_exists(self, name):
         return any(t.name == name for t in self.sdk.list_tables())
 
-    @staticmethod
-    def typed(e):
-        """{name: (Edm type, comparable value)} of an SDK entity, keys included."""
-        import datetime
-        import math
-        import uuid
-        from azure.data.tables import EntityProperty
-        out = {}
-        for k, v in e.items():
-            if isinstance(v, EntityProperty):
-                t = getattr(v.edm_type, "value", v.edm_type)
-                v = v.value
-            elif isinstance(v, bool):
-                t = "Edm.Boolean"
-            elif isinstance(v, int):
-                t = "Edm.Int32"
-            elif isinstance(v, float):
-                t = "Edm.Double"
-            elif isinstance(v, str):
-                t = "Edm.String"
-            elif isinstance(v, bytes):
-                t = "Edm.Binary"
-            elif isinstance(v, uuid.UUID):
-                t = "Edm.Guid"
-            elif isinstance(v, datetime.datetime):
-                t = "Edm.DateTime"
-            else:
-                t = type(v).__name__
-            if isinstance(v, float) and math.isnan(v):
-                v = "NaN"
-            elif isinstance(v, uuid.UUID):
-                v = str(v)
-            elif isinstance(v, datetime.datetime):
-                v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat()
-            out[k] = (t, v)
-        return out
+    typed = staticmethod(sdk_values.typed)
 
     @staticmethod
     def requests(mount, since=0):

@@ -32,6 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "bench"))
+import sdk_values  # noqa: E402
 from aztfs_names import dir_name, file_name  # noqa: E402
 
 CACHE_TIMEOUT = 2            # -o cache_timeout of the model's mounts (seconds)
@@ -115,43 +116,18 @@ def same_props(want, got):
 
 
 def sdk_props(e):
-    """{name: (type, value as a file shows it)} of an SDK entity."""
-    import datetime
-    import uuid
-    from azure.data.tables import EntityProperty
+    """{name: (type, value as a file shows it)} of an SDK entity (keys and
+    Timestamp dropped; a DateTime as naive UTC isoformat)."""
     out = {}
-    for k, v in e.items():
+    for k, (t, v) in sdk_values.typed(e).items():
         if k in SYSTEM:
             continue
-        if isinstance(v, EntityProperty):
-            t, v = getattr(v.edm_type, "value", v.edm_type), v.value
-        elif isinstance(v, bool):
-            t = "Edm.Boolean"
-        elif isinstance(v, int):
-            t = "Edm.Int32"
-        elif isinstance(v, float):
-            t = "Edm.Double"
-        elif isinstance(v, str):
-            t = "Edm.String"
-        elif isinstance(v, bytes):
-            t = "Edm.Binary"
-        elif isinstance(v, uuid.UUID):
-            t = "Edm.Guid"
-        elif isinstance(v, datetime.datetime):
-            t = "Edm.DateTime"
-        else:
-            t = type(v).__name__
         if t == "Edm.Int64":
             v = str(v)
-        elif t == "Edm.Double" and isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-            v = "NaN" if math.isnan(v) else "Infinity" if v > 0 else "-Infinity"
+        elif t == "Edm.Double" and isinstance(v, float) and math.isinf(v):
+            v = "Infinity" if v > 0 else "-Infinity"
         elif t == "Edm.Binary":
             v = base64.b64encode(v).decode()
-        elif t == "Edm.Guid":
-            v = str(v)
-        elif t == "Edm.DateTime":
-            v = v.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat(
-                timespec="microseconds")
         out[k] = (t, v)
     return out
 
@@ -164,7 +140,7 @@ def model_for_sdk(props):
         if t == "Edm.DateTime":
             base, frac = v[:19], v[20:-1] if "." in v else ""
             d = datetime.datetime.strptime(base, "%Y-%m-%dT%H:%M:%S")
-            v = d.isoformat(timespec="seconds") + "." + (frac + "000000")[:6]
+            v = d.replace(microsecond=int((frac + "000000")[:6])).isoformat()
         out[k] = (t, v)
     return out
 

@@ -57,6 +57,18 @@ WORKER = textwrap.dedent("""
 """)
 
 
+def close_all(fds):
+    """Close each of FDS in order; the errno of each close (0: success)."""
+    results = []
+    for fd in fds:
+        try:
+            os.close(fd)
+            results.append(0)
+        except OSError as e:
+            results.append(e.errno)
+    return results
+
+
 def counter_table(sdk, name, n=10):
     try:
         sdk.delete_table(name)
@@ -96,13 +108,7 @@ def test_two_mounts_same_read_modify_write_one_wins(sdk, mounter):
         os.lseek(fd, 0, os.SEEK_SET)
         os.ftruncate(fd, 0)
         os.write(fd, b'{"n": 11}')
-    results = []
-    for fd in fds:
-        try:
-            os.close(fd)
-            results.append(0)
-        except OSError as e:
-            results.append(e.errno)
+    results = close_all(fds)
     assert sorted(results) == [0, errno.ESTALE], results
     assert t.get_entity("p", "c")["n"] == 11
     # the loser was told in the log, not settled into success
@@ -156,13 +162,7 @@ def test_o_excl_create_race_two_mounts_one_wins(sdk, mounter):
     fds = [os.open(n, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644) for n in names]
     for fd in fds:
         os.write(fd, b'{"same": 1}')
-    results = []
-    for fd in fds:
-        try:
-            os.close(fd)
-            results.append(0)
-        except OSError as e:
-            results.append(e.errno)
+    results = close_all(fds)
     assert sorted(results) == [0, errno.EEXIST], results
     assert t.get_entity("p", "new")["same"] == 1
 

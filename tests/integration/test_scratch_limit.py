@@ -48,11 +48,6 @@ def content(i, size):
     return (line * (size // len(line) + 1))[:size]
 
 
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
-
-
 def test_write_past_the_bound_fails_with_enospc(table, mounter):
     mnt = mounter.mount(options=["-o", "scratch_size=1"])
     part = mnt.join(TABLE, "p")
@@ -129,15 +124,15 @@ def test_bound_holds_under_concurrent_writers(table, mounter):
 
 def test_default_bound_keeps_the_daemon_small(table, mounter):
     """The reported case: 40 scratch files of 8 MiB each took the daemon to
-    342 MB. With the default bound (64 MiB) 8 fit, the rest fail with ENOSPC,
-    and the daemon's RSS stays near the bound."""
+    342 MB. With the default bound (64 MiB) 8 fit and the rest fail with
+    ENOSPC (memory itself is measured by bench/, not by a timed test: an
+    ASan build's RSS says nothing about the daemon's)."""
     mnt = mounter.mount()
     part = mnt.join(TABLE, "p")
     data = content(0, 8 * MIB)
     results = [write_file(os.path.join(part, "big%02d.tmp" % i), data, chunk=MIB)
                for i in range(40)]
     assert results.count(None) == 8 and results[8:] == [errno.ENOSPC] * 32, results
-    assert rss_kib(mnt.proc.pid) < 110 * KIB, rss_kib(mnt.proc.pid)
     with open(os.path.join(part, "big07.tmp"), "rb") as fh:
         assert fh.read() == data
     for i in range(40):
