@@ -45,8 +45,8 @@ from pathlib import Path
 
 import seed
 import seed_file
-from common import (ROOT, Azurite, AztfsMount, BenchError, aztfs_binary, run_timed,
-                    shell)
+from common import (ROOT, Azurite, BenchError, HarnessError, Mount, aztfs_binary,
+                    run_timed, shell)
 
 PYTHON = "/usr/bin/python3"
 BENCH = Path(__file__).resolve().parent
@@ -196,7 +196,9 @@ class Bench:
 
     def mount(self, scope):
         """A mount of the Azurite holding SCOPE."""
-        return AztfsMount(self.binary, self.workdir, scope.conn_str, self.args.mount_opts)
+        opts = self.args.mount_opts
+        return Mount(self.workdir, scope.conn_str, ["-o", opts] if opts else [],
+                     binary=self.binary)
 
     def run(self, argv, conn_str):
         """run_timed ARGV with CONN_STR as its connection string; checked."""
@@ -233,7 +235,7 @@ class Bench:
             secs = seed_file.build_database(location, in_file, self.workdir)
             t0 = time.perf_counter()
             azurite = stack.enter_context(Azurite(self.workdir, location=location,
-                                                  timeout=FILE_AZURITE_TIMEOUT))
+                                                  timeout=FILE_AZURITE_TIMEOUT, attempts=1))
             start = time.perf_counter() - t0
             self.file_seconds += secs
             self.file_start_seconds += start
@@ -642,5 +644,5 @@ def main(argv):
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
-    except BenchError as e:
+    except HarnessError as e:         # BenchError too
         sys.exit("bench: error: %s" % e)

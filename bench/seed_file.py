@@ -26,7 +26,7 @@ How (``build_database``):
    RowKey) are rebuilt sorted, as LokiJS keeps them. Azurite's collections
    use adaptive binary indices, which LokiJS trusts as loaded: it does not
    rebuild them, even when marked dirty, so they must be right.
-4. The caller starts Azurite with ``--location DIR`` (common.Azurite).
+4. The caller starts Azurite with ``--location DIR`` (harness.Azurite, via common).
 
 The database is one JSON text that Node.js reads and writes as a single
 string, so it must stay below V8's maximum string length (~512 MiB, about
@@ -46,7 +46,7 @@ import urllib.parse
 from pathlib import Path
 
 import seed
-from common import ACCOUNT, Azurite, BenchError
+from common import ACCOUNT, Azurite, BenchError, HarnessError
 
 DB_FILE = "__azurite_db_table__.json"
 SKELETON = seed.BATCH                # entities per table that Azurite receives through the API
@@ -141,7 +141,7 @@ def build_database(location, specs, logdir):
     replaced), an Azurite table database with the tables SPECS, a list of
     (table, n, partitions): n entities ``seed.entity(i, partitions)``, i < n,
     each. Azurite's log goes to LOGDIR. Returns the seconds it took; start
-    ``common.Azurite(logdir, location=LOCATION)`` on it afterwards."""
+    ``Azurite(logdir, location=LOCATION)`` on it afterwards."""
     t0 = time.perf_counter()
     location = Path(location)
     location.mkdir(parents=True, exist_ok=True)
@@ -200,5 +200,5 @@ def main(argv):
 if __name__ == "__main__":
     try:
         main(sys.argv)
-    except BenchError as e:
+    except HarnessError as e:         # BenchError too
         sys.exit("seed_file: error: %s" % e)

@@ -8,9 +8,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "buf.h"
 #include "entity.h"
 #include "sharedkey.h"
 
+/* Largest rendered file: a 1 MiB entity, even with every byte escaped
+ * (\u00XX) and every property annotated, stays well below it. */
+#define ENTITY_RENDER_MAX (16 * 1024 * 1024)
 #define TYPE_SUFFIX "@odata.type"
 #define TYPE_SUFFIX_LEN (sizeof(TYPE_SUFFIX) - 1)
 /* Room for "Name@odata.type" and its NUL, for any valid property name. */
@@ -39,14 +43,6 @@ struct prop {
 enum mode {
     MODE_WIRE,          /* entity_render: trust names, no size limits */
     MODE_FILE,          /* entity_parse: check names, annotations and limits */
-};
-
-/* A growing, always NUL-terminated text buffer. An allocation failure is
- * sticky: later appends do nothing and FAILED stays set. */
-struct sbuf {
-    char *buf;
-    size_t len, cap;
-    int failed;
 };
 
 /* edm_type_name: see entity.h. */
@@ -88,38 +84,9 @@ static void clear_err(struct entity_error *err)
         memset(err, 0, sizeof(*err));
 }
 
-/* Append N bytes of DATA to SB. */
-static void sb_add(struct sbuf *sb, const char *data, size_t n)
-{
-    if (sb->failed)
-        return;
-    if (sb->len + n + 1 > sb->cap) {
-        size_t cap = sb->cap ? sb->cap : 1024;
-        char *p;
-
-        while (cap < sb->len + n + 1)
-            cap *= 2;
-        p = realloc(sb->buf, cap);
-        if (!p) {
-            sb->failed = 1;
-            return;
-        }
-        sb->buf = p;
-        sb->cap = cap;
-    }
-    memcpy(sb->buf + sb->len, data, n);
-    sb->len += n;
-    sb->buf[sb->len] = '\0';
-}
-
-static void sb_adds(struct sbuf *sb, const char *s)
-{
-    sb_add(sb, s, strlen(s));
-}
-
 /* Append the N bytes of S JSON-escaped, without quotes: '"', '\\', \b \f \n
  * \r \t, other bytes below 0x20 as \u00XX; everything else (UTF-8) raw. */
-static void sb_add_escaped(struct sbuf *sb, const char *s, size_t n)
+static void sb_add_escaped(struct buf *sb, const char *s, size_t n)
 {
     size_t start = 0;
 
@@ -142,30 +109,30 @@ static void sb_add_escaped(struct sbuf *sb, const char *s, size_t n)
             snprintf(u, sizeof(u), "\\u%04X", c);
             esc = u;
         }
-        sb_add(sb, s + start, i - start);
-        sb_adds(sb, esc);
+        buf_add(sb, s + start, i - start);
+        buf_adds(sb, esc);
         start = i + 1;
     }
-    sb_add(sb, s + start, n - start);
+    buf_add(sb, s + start, n - start);
 }
 
 /* Append S (N bytes) as a quoted JSON string. */
-static void sb_add_string(struct sbuf *sb, const char *s, size_t n)
+static void sb_add_string(struct buf *sb, const char *s, size_t n)
 {
-    sb_add(sb, "\"", 1);
+    buf_add(sb, "\"", 1);
     sb_add_escaped(sb, s, n);
-    sb_add(sb, "\"", 1);
+    buf_add(sb, "\"", 1);
 }
 
 /* Start the member NAME (+ SUFFIX, may be "") of the rendered object: a
  * separator unless *FIRST, the indent, the quoted name and ": ". */
-static void sb_member(struct sbuf *sb, int *first, const char *name, const char *suffix)
+static void sb_member(struct buf *sb, int *first, const char *name, const char *suffix)
 {
-    sb_adds(sb, *first ? "  \"" : ",\n  \"");
+    buf_adds(sb, *first ? "  \"" : ",\n  \"");
     *first = 0;
     sb_add_escaped(sb, name, strlen(name));
-    sb_adds(sb, suffix);
-    sb_adds(sb, "\": ");
+    buf_adds(sb, suffix);
+    buf_adds(sb, "\": ");
 }
 
 /* Format finite D as the shortest decimal that reads back to the same double
@@ -582,7 +549,7 @@ fail:
 
 /* Append the value of P as file text, and its annotation line if its type
  * is not String, Int32 or Boolean. */
-static void render_prop(struct sbuf *sb, int *first, const struct prop *p)
+static void render_prop(struct buf *sb, int *first, const struct prop *p)
 {
     char num[32];
 
@@ -597,24 +564,24 @@ static void render_prop(struct sbuf *sb, int *first, const struct prop *p)
         sb_add_string(sb, p->dt, strlen(p->dt));
         break;
     case EDM_BOOLEAN:
-        sb_adds(sb, json_is_true(p->value) ? "true" : "false");
+        buf_adds(sb, json_is_true(p->value) ? "true" : "false");
         break;
     case EDM_INT32:
         snprintf(num, sizeof(num), "%lld", p->i);
-        sb_adds(sb, num);
+        buf_adds(sb, num);
         break;
     case EDM_INT64:
         snprintf(num, sizeof(num), "\"%lld\"", p->i);
-        sb_adds(sb, num);
+        buf_adds(sb, num);
         break;
     case EDM_DOUBLE:
         if (isnan(p->d))
-            sb_adds(sb, "\"NaN\"");
+            buf_adds(sb, "\"NaN\"");
         else if (isinf(p->d))
-            sb_adds(sb, p->d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+            buf_adds(sb, p->d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
         else {
             format_double(p->d, num);
-            sb_adds(sb, num);
+            buf_adds(sb, num);
         }
         break;
     }
@@ -628,7 +595,7 @@ static void render_prop(struct sbuf *sb, int *first, const struct prop *p)
  * a string nor null, and for a property name over 255 bytes. */
 int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity_error *err)
 {
-    struct sbuf sb = { NULL, 0, 0, 0 };
+    struct buf sb = BUF_INIT(ENTITY_RENDER_MAX);
     struct prop *props = NULL;
     const json_t *pk, *rk, *ts;
     const char *bad_key;
@@ -651,7 +618,7 @@ int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity
     if (rc < 0)
         return rc;
 
-    sb_adds(&sb, "{\n");
+    buf_adds(&sb, "{\n");
     sb_member(&sb, &first, "PartitionKey", "");
     sb_add_string(&sb, json_string_value(pk), json_string_length(pk));
     sb_member(&sb, &first, "RowKey", "");
@@ -662,14 +629,13 @@ int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity
     }
     for (size_t i = 0; i < n; i++)
         render_prop(&sb, &first, &props[i]);
-    sb_adds(&sb, "\n}\n");
+    buf_adds(&sb, "\n}\n");
     free(props);
-    if (sb.failed) {
-        free(sb.buf);
-        return set_err(err, -ENOMEM, NULL, "out of memory");
-    }
-    *out = sb.buf;
-    *out_len = sb.len;
+    rc = sb.err;
+    if (!(*out = buf_take(&sb, out_len)))
+        return rc == -EFBIG ? set_err(err, rc, NULL, "the rendered entity is over %d bytes",
+                                      ENTITY_RENDER_MAX) :
+                              set_err(err, -ENOMEM, NULL, "out of memory");
     return 0;
 }
 

@@ -483,11 +483,11 @@ static void add_local_name(struct dir_handle *h, const char *name)
     struct timespec none = { 0, 0 };
 
     /* best effort: a name that cannot be added is not shown */
-    if (listing_find(h->l, name) < 0)
+    if (listing_find(h->l, name) < 0 && listing_find(h->local, name) < 0)
         (void)listing_add(h->local, name, name, 0, 0, none);
 }
 
-static void on_local_dir(void *p, const char *name)
+static void on_local_name(void *p, const char *name)
 {
     add_local_name(p, name);
 }
@@ -516,6 +516,9 @@ static int fill_entry(struct aztfs *a, enum fsp_kind kind, const char *dir,
         return 1;
     if (kind != FSP_PARTITION) {
         fs_fill_dir_stat(a, path, &st);
+    } else if (fs_pending_size(a, path, &len) == 0) {
+        clock_gettime(CLOCK_REALTIME, &mt);     /* open, with unsaved changes */
+        fs_fill_file_stat(a, path, len, mt, &st);
     } else if (local) {
         if (scratch_stat(a->scratch, path, &sa) < 0) {
             free(path);         /* removed since: skip it */
@@ -583,9 +586,11 @@ int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
             goto out;
         }
         if (h->kind == FSP_TABLE)
-            scratch_list_dirs(a->scratch, path, on_local_dir, h);
-        else if (h->kind == FSP_PARTITION)
+            scratch_list_dirs(a->scratch, path, on_local_name, h);
+        else if (h->kind == FSP_PARTITION) {
             scratch_list(a->scratch, path, on_local_file, h);
+            fs_pending_list(a, path, on_local_name, h);  /* new files not yet saved */
+        }
     }
     for (size_t n = listing_count(h->l); pos - 2 - n < listing_count(h->local); pos++) {
         listing_get(h->local, pos - 2 - n, &e);

@@ -1,4 +1,4 @@
-/* fsint.h - internals shared by the FUSE callback modules (fsops.c, fswrite.c). */
+/* fsint.h - internals shared by the FUSE callback modules (fsops.c, fsdir.c, fswrite.c, fspending.c). */
 #ifndef AZTFS_FSINT_H
 #define AZTFS_FSINT_H
 
@@ -29,6 +29,8 @@ struct open_file {
     int written;              /* changed since the last commit */
     int ever_written;         /* write/truncate happened at all */
     int failed;               /* the last commit failed */
+    int replace;              /* a new file renamed onto an entity: its saves
+                                 replace it, even with -o merge */
     int append;               /* opened O_APPEND: writes go to the end of our copy */
     int trunc_open;           /* opened with O_TRUNC (bash's '>' flushes before writing) */
     uint64_t ino;             /* inode number of the name it was opened by */
@@ -143,16 +145,50 @@ void fs_pending_detach(struct aztfs *a, const char *path);
 struct open_file *fs_open_file_new(void);
 void fs_open_file_free(struct open_file *of);
 
-/* A new handle holding the entity at PATH (text and ETag, from the cache
- * when fresh, else a point query). Returns 0 with *out, or -errno. */
+/* A new handle holding the file at PATH: a new file another handle of
+ * this mount has open and not yet saved (a copy of its bytes, is_new set),
+ * else the entity (text and ETag, from the cache when fresh, else a point
+ * query). The kernel opens only names it knows, so a name that holds
+ * neither is a stale entry of its cache (the entity was deleted elsewhere,
+ * or a new file's save failed): -ESTALE, and the kernel looks the name up
+ * again and opens (or, with O_CREAT, creates) it once more. Returns 0 with
+ * *out, -ESTALE, or -errno. */
 int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path,
                    struct open_file **out);
 
-/* Write handles are registered by path while open, so that a stat by path
- * (futimens, chmod, ls) sees a new or changed entity before it is saved.
+/* Write handles are registered by path while open (fspending.c), so that a
+ * stat by path (futimens, chmod, ls) sees a new or changed entity before it
+ * is saved. A handle shows an unsaved file while it is new (and its save
+ * did not fail) or written since its last save.
  * fs_pending_size: 0 and *len when PATH has such a handle, else -ENOENT. */
 int fs_pending_add(struct aztfs *a, const char *path, struct open_file *of);
 void fs_pending_remove(struct aztfs *a, struct open_file *of);
 int fs_pending_size(struct aztfs *a, const char *path, size_t *len);
+
+/* Is PATH a new file open and not yet saved? 1 or 0. */
+int fs_pending_is_new(struct aztfs *a, const char *path);
+
+/* The bytes of the new file open at PATH and not yet saved: 0 with *data
+ * (malloc'd, NUL-terminated) and *len, -ENOENT when there is none, or
+ * -ENOMEM. */
+int fs_pending_copy(struct aztfs *a, const char *path, char **data, size_t *len);
+
+/* Call FN(CTX, NAME) for each new file open and not yet saved directly
+ * inside directory DIR (pending_lock held: FN must not call back). */
+void fs_pending_list(struct aztfs *a, const char *dir,
+                     void (*fn)(void *ctx, const char *name), void *ctx);
+
+/* A rename made through this mount moved FROM to TO (in one partition):
+ * the write handles open on FROM (not detached) now speak for TO, as on a
+ * local disk. A saved handle holding ETag OLD_ETAG (the entity the rename
+ * moved) takes NEW_ETAG (what the service answered for TO), so that its
+ * save replaces what the rename wrote; one holding another ETag was read
+ * before a later change and keeps it (its save is ESTALE). A new handle
+ * (OLD_ETAG NULL) stays new, or with NEW_ETAG (TO is an entity with that
+ * ETag) replaces TO at its close. Detach the handles on TO first. Returns
+ * how many handles followed, or -ENOMEM when one could not (it keeps its
+ * ETag, so its save is refused, never misplaced). */
+int fs_pending_follow(struct aztfs *a, const char *from, const char *to,
+                      const char *old_etag, const char *new_etag);
 
 #endif

@@ -205,11 +205,12 @@ int fs_load_entity(struct aztfs *a, struct fspath *fp, const char *path,
     if (listed && read_ahead(a, fp) == 0 && cache_get_file(a->cache, path, out) == 0)
         return 0;
     rc = table_get_entity(a->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
-    if (rc < 0) {
-        if (rc != -ENOENT)
-            fs_log_failure(a, "read", path, rc, &st, NULL);
+    if (rc == -ENOENT && listed)
+        fs_invalidate(a, fp->parent);   /* it named an entity deleted since */
+    else if (rc < 0)
+        fs_log_failure(a, "read", path, rc, &st, NULL);
+    if (rc < 0)
         return rc;
-    }
     rc = fs_cache_entity(a, fp->parent, e, NULL, out);
     json_decref(e);
     return rc;
@@ -488,21 +489,25 @@ void fs_open_file_free(struct open_file *of)
     free(of);
 }
 
-/* A new handle holding the entity at PATH (text and ETag, from the cache
- * when fresh, else a point query). Returns 0 with *out, or -errno. */
+/* A new handle holding the file at PATH; see fsint.h. */
 int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path,
                    struct open_file **out)
 {
     struct cache_file f = { 0 };
     struct open_file *of;
-    int rc = fs_load_entity(a, fp, path, &f);
+    int is_new = 1, rc = fs_pending_copy(a, path, &f.data, &f.len);
 
+    if (rc == -ENOENT) {
+        is_new = 0;
+        rc = fs_load_entity(a, fp, path, &f);
+    }
     if (rc < 0)
-        return rc;
+        return rc == -ENOENT ? -ESTALE : rc;
     if (!(of = fs_open_file_new())) {
         cache_file_clear(&f);
         return -ENOMEM;
     }
+    of->is_new = is_new;
     of->data = f.data;
     of->len = f.len;
     of->cap = f.len + 1;    /* cache copies are NUL-terminated */

@@ -37,18 +37,36 @@ static int etag_timestamp(const char *etag, char *out, size_t outlen)
     return *p == '\'' ? 0 : -EINVAL;
 }
 
+/* Entity PATH (FP) changed, or turned out to be other than the mount knew
+ * (a save or delete answered ESTALE, EEXIST or ENOENT): drop the cached
+ * entity and what the kernel knows of it, its partition's listing (which
+ * recorded the old size and mtime, or lacks or holds the name wrongly),
+ * and the table's listing when it lacks the partition. The next stat,
+ * read or ls then agree on the entity as it is. */
+static void forget_entity(struct aztfs *a, const char *path, const struct fspath *fp)
+{
+    char *tdir = NULL;
+
+    fs_invalidate(a, path);
+    fs_invalidate(a, fp->parent);
+    if (asprintf(&tdir, "/%s", fp->table) >= 0) {
+        if (cache_dir_lookup(a->cache, tdir, fp->pk_name, NULL) == -ENOENT)
+            fs_invalidate(a, tdir);
+        free(tdir);
+    }
+}
+
 /* After a successful write of WIRE at PATH: show it at once. When the ETag
  * carries the Timestamp, the new entity is rendered into the cache; else the
- * cached copy is dropped (the next stat reads it back). Listings that lack
- * the name are dropped too. */
+ * cached copy is dropped (the next stat reads it back). */
 static void cache_after_write(struct aztfs *a, const char *path, const struct fspath *fp,
                               const char *pk, const char *rk, const json_t *wire,
                               const char *etag, int exact)
 {
-    char ts[64], *tdir = NULL;
+    char ts[64];
     json_t *e = exact ? json_deep_copy(wire) : NULL;
 
-    fs_invalidate(a, path);
+    forget_entity(a, path, fp);
     if (e && etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
         json_object_set_new(e, "PartitionKey", json_string(pk)) == 0 &&
         json_object_set_new(e, "RowKey", json_string(rk)) == 0 &&
@@ -56,13 +74,6 @@ static void cache_after_write(struct aztfs *a, const char *path, const struct fs
         json_object_set_new(e, "odata.etag", json_string(etag)) == 0)
         fs_cache_entity(a, fp->parent, e, NULL, NULL);
     json_decref(e);
-    /* the listing recorded the old size and mtime: drop it */
-    fs_invalidate(a, fp->parent);
-    if (asprintf(&tdir, "/%s", fp->table) >= 0) {
-        if (cache_dir_lookup(a->cache, tdir, fp->pk_name, NULL) == -ENOENT)
-            fs_invalidate(a, tdir);
-        free(tdir);
-    }
 }
 
 /* Work out the keys of entity path FP for a write of text whose own
@@ -151,7 +162,7 @@ static int save_entity(struct aztfs *a, const char *path, const char *text, size
                        rc == -EEXIST ? "an entity with this key was created meanwhile" :
                        rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
         if (rc == -ESTALE || rc == -EEXIST || rc == -ENOENT)
-            fs_invalidate(a, path);
+            forget_entity(a, path, &fp);
     }
 out:
     json_decref(wire);
@@ -170,8 +181,8 @@ static int commit_handle(struct aztfs *a, const char *path, struct open_file *of
 
     if (!of->written)
         return 0;
-    rc = save_entity(a, path, of->data ? of->data : "", of->len, of->is_new, of->etag, 0,
-                     &etag);
+    rc = save_entity(a, path, of->data ? of->data : "", of->len, of->is_new, of->etag,
+                     of->replace, &etag);
     if (rc == 0) {
         struct cache_file f = { 0 };
 
@@ -236,70 +247,6 @@ static int misplaced(struct aztfs *a, const char *path, const char *what)
 {
     log_error(&a->log, "%s: %s", path, what);
     return -EPERM;
-}
-
-/* Register OF (a write handle) under PATH. */
-int fs_pending_add(struct aztfs *a, const char *path, struct open_file *of)
-{
-    if (!(of->path = strdup(path)))
-        return -ENOMEM;
-    pthread_mutex_lock(&a->pending_lock);
-    of->pnext = a->pending;
-    a->pending = of;
-    pthread_mutex_unlock(&a->pending_lock);
-    return 0;
-}
-
-void fs_pending_remove(struct aztfs *a, struct open_file *of)
-{
-    struct open_file **pp;
-
-    if (!of->path)
-        return;
-    pthread_mutex_lock(&a->pending_lock);
-    for (pp = &a->pending; *pp; pp = &(*pp)->pnext) {
-        if (*pp == of) {
-            *pp = of->pnext;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&a->pending_lock);
-}
-
-/* Detach the write handles open on PATH; see fsint.h. */
-void fs_pending_detach(struct aztfs *a, const char *path)
-{
-    pthread_mutex_lock(&a->pending_lock);
-    for (struct open_file *of = a->pending; of; of = of->pnext) {
-        if (strcmp(of->path, path) != 0)
-            continue;
-        pthread_mutex_lock(&of->lock);
-        of->detached = 1;
-        pthread_mutex_unlock(&of->lock);
-    }
-    pthread_mutex_unlock(&a->pending_lock);
-}
-
-/* Size of the unsaved copy of PATH (new or written), if one is open. */
-int fs_pending_size(struct aztfs *a, const char *path, size_t *len)
-{
-    int rc = -ENOENT;
-
-    pthread_mutex_lock(&a->pending_lock);
-    for (struct open_file *of = a->pending; of; of = of->pnext) {
-        if (strcmp(of->path, path) != 0)
-            continue;
-        pthread_mutex_lock(&of->lock);
-        if (!of->detached && (of->is_new || of->written)) {
-            *len = of->len;
-            rc = 0;
-        }
-        pthread_mutex_unlock(&of->lock);
-        if (rc == 0)
-            break;
-    }
-    pthread_mutex_unlock(&a->pending_lock);
-    return rc;
 }
 
 /* The kernel answers ESTALE from a path operation (unlink, rename,
@@ -402,7 +349,9 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 }
 
 /* Open an entity for writing: the text and ETag as read now (from the cache
- * when fresh); O_TRUNC empties the copy but commits nothing by itself. */
+ * when fresh), or a new file another handle has open and not yet saved (a
+ * new file of its own: the first to close inserts it, as with two creates);
+ * O_TRUNC empties the copy but commits nothing by itself. */
 int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
                   struct fuse_file_info *fi)
 {
@@ -411,7 +360,7 @@ int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
 
     if ((rc = fs_open_entity(a, fp, path, &of)) < 0)
         return rc;
-    if (!of->etag) {
+    if (!of->etag && !of->is_new) {
         log_error(&a->log, "%s: the service gave no ETag, so a write could not be guarded",
                   path);
         fs_open_file_free(of);
@@ -577,6 +526,9 @@ int fs_unlink(const char *path)
         rc = scratch_unlink(a->scratch, path);
     } else if (fp.kind != FSP_ENTITY) {
         rc = -EISDIR;
+    } else if (fs_pending_is_new(a, path)) {
+        fs_pending_detach(a, path);     /* a new file not yet saved: nothing to send */
+        fs_invalidate(a, path);
     } else if (conflict_take(a, path)) {
         rc = -ESTALE;
     } else if ((rc = load_for_change(a, &fp, path, &f)) == 0) {
@@ -588,7 +540,10 @@ int fs_unlink(const char *path)
                            rc == -ESTALE ? "the entity was changed by someone else since it "
                                            "was read" :
                            rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
-        fs_invalidate(a, path);
+        if (rc == -ESTALE || rc == -ENOENT)
+            forget_entity(a, path, &fp);
+        else
+            fs_invalidate(a, path);
         if (rc == 0) {
             char *tdir = NULL;
 
@@ -652,12 +607,19 @@ int fs_mkdir(const char *path, mode_t mode)
     return rc;
 }
 
+static void count_name(void *ctx, const char *name)
+{
+    (void)name;
+    ++*(size_t *)ctx;
+}
+
 int fs_rmdir(const char *path)
 {
     struct aztfs *a = fs_ctx();
     struct az_status st = { 0 };
     struct fspath fp;
     char *tdir = NULL;
+    size_t local = 0;
     int rc;
 
     if ((rc = fspath_parse(path, &fp)) < 0)
@@ -679,7 +641,8 @@ int fs_rmdir(const char *path)
         fs_invalidate(a, path);
         break;
     case FSP_PARTITION:
-        if (scratch_count(a->scratch, path) > 0) {
+        fs_pending_list(a, path, count_name, &local);   /* new files not yet saved */
+        if (local + scratch_count(a->scratch, path) > 0) {
             rc = -ENOTEMPTY;
             break;
         }
@@ -720,10 +683,51 @@ static int etag_current(struct aztfs *a, const struct fspath *fp, const char *et
     return rc;
 }
 
+/* Are FROM (read with SRC_ETAG) and, when it exists, TO (read with
+ * DST_ETAG) still as the mount read them? Asked just before a rename's
+ * batch: Azurite ignores If-Match inside a batch. Returns 0, -ESTALE
+ * (logged; what the mount knew of both is dropped), or -errno. */
+static int rename_check(struct aztfs *a, const char *from, const struct fspath *ff,
+                        const char *src_etag, const char *to, const struct fspath *tf,
+                        const char *dst_etag)
+{
+    int rc = etag_current(a, ff, src_etag);
+
+    if (rc == 1 && dst_etag)
+        rc = etag_current(a, tf, dst_etag);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    log_error(&a->log, "rename %s -> %s: nothing changed: %s was changed by someone "
+              "else since it was read", from, to, dst_etag ? "source or target" : "source");
+    conflict_note(a, from);
+    forget_entity(a, from, ff);
+    forget_entity(a, to, tf);
+    return -ESTALE;
+}
+
+/* After a rename FROM -> TO made by this mount: the handles open on TO
+ * spoke for the entity it replaced; those open on FROM follow to TO, with
+ * the ETag the service answered for TO (NEW_ETAG) where they held FROM's
+ * (OLD_ETAG). */
+static void handles_follow(struct aztfs *a, const char *from, const char *to,
+                           const char *old_etag, const char *new_etag)
+{
+    int n;
+
+    fs_pending_detach(a, to);
+    n = fs_pending_follow(a, from, to, old_etag, new_etag);
+    if (n < 0)
+        log_error(&a->log, "rename %s -> %s: out of memory: a file open on %s cannot save "
+                  "to %s (ESTALE at its close)", from, to, from, to);
+    else if (n > 0 && old_etag && !new_etag)
+        log_warn(&a->log, "rename %s -> %s: the service gave no ETag for %s: files open on "
+                 "%s cannot save to it (ESTALE at their close)", from, to, to, from);
+}
+
 /* Rename entity FROM onto entity TO in the same partition: one entity group
  * transaction that writes TO (insert or guarded replace) and deletes FROM
- * with its ETag, so either both happen or neither. The ETags are also
- * checked just before: Azurite ignores If-Match inside a batch. */
+ * with its ETag, so either both happen or neither. Files open on FROM
+ * follow to TO. */
 static int rename_in_partition(struct aztfs *a, const char *from, struct fspath *ff,
                                const char *to, struct fspath *tf)
 {
@@ -733,6 +737,7 @@ static int rename_in_partition(struct aztfs *a, const char *from, struct fspath 
     struct az_status st = { 0 };
     json_t *wire = NULL;
     char *no_pk = NULL, *no_rk = NULL;   /* a rename carries no keys in content */
+    char *new_etag = NULL;
     int rc, exists;
 
     if ((rc = load_for_change(a, ff, from, &src)) < 0)
@@ -747,26 +752,14 @@ static int rename_in_partition(struct aztfs *a, const char *from, struct fspath 
         log_error(&a->log, "%s: cannot be moved: %s", from, err.text);
         goto out;
     }
-    if ((rc = etag_current(a, ff, src.etag)) == 1 &&
-        (!exists || (rc = etag_current(a, tf, dst.etag)) == 1)) {
-        rc = 0;
-    } else if (rc == 0) {
-        log_error(&a->log, "rename %s -> %s: nothing changed: %s was changed by someone "
-                  "else since it was read", from, to, exists ? "source or target" : "source");
-        rc = -ESTALE;
-        conflict_note(a, from);
-        fs_invalidate(a, from);
-        fs_invalidate(a, to);
+    if ((rc = rename_check(a, from, ff, src.etag, to, tf, exists ? dst.etag : NULL)) < 0)
         goto out;
-    } else {
-        goto out;
-    }
     ops[0] = (struct table_batch_op){ exists ? TB_REPLACE : TB_INSERT, tf->rk, wire,
-                                      exists ? dst.etag : NULL };
-    ops[1] = (struct table_batch_op){ TB_DELETE, ff->rk, NULL, src.etag };
+                                      exists ? dst.etag : NULL, &new_etag };
+    ops[1] = (struct table_batch_op){ TB_DELETE, ff->rk, NULL, src.etag, NULL };
     rc = table_batch(a->tc, ff->table, ff->pk, ops, 2, &st);
     if (rc == 0)
-        fs_pending_detach(a, to);
+        handles_follow(a, from, to, src.etag, new_etag);
     if (rc == -ESTALE)
         conflict_note(a, from);
     if (rc < 0)
@@ -777,9 +770,30 @@ static int rename_in_partition(struct aztfs *a, const char *from, struct fspath 
     fs_invalidate(a, to);
     fs_invalidate(a, ff->parent);
 out:
+    free(new_etag);
     json_decref(wire);
     cache_file_clear(&src);
     cache_file_clear(&dst);
+    return rc;
+}
+
+/* Rename FROM, a new file open and not yet saved, to TO in its partition:
+ * nothing is sent. Its handles follow and save under TO at their close: an
+ * Insert, or when TO is an entity, a Replace guarded by the ETag TO has now
+ * (the new file replaces it, as on a local disk). */
+static int rename_unsaved(struct aztfs *a, const char *from, const char *to,
+                          struct fspath *tf)
+{
+    struct cache_file dst = { 0 };
+    int rc = load_for_change(a, tf, to, &dst);
+
+    if (rc == 0 || rc == -ENOENT) {
+        handles_follow(a, from, to, NULL, rc == 0 ? dst.etag : NULL);
+        rc = 0;
+    }
+    cache_file_clear(&dst);
+    fs_invalidate(a, from);
+    fs_invalidate(a, to);
     return rc;
 }
 
@@ -833,7 +847,8 @@ int fs_rename(const char *from, const char *to, unsigned int flags)
         rc = commit_scratch(a, from, to, &tf);
     else if (ff.kind == FSP_ENTITY && tf.kind == FSP_ENTITY &&
              strcmp(ff.parent, tf.parent) == 0)
-        rc = strcmp(from, to) == 0 ? 0 : conflict_take(a, from) ? -ESTALE :
+        rc = strcmp(from, to) == 0 ? 0 : fs_pending_is_new(a, from) ?
+             rename_unsaved(a, from, to, &tf) : conflict_take(a, from) ? -ESTALE :
              rename_in_partition(a, from, &ff, to, &tf);
     else if (ff.kind == FSP_SCRATCH || tf.kind == FSP_SCRATCH || ff.kind != tf.kind)
         rc = ff.kind == FSP_SCRATCH ? misplaced(a, to, "scratch files can only become "

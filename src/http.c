@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 #include <openssl/rand.h>
 
+#include "buf.h"
 #include "http.h"
 
 #define POOL_MAX 16
@@ -24,12 +25,9 @@ struct http_pool {
     void *cancel_ctx;
 };
 
-/* Accumulates a response body. */
-struct body_buf {
-    char *data;
-    size_t len, cap;
-    int oom;
-};
+/* The largest response body accepted: a page of 1000 entities of up to
+ * 1 MiB each would be more, but the service sends far smaller pages. */
+#define HTTP_BODY_MAX (256u * 1024 * 1024)
 
 static const char *const hdr_names[HDR_COUNT] = {
     [HDR_ETAG] = "ETag",
@@ -158,30 +156,12 @@ static void pool_put(struct http_pool *pool, CURL *h)
         curl_easy_cleanup(h);
 }
 
-/* curl write callback: append to a body_buf. */
+/* curl write callback: append to a struct buf (a failure stops the transfer). */
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
-    struct body_buf *b = userdata;
     size_t n = size * nmemb;
 
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 16384;
-        char *d;
-
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        d = realloc(b->data, cap);
-        if (!d) {
-            b->oom = 1;
-            return 0;
-        }
-        b->data = d;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, ptr, n);
-    b->len += n;
-    b->data[b->len] = '\0';
-    return n;
+    return buf_add(userdata, ptr, n) == 0 ? n : 0;
 }
 
 /* Keep one header line if it is one of hdr_names; see http.h. */
@@ -387,7 +367,7 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
                         struct curl_slist *hdrs, struct http_response *resp,
                         struct send_count *sc)
 {
-    struct body_buf body = { 0 };
+    struct buf body = BUF_INIT(HTTP_BODY_MAX);
     char errbuf[CURL_ERROR_SIZE] = "";
     CURLcode rc;
 
@@ -427,14 +407,17 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
     }
 
     rc = curl_easy_perform(h);
-    if (body.oom) {
-        free(body.data);
-        return -ENOMEM;
+    if (body.err == -EFBIG) {
+        snprintf(errbuf, sizeof(errbuf), "response body over %u bytes", HTTP_BODY_MAX);
+        rc = CURLE_WRITE_ERROR;
     }
-    resp->body = body.data ? body.data : strdup("");
-    resp->body_len = body.len;
-    if (!resp->body)
-        return -ENOMEM;
+    if (!(resp->body = buf_take(&body, &resp->body_len))) {
+        if (errbuf[0] == '\0')
+            return -ENOMEM;
+        resp->body_len = 0;
+        if (!(resp->body = strdup("")))
+            return -ENOMEM;
+    }
     if (rc == CURLE_ABORTED_BY_CALLBACK) {
         snprintf(resp->transport_error, sizeof(resp->transport_error), "cancelled");
         return -EINTR;
@@ -448,7 +431,7 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
         return transport_error_is_permanent(rc) ? -EACCES : -EIO;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-    count_attempt(pool->stats, req->kind, resp->status, body.len, req->body_len);
+    count_attempt(pool->stats, req->kind, resp->status, resp->body_len, req->body_len);
     return 0;
 }
 

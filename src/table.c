@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <openssl/crypto.h>
@@ -1162,6 +1163,65 @@ int table_batch_outcome(const char *body, struct az_status *st)
     return 0;
 }
 
+/* ETag of one operation's response; see table.h. */
+int table_batch_etag(const char *body, size_t index, char **etag)
+{
+    const char *p = body;
+
+    *etag = NULL;
+    for (size_t i = 0; i < index && p; i++)
+        if ((p = strstr(p, "HTTP/1.1 ")) != NULL)
+            p += 9;
+    if (!p || !(p = strstr(p, "HTTP/1.1 ")) || !(p = strchr(p, '\n')))
+        return 0;
+    /* its headers: the lines after the status line, up to an empty one */
+    for (;;) {
+        const char *line = p + 1;
+        size_t len = strcspn(line, "\r\n");
+
+        if (len == 0)
+            return 0;
+        if (len > 5 && strncasecmp(line, "ETag:", 5) == 0) {
+            const char *v = line + 5 + strspn(line + 5, " \t");
+            size_t vlen = len - (size_t)(v - line);
+
+            while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+                vlen--;
+            return vlen == 0 || (*etag = strndup(v, vlen)) ? 0 : -ENOMEM;
+        }
+        p = line + len;
+        if (*p == '\r')
+            p++;
+        if (*p != '\n')
+            return 0;
+    }
+}
+
+/* Drop what the new_etag outputs of OPS hold. */
+static void batch_etags_clear(const struct table_batch_op *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].new_etag) {
+            free(*ops[i].new_etag);
+            *ops[i].new_etag = NULL;
+        }
+    }
+}
+
+/* Hand the ETags of BODY's changeset responses to OPS. 0 or -ENOMEM. */
+static int batch_etags_take(const char *body, const struct table_batch_op *ops, size_t n)
+{
+    int rc = 0;
+
+    batch_etags_clear(ops, n);      /* a settle attempt may have filled some */
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (ops[i].new_etag && ops[i].kind != TB_DELETE)
+            rc = table_batch_etag(body, i, ops[i].new_etag);
+    if (rc < 0)
+        batch_etags_clear(ops, n);
+    return rc;
+}
+
 /* A batch, for finding out whether it was applied. */
 struct batch_probe {
     struct table_client *tc;
@@ -1183,6 +1243,11 @@ static int batch_applied(void *ctx, const struct http_response *resp)
                                  op->kind == TB_DELETE ? NULL : op->entity, 0, NULL };
         int rc = write_applied(&p, resp);
 
+        if (op->new_etag && op->kind != TB_DELETE) {
+            free(*op->new_etag);
+            *op->new_etag = p.etag;     /* the entity that holds our write */
+            p.etag = NULL;
+        }
         free(p.etag);
         if (rc != 1)
             return rc;
@@ -1205,6 +1270,7 @@ int table_batch(struct table_client *tc, const char *table, const char *pk,
 
     memset(&resp, 0, sizeof(resp));
     memset(st, 0, sizeof(*st));
+    batch_etags_clear(ops, n);
     if (n == 0 || n > 100)
         return -EINVAL;
     if (RAND_bytes(rnd, sizeof(rnd)) != 1)
@@ -1273,8 +1339,12 @@ int table_batch(struct table_client *tc, const char *table, const char *pk,
                      "was applied)", table);
             rc = 0;
         }
+    } else {
+        rc = batch_etags_take(resp.body ? resp.body : "", ops, n);
     }
 out:
+    if (rc < 0)
+        batch_etags_clear(ops, n);
     http_response_clear(&resp);
     free(ctype);
     free(b.s);

@@ -145,6 +145,8 @@ struct table_batch_op {
     const char *rk;             /* all operations share one PartitionKey */
     const json_t *entity;       /* TB_INSERT/TB_REPLACE */
     const char *etag;           /* If-Match for TB_REPLACE/TB_DELETE, NULL = "*" */
+    char **new_etag;            /* TB_INSERT/TB_REPLACE, may be NULL: receives the
+                                 * written entity's new ETag (see table_batch) */
 };
 
 /* Run OPS (at most 100, one partition PK of TABLE) atomically with $batch.
@@ -152,7 +154,11 @@ struct table_batch_op {
  * (st->message names its index), and nothing was applied. A 409/412 is
  * settled like a single write's: only after a send that may have been
  * applied, and then when every entity holds the batch's result (written
- * within the window of our sends, deleted ones gone), that is success. */
+ * within the window of our sends, deleted ones gone), that is success.
+ * On success each non-NULL new_etag of a write gets a malloc'd copy of the
+ * ETag its changeset response carried (for a settled batch: the ETag of
+ * the entity found to hold our write), or NULL when there was none; on
+ * failure NULL. */
 int table_batch(struct table_client *tc, const char *table, const char *pk,
                 const struct table_batch_op *ops, size_t n, struct az_status *st);
 
@@ -169,6 +175,12 @@ int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
  * the JSON error after it). Returns 0 when every operation succeeded, -1
  * when one failed. */
 int table_batch_outcome(const char *body, struct az_status *st);
+
+/* The ETag header of the response to operation INDEX (counted from 0) of
+ * the NUL-terminated $batch response BODY. Returns 0 with *etag a malloc'd
+ * copy, or NULL when that response has no ETag (or there is no such
+ * response); -ENOMEM. */
+int table_batch_etag(const char *body, size_t index, char **etag);
 
 /* Build the OData string literal for S ('...' with ' doubled) into a malloc'd
  * string, e.g. for filters: "PartitionKey eq " + literal. NULL on ENOMEM. */

@@ -29,9 +29,9 @@ Keep-alive is supported on both sides: one upstream connection per client
 connection, re-opened when it breaks. Chunked upstream bodies are de-chunked
 and re-sent with a Content-Length.
 
-From Python (pytest):
+From Python (the tests take it from tests/harness.py, with Azurite and mounts):
 
-    from faultproxy import FaultProxy
+    from harness import FaultProxy
     with FaultProxy(upstream_port=az.port, rate=0.2, seed=7) as px:
         ... px.port ...; px.counts() ; px.set_faults(rate=1.0, kinds=["stall"])
 
@@ -51,7 +51,6 @@ import socket
 import struct
 import sys
 import threading
-import time
 
 BEFORE_KINDS = ("500", "503", "503_retry", "reset", "stall", "404")
 AFTER_KINDS = ("reset_after", "503_after", "stall_after", "truncate_after")

@@ -9,6 +9,10 @@
   that aztfs exited cleanly and that no sanitizer report was printed).
 * ``sh``: run shell tools (ls, find, grep, cat, stat, du) with a timeout.
 
+Azurite, the mounts and the fault proxy are tests/harness.py's (shared with
+bench/); this file makes pytest fixtures of them and turns a HarnessError
+into a test failure.
+
 Seed data first, then mount: the mount caches listings for a while.
 Run with:  /usr/bin/python3 -m pytest tests/integration
 Environment: AZTFS_BIN overrides ./aztfs; AZTFS_TEST_DEBUG=1 prints aztfs'
@@ -19,33 +23,34 @@ import base64
 import faulthandler
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-AZTFS = Path(os.environ.get("AZTFS_BIN", str(ROOT / "aztfs")))
-
-# The emulator's account, its start and the port/unmount helpers are shared
-# with the benchmark (bench/common.py, standard library only).
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import harness  # noqa: E402
 import sdk_values  # noqa: E402
-from common import (ACCOUNT, AZURITE_BIN, KEY, conn_str_for, free_port,  # noqa: E402
-                    port_answers, spawn_azurite, stop_process, unmount_path)
+# Re-exported for the test modules (from conftest import ...).
+from harness import (ACCOUNT, AZURITE_BIN, KEY, ROOT, Azurite, HarnessError,  # noqa: E402,F401
+                     aztfs_env, conn_str_for, free_port, fuse_problems, sanitizer_report,
+                     unmount_path)
 
-MOUNT_TIMEOUT = 15      # seconds for a mount to appear
+AZTFS = harness.aztfs_binary()
 EXIT_TIMEOUT = 15       # seconds for a refused mount to exit
 CMD_TIMEOUT = 60        # seconds for any shell tool
 TEST_HARD_LIMIT = 240   # seconds: dump tracebacks and abort a hung test run
 
-SANITIZER_PATTERNS = re.compile(
-    r"ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer)"
-    r"|runtime error:|SUMMARY: UndefinedBehaviorSanitizer")
+
+def loud(fn, *args, **kwargs):
+    """FN(*ARGS, **KWARGS); a HarnessError fails the test with its message
+    (these fail loudly, never skip)."""
+    try:
+        return fn(*args, **kwargs)
+    except HarnessError as e:
+        reason = str(e)
+    pytest.fail(reason, pytrace=False)      # outside the except: no chained traceback
 
 
 # --------------------------------------------------------------------------
@@ -61,53 +66,13 @@ def _hard_time_limit():
 # --------------------------------------------------------------------------
 # Azurite
 # --------------------------------------------------------------------------
-class Azurite:
-    def __init__(self, port, proc, log_path):
-        self.port = port
-        self.proc = proc
-        self.log_path = log_path
-        self.endpoint = "http://127.0.0.1:%d/%s" % (port, ACCOUNT)
-        self.conn_str = conn_str_for(port)
-        self.key = KEY
-        self.account = ACCOUNT
-
-    def log_tail(self, n=30):
-        try:
-            return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return "(no log)"
-
-
 @pytest.fixture(scope="session")
 def azurite(tmp_path_factory):
-    if not AZURITE_BIN.exists():
-        pytest.fail("Azurite not found at %s: run scripts/deps.sh (it installs "
-                    "azurite@3.35.0 into .deps-node/)" % AZURITE_BIN, pytrace=False)
-    logdir = tmp_path_factory.mktemp("azurite")
-    last_err = ""
-    for attempt in range(3):
-        port = free_port()
-        log_path = logdir / ("azurite-%d.log" % port)
-        proc = spawn_azurite(port, log_path)
-        az = Azurite(port, proc, log_path)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                break
-            if port_answers(port):
-                try:
-                    yield az
-                finally:
-                    stop_process(proc)
-                return
-            time.sleep(0.2)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        last_err = ("Azurite (%s) did not answer on 127.0.0.1:%d within 30 s "
-                    "(exit status %s). Log:\n%s" % (AZURITE_BIN, port, proc.returncode,
-                                                    az.log_tail()))
-    pytest.fail(last_err, pytrace=False)
+    az = loud(Azurite(tmp_path_factory.mktemp("azurite")).start)
+    try:
+        yield az
+    finally:
+        az.stop()
 
 
 @pytest.fixture(scope="session")
@@ -124,101 +89,19 @@ def sdk(azurite):
 # aztfs mounts
 # --------------------------------------------------------------------------
 def _check_fuse_available():
-    problems = []
-    if not os.path.exists("/dev/fuse"):
-        problems.append("/dev/fuse does not exist (containers: --device /dev/fuse "
-                        "--cap-add SYS_ADMIN)")
-    if shutil.which("fusermount3") is None:
-        problems.append("fusermount3 not found (apt-get install fuse3)")
-    if not AZTFS.exists():
-        problems.append("%s not found: build first (scripts/build.sh)" % AZTFS)
+    problems = fuse_problems(AZTFS)
     if problems:
         pytest.fail("cannot mount aztfs: " + "; ".join(problems), pytrace=False)
 
 
-def aztfs_env(conn_str=None, extra=None):
-    """Environment for aztfs: ours, minus any inherited connection string."""
-    env = dict(os.environ)
-    env.pop("AZURE_STORAGE_CONNECTION_STRING", None)
-    if conn_str is not None:
-        env["AZURE_STORAGE_CONNECTION_STRING"] = conn_str
-    # Sanitizer builds: make reports visible and fatal.
-    env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
-    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
-    if extra:
-        env.update(extra)
-    return env
-
-
-def sanitizer_report(text):
-    m = SANITIZER_PATTERNS.search(text or "")
-    return bool(m)
-
-
-class Mount:
-    """A running `aztfs -f` process and its mountpoint."""
-
-    def __init__(self, path, proc, stderr_path, args):
-        self.path = str(path)
-        self.proc = proc
-        self.stderr_path = stderr_path
-        self.args = args
-        self.closed = False
-        self.exit_status = None
-
-    def __str__(self):
-        return self.path
-
-    def __fspath__(self):
-        return self.path
-
-    def join(self, *parts):
-        return os.path.join(self.path, *parts)
-
-    def stderr(self):
-        try:
-            return Path(self.stderr_path).read_text(errors="replace")
-        except OSError:
-            return ""
+class Mount(harness.Mount):
+    """harness.Mount whose failures fail the test."""
 
     def unmount(self, check=True):
         """Unmount, wait for aztfs to exit, return its stderr.
         With CHECK, fail if aztfs did not exit 0 by itself or printed a
         sanitizer report."""
-        if self.closed:
-            return self.stderr()
-        self.closed = True
-        problems = []
-        try:
-            unmount_path(self.path)
-        except subprocess.TimeoutExpired:
-            problems.append("fusermount3 -u timed out")
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            problems.append("aztfs did not exit within 15 s of the unmount (killed)")
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            unmount_path(self.path)
-        self.exit_status = self.proc.returncode
-        err = self.stderr()
-        if os.environ.get("AZTFS_TEST_DEBUG"):
-            sys.stderr.write("---- aztfs %s stderr ----\n%s\n" % (self.args, err))
-        if check:
-            if not problems and self.exit_status != 0:
-                problems.append("aztfs exited with status %s after the unmount"
-                                % self.exit_status)
-            if sanitizer_report(err):
-                problems.append("sanitizer report in aztfs stderr")
-            if problems:
-                pytest.fail("%s (args %s); stderr:\n%s"
-                            % ("; ".join(problems), self.args, err[-6000:]),
-                            pytrace=False)
-        return err
+        return loud(super().unmount, check)
 
 
 def start_mount(workdir, conn_str=None, options=(), env_extra=None, env=None,
@@ -226,31 +109,8 @@ def start_mount(workdir, conn_str=None, options=(), env_extra=None, env=None,
     """Run `aztfs -f [options] MOUNTPOINT` and wait until it is mounted.
     Fails the test with aztfs' stderr if it exits or does not mount in time."""
     _check_fuse_available()
-    workdir = Path(workdir)
-    mp = Path(tempfile.mkdtemp(prefix="mnt-", dir=str(workdir)))
-    stderr_path = mp.parent / (mp.name + ".stderr")
-    args = [str(AZTFS), "-f"] + list(options) + [str(mp)]
-    if env is None:
-        env = aztfs_env(conn_str, env_extra)
-    errf = open(stderr_path, "wb")
-    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=errf, stderr=errf,
-                            env=env, cwd=str(workdir))
-    errf.close()
-    m = Mount(mp, proc, stderr_path, args[1:])
-    if not wait:
-        return m
-    deadline = time.monotonic() + MOUNT_TIMEOUT
-    while time.monotonic() < deadline:
-        if os.path.ismount(str(mp)):
-            return m
-        if proc.poll() is not None:
-            m.closed = True
-            pytest.fail("aztfs exited with status %s before mounting (args %s); stderr:\n%s"
-                        % (proc.returncode, args[1:], m.stderr()[-6000:]), pytrace=False)
-        time.sleep(0.05)
-    m.unmount(check=False)
-    pytest.fail("aztfs did not mount within %d s (args %s); stderr:\n%s"
-                % (MOUNT_TIMEOUT, args[1:], m.stderr()[-6000:]), pytrace=False)
+    m = Mount(workdir, conn_str, options, env_extra, env, binary=AZTFS)
+    return loud(m.start, wait)
 
 
 class Mounter:

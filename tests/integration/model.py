@@ -31,7 +31,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parents[1] / "bench"))
+sys.path.insert(0, str(HERE.parent))
 import sdk_values  # noqa: E402
 from aztfs_names import dir_name, file_name  # noqa: E402
 
@@ -566,9 +566,8 @@ class Runner:
             time.sleep(0.2)
 
     def sdk_entity(self, pk, rk, props):
-        from azure.data.tables import EdmType, EntityProperty
-        import datetime
         import uuid
+        from azure.data.tables import EdmType, EntityProperty
         e = {"PartitionKey": pk, "RowKey": rk}
         for k, (t, v) in props.items():
             if t == "Edm.Int64":
@@ -793,13 +792,13 @@ def main():
     ap.add_argument("--replay", help="run the steps saved in this JSON file")
     ap.add_argument("--out", default=".run/model", help="where failing sequences go")
     args = ap.parse_args()
-    from common import Azurite, AztfsMount, aztfs_binary
+    from harness import Azurite, Mount
     from azure.data.tables import TableServiceClient
     work = Path(args.out) / "work"
     work.mkdir(parents=True, exist_ok=True)
     with Azurite(work) as az, \
-            AztfsMount(aztfs_binary(), work, az.conn_str, MOUNT_OPTIONS) as m1, \
-            AztfsMount(aztfs_binary(), work, az.conn_str, MOUNT_OPTIONS) as m2:
+            Mount(work, az.conn_str, ["-o", MOUNT_OPTIONS]) as m1, \
+            Mount(work, az.conn_str, ["-o", MOUNT_OPTIONS]) as m2:
         sess = Session(m1.path, m2.path, TableServiceClient.from_connection_string(az.conn_str))
         if args.replay:
             steps = [normalise(s) for s in json.loads(Path(args.replay).read_text())]

@@ -18,7 +18,7 @@ import pytest
 from conftest import conn_str_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from faultproxy import FaultProxy  # noqa: E402
+from harness import FaultProxy  # noqa: E402
 
 WRITE_METHODS = ["PUT", "MERGE", "POST", "DELETE"]
 

@@ -31,7 +31,7 @@ import pytest
 from conftest import conn_str_for, unmount_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from faultproxy import FaultProxy  # noqa: E402
+from harness import FaultProxy  # noqa: E402
 
 TABLE = "faulty"
 PARTITIONS = ["alpha", "beta", "gamma", "delta", "eps ilon"]
