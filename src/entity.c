@@ -45,6 +45,31 @@ enum mode {
     MODE_FILE,          /* entity_parse: check names, annotations and limits */
 };
 
+static const char *const sys_names[] = {
+    [ENTITY_PK] = "PartitionKey", [ENTITY_RK] = "RowKey",
+    [ENTITY_TIMESTAMP] = "Timestamp", [ENTITY_ETAG] = "odata.etag",
+};
+
+/* entity_wire_sys: see entity.h. */
+const char *entity_wire_sys(const json_t *e, enum entity_sys which)
+{
+    return json_string_value(json_object_get(e, sys_names[which]));
+}
+
+/* entity_wire_set_sys: see entity.h. */
+int entity_wire_set_sys(json_t *e, const char *pk, const char *rk, const char *ts,
+                        const char *etag)
+{
+    const char *v[] = { [ENTITY_PK] = pk, [ENTITY_RK] = rk, [ENTITY_TIMESTAMP] = ts,
+                        [ENTITY_ETAG] = etag };
+
+    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+        if (v[i] && json_object_set_new(e, sys_names[i], json_string(v[i])) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 /* edm_type_name: see entity.h. */
 const char *edm_type_name(enum edm_type t)
 {

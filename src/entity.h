@@ -26,6 +26,17 @@ struct entity_error {
     char text[200];       /* human-readable reason */
 };
 
+/* The system members of wire entity E, borrowed from it: NULL when absent
+ * or not a string. The names of these members are written only in entity.c
+ * and the table protocol modules. */
+enum entity_sys { ENTITY_PK, ENTITY_RK, ENTITY_TIMESTAMP, ENTITY_ETAG };
+const char *entity_wire_sys(const json_t *e, enum entity_sys which);
+
+/* Set the system members of wire entity E: PK, RK, TS (Timestamp) and ETAG,
+ * each only when non-NULL. Returns 0 or -ENOMEM. */
+int entity_wire_set_sys(json_t *e, const char *pk, const char *rk, const char *ts,
+                        const char *etag);
+
 /* Name of an Edm type ("Edm.Int64"), and the reverse (-EINVAL if unknown). */
 const char *edm_type_name(enum edm_type t);
 int edm_type_parse(const char *name, enum edm_type *out);

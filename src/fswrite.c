@@ -11,32 +11,6 @@
 
 /* --- helpers ----------------------------------------------------------------- */
 
-/* Copy the Timestamp out of an Azure ETag (W/"datetime'2026-11-22T08%3A26%3A34.91Z'")
- * into OUT. Returns 0, or -EINVAL when ETAG has another shape. */
-static int etag_timestamp(const char *etag, char *out, size_t outlen)
-{
-    const char *p = etag ? strstr(etag, "datetime'") : NULL;
-    size_t o = 0;
-
-    if (!p)
-        return -EINVAL;
-    for (p += 9; *p && *p != '\''; p++) {
-        char ch = *p;
-
-        if (ch == '%' && p[1] && p[2]) {
-            char hex[3] = { p[1], p[2], 0 };
-
-            ch = (char)strtol(hex, NULL, 16);
-            p += 2;
-        }
-        if (o + 1 >= outlen)
-            return -EINVAL;
-        out[o++] = ch;
-    }
-    out[o] = '\0';
-    return *p == '\'' ? 0 : -EINVAL;
-}
-
 /* Entity PATH (FP) changed, or turned out to be other than the mount knew
  * (a save or delete answered ESTALE, EEXIST or ENOENT): drop the cached
  * entity and what the kernel knows of it, its partition's listing (which
@@ -67,11 +41,8 @@ static void cache_after_write(struct aztfs *a, const char *path, const struct fs
     json_t *e = exact ? json_deep_copy(wire) : NULL;
 
     forget_entity(a, path, fp);
-    if (e && etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
-        json_object_set_new(e, "PartitionKey", json_string(pk)) == 0 &&
-        json_object_set_new(e, "RowKey", json_string(rk)) == 0 &&
-        json_object_set_new(e, "Timestamp", json_string(ts)) == 0 &&
-        json_object_set_new(e, "odata.etag", json_string(etag)) == 0)
+    if (e && table_etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
+        entity_wire_set_sys(e, pk, rk, ts, etag) == 0)
         fs_cache_entity(a, fp->parent, e, NULL, NULL);
     json_decref(e);
 }

@@ -218,6 +218,32 @@ void http_send_window(const struct http_response *resp, struct timespec *from)
     from->tv_nsec = (long)(ms % 1000) * 1000000L;
 }
 
+/* See http.h. libcurl's functions need no handle for this; their result
+ * is copied so that callers free it with free(). */
+char *http_escape(const char *s)
+{
+    char *e = curl_easy_escape(NULL, s, 0), *out;
+
+    if (!e)
+        return NULL;
+    out = strdup(e);
+    curl_free(e);
+    return out;
+}
+
+char *http_unescape(const char *s)
+{
+    int n = 0;
+    char *d = curl_easy_unescape(NULL, s, 0, &n), *out = NULL;
+
+    if (!d)
+        return NULL;
+    if (n >= 0 && strlen(d) == (size_t)n)
+        out = strdup(d);
+    curl_free(d);
+    return out;
+}
+
 /* Copy URL with "sig=" values replaced by "REDACTED". */
 void http_redact_url(const char *url, char *out, size_t outlen)
 {

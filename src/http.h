@@ -126,6 +126,15 @@ void http_response_clear(struct http_response *resp);
  * a repeated header keeps the last value. Other lines are ignored. */
 void http_header_line(struct http_response *r, const char *buf, size_t n);
 
+/* Percent-encode S: every byte but A-Z a-z 0-9 - . _ ~ (libcurl's
+ * escaping). Returns a malloc'd string, or NULL on ENOMEM. */
+char *http_escape(const char *s);
+
+/* Decode the %XX escapes of S (libcurl's unescaping). Returns a malloc'd
+ * NUL-terminated string, or NULL on ENOMEM or when the result would hold a
+ * NUL byte. */
+char *http_unescape(const char *s);
+
 /* Copy URL into OUT (size OUTLEN) with the value of any "sig=" query
  * parameter replaced by "REDACTED", for logs. */
 void http_redact_url(const char *url, char *out, size_t outlen);

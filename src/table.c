@@ -104,27 +104,10 @@ int az_status_errno(const struct az_status *st)
     }
 }
 
-/* Percent-encode everything outside the unreserved set. */
+/* Percent-encode everything outside the unreserved set (libcurl's escaping). */
 char *table_url_encode(const char *s)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    char *out = malloc(3 * n + 1), *o = out;
-
-    if (!out)
-        return NULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-            (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-            *o++ = (char)*p;
-        } else {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        }
-    }
-    *o = '\0';
-    return out;
+    return http_escape(s);
 }
 
 /* 'S' with every ' doubled. */
@@ -148,6 +131,59 @@ char *table_odata_literal(const char *s)
     *o++ = '\'';
     *o = '\0';
     return out;
+}
+
+/* "FIELD OP 'VALUE'" (VALUE quoted), with " and "-joined REST when given. */
+static char *filter_cmp(const char *field, const char *op, const char *value,
+                        const char *rest)
+{
+    char *lit = table_odata_literal(value), *f = NULL;
+
+    if (lit && asprintf(&f, "%s %s %s%s%s", field, op, lit, rest ? " and " : "",
+                        rest ? rest : "") < 0)
+        f = NULL;
+    free(lit);
+    return f;
+}
+
+char *table_filter_partition(const char *pk)
+{
+    return filter_cmp("PartitionKey", "eq", pk, NULL);
+}
+
+char *table_filter_after(const char *pk)
+{
+    return filter_cmp("PartitionKey", "gt", pk, NULL);
+}
+
+char *table_filter_from_row(const char *pk, const char *rk)
+{
+    char *row = filter_cmp("RowKey", "ge", rk, NULL);
+    char *f = row ? filter_cmp("PartitionKey", "eq", pk, row) : NULL;
+
+    free(row);
+    return f;
+}
+
+/* See table.h. */
+int table_etag_timestamp(const char *etag, char *out, size_t outlen)
+{
+    const char *p = etag ? strstr(etag, "datetime'") : NULL, *end;
+    char *raw, *dec;
+    int rc = -EINVAL;
+
+    if (!p || !(end = strchr(p += 9, '\'')))
+        return -EINVAL;
+    if (!(raw = strndup(p, (size_t)(end - p))))
+        return -ENOMEM;
+    dec = http_unescape(raw);
+    if (dec && strlen(dec) < outlen) {
+        memcpy(out, dec, strlen(dec) + 1);
+        rc = 0;
+    }
+    free(dec);
+    free(raw);
+    return rc;
 }
 
 /* Fill ST's code and message from an error response (JSON, XML or headers). */

@@ -182,6 +182,20 @@ int table_batch_outcome(const char *body, struct az_status *st);
  * response); -ENOMEM. */
 int table_batch_etag(const char *body, size_t index, char **etag);
 
+/* OData filters the store asks for, malloc'd (NULL on ENOMEM); keys are
+ * quoted here, so no caller writes OData:
+ *   table_filter_partition(pk)       PartitionKey eq 'pk'
+ *   table_filter_after(pk)           PartitionKey gt 'pk'
+ *   table_filter_from_row(pk, rk)    PartitionKey eq 'pk' and RowKey ge 'rk' */
+char *table_filter_partition(const char *pk);
+char *table_filter_after(const char *pk);
+char *table_filter_from_row(const char *pk, const char *rk);
+
+/* The Timestamp an Azure ETag carries (W/"datetime'2026-11-22T08%3A26%3A34.91Z'")
+ * copied into OUT (OUTLEN bytes), unescaped. Returns 0, or -EINVAL when ETAG
+ * has another shape (Cosmos DB's ETags carry none) or OUT is too small. */
+int table_etag_timestamp(const char *etag, char *out, size_t outlen);
+
 /* Build the OData string literal for S ('...' with ' doubled) into a malloc'd
  * string, e.g. for filters: "PartitionKey eq " + literal. NULL on ENOMEM. */
 char *table_odata_literal(const char *s);
