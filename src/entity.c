@@ -1,4 +1,4 @@
-/* entity.c - entities: OData wire JSON <-> the canonical, lossless file text. */
+/* entity.c - entities: Edm types, the checks of property values, and file text -> wire JSON. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -8,17 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "buf.h"
-#include "entity.h"
+#include "entity_int.h"
 #include "sharedkey.h"
-
-/* Largest rendered file: a 1 MiB entity, even with every byte escaped
- * (\u00XX) and every property annotated, stays well below it. */
-#define ENTITY_RENDER_MAX (16 * 1024 * 1024)
-#define TYPE_SUFFIX "@odata.type"
-#define TYPE_SUFFIX_LEN (sizeof(TYPE_SUFFIX) - 1)
-/* Room for "Name@odata.type" and its NUL, for any valid property name. */
-#define ANNOTATION_KEY_MAX (ENTITY_MAX_PROPNAME + sizeof(TYPE_SUFFIX))
 
 static const char *const edm_names[] = {
     [EDM_STRING] = "Edm.String",     [EDM_INT32] = "Edm.Int32",
@@ -27,23 +18,6 @@ static const char *const edm_names[] = {
     [EDM_GUID] = "Edm.Guid",         [EDM_BINARY] = "Edm.Binary",
 };
 #define EDM_COUNT (sizeof(edm_names) / sizeof(edm_names[0]))
-
-/* One custom property, as found in a wire object or in file text. NAME and
- * VALUE are borrowed from the JSON object they came from. */
-struct prop {
-    const char *name;
-    const json_t *value;
-    enum edm_type type;
-    long long i;        /* Int32 and Int64 value */
-    double d;           /* Double value (may be NaN or infinite) */
-    char dt[ENTITY_DATETIME_SIZE];  /* DateTime value, canonical UTC form */
-};
-
-/* How collect_props() treats its input. */
-enum mode {
-    MODE_WIRE,          /* entity_render: trust names, no size limits */
-    MODE_FILE,          /* entity_parse: check names, annotations and limits */
-};
 
 static const char *const sys_names[] = {
     [ENTITY_PK] = "PartitionKey", [ENTITY_RK] = "RowKey",
@@ -89,8 +63,7 @@ int edm_type_parse(const char *name, enum edm_type *out)
 }
 
 /* Fill ERR (which may be NULL) with PROP and a formatted reason; return RC. */
-__attribute__((format(printf, 4, 5)))
-static int set_err(struct entity_error *err, int rc, const char *prop, const char *fmt, ...)
+int entity_set_err(struct entity_error *err, int rc, const char *prop, const char *fmt, ...)
 {
     va_list ap;
 
@@ -103,115 +76,10 @@ static int set_err(struct entity_error *err, int rc, const char *prop, const cha
     return rc;
 }
 
-static void clear_err(struct entity_error *err)
+void entity_clear_err(struct entity_error *err)
 {
     if (err)
         memset(err, 0, sizeof(*err));
-}
-
-/* Append the N bytes of S JSON-escaped, without quotes: '"', '\\', \b \f \n
- * \r \t, other bytes below 0x20 as \u00XX; everything else (UTF-8) raw. */
-static void sb_add_escaped(struct buf *sb, const char *s, size_t n)
-{
-    size_t start = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char u[8];
-        const char *esc;
-
-        switch (c) {
-        case '"':  esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        default:
-            if (c >= 0x20)
-                continue;
-            snprintf(u, sizeof(u), "\\u%04X", c);
-            esc = u;
-        }
-        buf_add(sb, s + start, i - start);
-        buf_adds(sb, esc);
-        start = i + 1;
-    }
-    buf_add(sb, s + start, n - start);
-}
-
-/* Append S (N bytes) as a quoted JSON string. */
-static void sb_add_string(struct buf *sb, const char *s, size_t n)
-{
-    buf_add(sb, "\"", 1);
-    sb_add_escaped(sb, s, n);
-    buf_add(sb, "\"", 1);
-}
-
-/* Start the member NAME (+ SUFFIX, may be "") of the rendered object: a
- * separator unless *FIRST, the indent, the quoted name and ": ". */
-static void sb_member(struct buf *sb, int *first, const char *name, const char *suffix)
-{
-    buf_adds(sb, *first ? "  \"" : ",\n  \"");
-    *first = 0;
-    sb_add_escaped(sb, name, strlen(name));
-    buf_adds(sb, suffix);
-    buf_adds(sb, "\": ");
-}
-
-/* Format finite D as the shortest decimal that reads back to the same double
- * (sign of zero included): the fewest significant digits (1..17) for which
- * "%.*e" round-trips, then laid out like ECMAScript's Number::toString:
- * positional for 1e-7 < |D| < 1e21, always with a '.' ("2.0", "100.0",
- * "0.000001"), else C's exponent form ("1e+21", "1e-07", "5e-324").
- * OUT must hold 32 bytes. */
-static void format_double(double d, char out[32])
-{
-    char e_form[32], digits[24];
-    const char *p;
-    int prec, exp10, nd = 0;
-    size_t o = 0;
-
-    for (prec = 1; prec < 17; prec++) {
-        snprintf(e_form, sizeof(e_form), "%.*e", prec - 1, d);
-        if (strtod(e_form, NULL) == d && !!signbit(strtod(e_form, NULL)) == !!signbit(d))
-            break;
-    }
-    snprintf(e_form, sizeof(e_form), "%.*e", prec - 1, d);   /* 17 digits always do */
-    p = e_form + (e_form[0] == '-');
-    for (; *p && *p != 'e'; p++)
-        if (*p != '.')
-            digits[nd++] = *p;
-    exp10 = *p ? atoi(p + 1) : 0;
-    if (exp10 <= -7 || exp10 >= 21) {
-        memcpy(out, e_form, strlen(e_form) + 1);
-        return;
-    }
-    if (signbit(d))
-        out[o++] = '-';
-    if (exp10 < 0) {
-        out[o++] = '0';
-        out[o++] = '.';
-        for (int i = 0; i < -exp10 - 1; i++)
-            out[o++] = '0';
-        memcpy(out + o, digits, (size_t)nd);
-        o += (size_t)nd;
-    } else if (exp10 >= nd - 1) {
-        memcpy(out + o, digits, (size_t)nd);
-        o += (size_t)nd;
-        for (int i = 0; i < exp10 - (nd - 1); i++)
-            out[o++] = '0';
-        out[o++] = '.';
-        out[o++] = '0';
-    } else {
-        memcpy(out + o, digits, (size_t)exp10 + 1);
-        o += (size_t)exp10 + 1;
-        out[o++] = '.';
-        memcpy(out + o, digits + exp10 + 1, (size_t)(nd - exp10 - 1));
-        o += (size_t)(nd - exp10 - 1);
-    }
-    out[o] = '\0';
 }
 
 /* Is the JSON string V exactly LIT (embedded NULs taken into account)? */
@@ -326,7 +194,7 @@ static void describe_value(const json_t *v, char *out, size_t size)
         snprintf(out, size, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         break;
     case JSON_REAL:
-        format_double(json_real_value(v), tmp);
+        entity_format_double(json_real_value(v), tmp);
         snprintf(out, size, "%s", tmp);
         break;
     case JSON_TRUE:
@@ -350,19 +218,19 @@ static int prop_type(const json_t *obj, const char *name, const json_t *v,
     const json_t *ann;
 
     if (json_is_object(v) || json_is_array(v))
-        return set_err(err, -EINVAL, name, "property '%.60s': nested objects and arrays "
+        return entity_set_err(err, -EINVAL, name, "property '%.60s': nested objects and arrays "
                        "are not supported", name);
     if (strlen(name) > ENTITY_MAX_PROPNAME)
-        return set_err(err, -EINVAL, name, "property name '%.40s...' is longer than %d characters",
+        return entity_set_err(err, -EINVAL, name, "property name '%.40s...' is longer than %d characters",
                        name, ENTITY_MAX_PROPNAME);
     snprintf(akey, sizeof(akey), "%s%s", name, TYPE_SUFFIX);
     ann = json_object_get(obj, akey);
     if (ann) {
         if (!json_is_string(ann))
-            return set_err(err, -EINVAL, name, "property '%.60s': its type annotation must be "
+            return entity_set_err(err, -EINVAL, name, "property '%.60s': its type annotation must be "
                            "a string such as \"Edm.Int64\"", name);
         if (edm_type_parse(json_string_value(ann), type) < 0)
-            return set_err(err, -EINVAL, name, "property '%.60s': \"%.40s\" is not an Edm type "
+            return entity_set_err(err, -EINVAL, name, "property '%.60s': \"%.40s\" is not an Edm type "
                            "name", name, json_string_value(ann));
         return 0;
     }
@@ -399,7 +267,7 @@ static int check_datetime(struct prop *p, struct entity_error *err)
             return 0;
     }
     describe_value(v, desc, sizeof(desc));
-    return set_err(err, -EINVAL, p->name, "property '%.40s': value %s is not an Edm.DateTime "
+    return entity_set_err(err, -EINVAL, p->name, "property '%.40s': value %s is not an Edm.DateTime "
                    "(%s); expected YYYY-MM-DDThh:mm:ss[.fffffff] then Z or +hh:mm",
                    p->name, desc, why);
 }
@@ -420,7 +288,7 @@ static int prop_check(struct prop *p, int limits, struct entity_error *err)
     case EDM_STRING:
         good = s != NULL;
         if (good && limits && utf16_units(s, n) * 2 > ENTITY_MAX_STRING_BYTES)
-            return set_err(err, -EFBIG, p->name, "property '%.60s': string is longer than "
+            return entity_set_err(err, -EFBIG, p->name, "property '%.60s': string is longer than "
                            "64 KiB (UTF-16)", p->name);
         break;
     case EDM_BOOLEAN:
@@ -462,14 +330,14 @@ static int prop_check(struct prop *p, int limits, struct entity_error *err)
     case EDM_BINARY:
         good = s && b64_check(s, n, &size) == 0;
         if (good && limits && size > ENTITY_MAX_BINARY_BYTES)
-            return set_err(err, -EFBIG, p->name, "property '%.60s': binary value is larger "
+            return entity_set_err(err, -EFBIG, p->name, "property '%.60s': binary value is larger "
                            "than 64 KiB", p->name);
         break;
     }
     if (good)
         return 0;
     describe_value(v, desc, sizeof(desc));
-    return set_err(err, -EINVAL, p->name, "property '%.60s': value %s is not an %s", p->name,
+    return entity_set_err(err, -EINVAL, p->name, "property '%.60s': value %s is not an %s", p->name,
                    desc, edm_type_name(p->type));
 }
 
@@ -490,13 +358,13 @@ static int check_annotation(const json_t *obj, const char *key, size_t klen,
     size_t blen = klen - TYPE_SUFFIX_LEN;
 
     if (blen == 0 || blen > ENTITY_MAX_PROPNAME)
-        return set_err(err, -EINVAL, key, "'%.80s' does not annotate a valid property name", key);
+        return entity_set_err(err, -EINVAL, key, "'%.80s' does not annotate a valid property name", key);
     memcpy(base, key, blen);
     base[blen] = '\0';
     if (is_system(base))
         return 0;
     if (!json_object_get(obj, base))
-        return set_err(err, -EINVAL, key, "'%.60s@odata.type' annotates a property '%.60s' "
+        return entity_set_err(err, -EINVAL, key, "'%.60s@odata.type' annotates a property '%.60s' "
                        "that is not present", base, base);
     return 0;
 }
@@ -512,7 +380,7 @@ static int prop_cmp(const void *a, const void *b)
  * and limits are checked too. Returns 0 with *out (caller frees; may be NULL
  * when *n == 0), or -EINVAL / -EFBIG / -ENOMEM with err filled and *bad_key
  * = the member at fault (borrowed from OBJ; NULL when none). */
-static int collect_props(const json_t *obj, enum mode mode, struct prop **out, size_t *n,
+int entity_collect_props(const json_t *obj, enum mode mode, struct prop **out, size_t *n,
                          const char **bad_key, struct entity_error *err)
 {
     struct prop *props = NULL;
@@ -527,7 +395,7 @@ static int collect_props(const json_t *obj, enum mode mode, struct prop **out, s
     if (cap > 0) {
         props = calloc(cap, sizeof(*props));
         if (!props)
-            return set_err(err, -ENOMEM, NULL, "out of memory");
+            return entity_set_err(err, -ENOMEM, NULL, "out of memory");
     }
     json_object_foreach((json_t *)obj, key, v) {
         size_t klen = strlen(key);
@@ -544,7 +412,7 @@ static int collect_props(const json_t *obj, enum mode mode, struct prop **out, s
             continue;
         }
         if (mode == MODE_FILE && !valid_name(key)) {
-            rc = set_err(err, -EINVAL, key, "property name '%.60s' is not valid: use at most "
+            rc = entity_set_err(err, -EINVAL, key, "property name '%.60s' is not valid: use at most "
                          "255 letters, digits and '_', not starting with a digit", key);
             goto fail;
         }
@@ -570,98 +438,6 @@ fail:
     *bad_key = key;
     free(props);
     return rc;
-}
-
-/* Append the value of P as file text, and its annotation line if its type
- * is not String, Int32 or Boolean. */
-static void render_prop(struct buf *sb, int *first, const struct prop *p)
-{
-    char num[32];
-
-    sb_member(sb, first, p->name, "");
-    switch (p->type) {
-    case EDM_STRING:
-    case EDM_GUID:
-    case EDM_BINARY:
-        sb_add_string(sb, json_string_value(p->value), json_string_length(p->value));
-        break;
-    case EDM_DATETIME:
-        sb_add_string(sb, p->dt, strlen(p->dt));
-        break;
-    case EDM_BOOLEAN:
-        buf_adds(sb, json_is_true(p->value) ? "true" : "false");
-        break;
-    case EDM_INT32:
-        snprintf(num, sizeof(num), "%lld", p->i);
-        buf_adds(sb, num);
-        break;
-    case EDM_INT64:
-        snprintf(num, sizeof(num), "\"%lld\"", p->i);
-        buf_adds(sb, num);
-        break;
-    case EDM_DOUBLE:
-        if (isnan(p->d))
-            buf_adds(sb, "\"NaN\"");
-        else if (isinf(p->d))
-            buf_adds(sb, p->d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-        else {
-            format_double(p->d, num);
-            buf_adds(sb, num);
-        }
-        break;
-    }
-    if (p->type == EDM_STRING || p->type == EDM_INT32 || p->type == EDM_BOOLEAN)
-        return;
-    sb_member(sb, first, p->name, TYPE_SUFFIX);
-    sb_add_string(sb, edm_type_name(p->type), strlen(edm_type_name(p->type)));
-}
-
-/* entity_render: see entity.h. Also -EINVAL for a Timestamp that is neither
- * a string nor null, and for a property name over 255 bytes. */
-int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity_error *err)
-{
-    struct buf sb = BUF_INIT(ENTITY_RENDER_MAX);
-    struct prop *props = NULL;
-    const json_t *pk, *rk, *ts;
-    const char *bad_key;
-    size_t n = 0;
-    int first = 1, rc;
-
-    *out = NULL;
-    *out_len = 0;
-    clear_err(err);
-    if (!json_is_object(wire))
-        return set_err(err, -EINVAL, NULL, "the entity is not a JSON object");
-    pk = json_object_get(wire, "PartitionKey");
-    rk = json_object_get(wire, "RowKey");
-    ts = json_object_get(wire, "Timestamp");
-    if (!json_is_string(pk) || !json_is_string(rk))
-        return set_err(err, -EINVAL, NULL, "the entity lacks a string PartitionKey or RowKey");
-    if (ts && !json_is_null(ts) && !json_is_string(ts))
-        return set_err(err, -EINVAL, "Timestamp", "the entity's Timestamp is not a string");
-    rc = collect_props(wire, MODE_WIRE, &props, &n, &bad_key, err);
-    if (rc < 0)
-        return rc;
-
-    buf_adds(&sb, "{\n");
-    sb_member(&sb, &first, "PartitionKey", "");
-    sb_add_string(&sb, json_string_value(pk), json_string_length(pk));
-    sb_member(&sb, &first, "RowKey", "");
-    sb_add_string(&sb, json_string_value(rk), json_string_length(rk));
-    if (json_is_string(ts)) {
-        sb_member(&sb, &first, "Timestamp", "");
-        sb_add_string(&sb, json_string_value(ts), json_string_length(ts));
-    }
-    for (size_t i = 0; i < n; i++)
-        render_prop(&sb, &first, &props[i]);
-    buf_adds(&sb, "\n}\n");
-    free(props);
-    rc = sb.err;
-    if (!(*out = buf_take(&sb, out_len)))
-        return rc == -EFBIG ? set_err(err, rc, NULL, "the rendered entity is over %d bytes",
-                                      ENTITY_RENDER_MAX) :
-                              set_err(err, -ENOMEM, NULL, "out of memory");
-    return 0;
 }
 
 /* Add P to the wire object W in the form the service expects: Int64 as a
@@ -759,9 +535,9 @@ int entity_parse(const char *text, size_t len, json_t **wire_out,
         *pk_out = NULL;
     if (rk_out)
         *rk_out = NULL;
-    clear_err(err);
+    entity_clear_err(err);
     if (len > ENTITY_MAX_BYTES)
-        return set_err(err, -EFBIG, NULL, "the entity text is larger than 1 MiB");
+        return entity_set_err(err, -EFBIG, NULL, "the entity text is larger than 1 MiB");
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) {
         text += 3;
         len -= 3;
@@ -770,41 +546,41 @@ int entity_parse(const char *text, size_t len, json_t **wire_out,
     root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL,
                       &jerr);
     if (!root) {
-        rc = set_err(err, -EINVAL, NULL, "invalid JSON: %s", jerr.text);
+        rc = entity_set_err(err, -EINVAL, NULL, "invalid JSON: %s", jerr.text);
         if (err)
             err->line = jerr.line > 0 ? jerr.line : 0;
         goto out;
     }
     if (!json_is_object(root)) {
-        rc = set_err(err, -EINVAL, NULL, "the file must hold one JSON object { ... }");
+        rc = entity_set_err(err, -EINVAL, NULL, "the file must hold one JSON object { ... }");
         goto out;
     }
-    rc = collect_props(root, MODE_FILE, &props, &n, &bad_key, err);
+    rc = entity_collect_props(root, MODE_FILE, &props, &n, &bad_key, err);
     if (rc < 0) {
         if (err && bad_key)
             err->line = find_line(text, len, bad_key);
         goto out;
     }
     if (n > ENTITY_MAX_PROPERTIES) {
-        rc = set_err(err, -EINVAL, NULL, "the entity has %zu properties, more than the %d "
+        rc = entity_set_err(err, -EINVAL, NULL, "the entity has %zu properties, more than the %d "
                      "allowed", n, ENTITY_MAX_PROPERTIES);
         goto out;
     }
 
     wire = json_object();
     if (!wire) {
-        rc = set_err(err, -ENOMEM, NULL, "out of memory");
+        rc = entity_set_err(err, -ENOMEM, NULL, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
         rc = wire_add(wire, &props[i]);
         if (rc < 0) {
-            set_err(err, rc, NULL, "out of memory");
+            entity_set_err(err, rc, NULL, "out of memory");
             goto out;
         }
     }
     if (copy_key(root, "PartitionKey", pk_out) < 0 || copy_key(root, "RowKey", rk_out) < 0) {
-        rc = set_err(err, -ENOMEM, NULL, "out of memory");
+        rc = entity_set_err(err, -ENOMEM, NULL, "out of memory");
         goto out;
     }
     *wire_out = wire;
@@ -826,199 +602,4 @@ out:
     json_decref(wire);
     json_decref(root);
     return rc;
-}
-
-/* A DateTime as written, split by dt_parse(). */
-struct dt_fields {
-    struct tm tm;       /* date and time as written (local to OFFSET) */
-    int offset;         /* the time zone, minutes east of UTC */
-    char frac[8];       /* the fraction digits kept (0 to 7), NUL-terminated */
-};
-
-/* Read exactly N decimal digits at *P into *val and advance *P. */
-static int read_digits(const char **p, int n, int *val)
-{
-    *val = 0;
-    for (int i = 0; i < n; i++) {
-        if ((*p)[i] < '0' || (*p)[i] > '9')
-            return -EINVAL;
-        *val = *val * 10 + ((*p)[i] - '0');
-    }
-    *p += n;
-    return 0;
-}
-
-/* Read one of the characters CHARS at *P and advance *P. */
-static int expect(const char **p, const char *chars)
-{
-    if (**p == '\0' || !strchr(chars, **p))
-        return -EINVAL;
-    (*p)++;
-    return 0;
-}
-
-/* Scan "YYYY-MM-DDThh:mm:ss" at *P into TM (not range-checked), advance *P. */
-static int dt_scan_fields(const char **p, struct tm *tm)
-{
-    int y, mo;
-
-    if (read_digits(p, 4, &y) || expect(p, "-") || read_digits(p, 2, &mo) ||
-        expect(p, "-") || read_digits(p, 2, &tm->tm_mday) || expect(p, "Tt") ||
-        read_digits(p, 2, &tm->tm_hour) || expect(p, ":") || read_digits(p, 2, &tm->tm_min) ||
-        expect(p, ":") || read_digits(p, 2, &tm->tm_sec))
-        return -EINVAL;
-    tm->tm_year = y - 1900;
-    tm->tm_mon = mo - 1;
-    return 0;
-}
-
-/* Scan an optional ".digits" at *P into FRAC (at most 7 digits kept; any
- * further digit must be '0' and is dropped), advance *P. Returns 0 or
- * -EINVAL with *why. */
-static int dt_scan_fraction(const char **p, char frac[8], const char **why)
-{
-    const char *q = *p;
-    size_t k = 0;
-
-    frac[0] = '\0';
-    if (*q != '.')
-        return 0;
-    if (*++q < '0' || *q > '9') {
-        *why = "no digit after the '.'";
-        return -EINVAL;
-    }
-    for (; *q >= '0' && *q <= '9'; q++) {
-        if (k < 7) {
-            frac[k++] = *q;
-        } else if (*q != '0') {
-            *why = "more than 7 fraction digits (100 ns)";
-            return -EINVAL;
-        }
-    }
-    frac[k] = '\0';
-    *p = q;
-    return 0;
-}
-
-/* Scan the time zone P, which must end the string: "Z" or "z" (UTC), or
- * "+hh:mm" / "-hh:mm" up to 23:59, into *offset (minutes east of UTC).
- * Returns 0 or -EINVAL with *why. */
-static int dt_scan_zone(const char *p, int *offset, const char **why)
-{
-    int h, m, sign;
-
-    *offset = 0;
-    if (*p == '\0') {
-        *why = "no time zone";
-        return -EINVAL;
-    }
-    if ((*p == 'Z' || *p == 'z') && p[1] == '\0')
-        return 0;
-    sign = *p == '-' ? -1 : 1;
-    if (expect(&p, "+-") || read_digits(&p, 2, &h) || expect(&p, ":") ||
-        read_digits(&p, 2, &m) || *p != '\0') {
-        *why = "bad time zone";
-        return -EINVAL;
-    }
-    if (h > 23 || m > 59) {
-        *why = "time zone offset beyond 23:59";
-        return -EINVAL;
-    }
-    *offset = sign * (h * 60 + m);
-    return 0;
-}
-
-/* Check the date and time of F and convert them to UTC: *t (seconds since
- * the epoch) and *utc (years 0001-9999 only). Returns 0 or -EINVAL with *why. */
-static int dt_to_utc(const struct dt_fields *f, time_t *t, struct tm *utc, const char **why)
-{
-    struct tm tm = f->tm;
-
-    if (tm.tm_year < 1 - 1900) {
-        *why = "year 0000";
-        return -EINVAL;
-    }
-    if (tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 59) {
-        *why = "no such time of day";
-        return -EINVAL;
-    }
-    errno = 0;
-    *t = timegm(&tm);           /* normalises TM: a day that does not exist moves */
-    if (*t == (time_t)-1 && errno == EOVERFLOW) {
-        *why = "year out of range";
-        return -EINVAL;
-    }
-    if (tm.tm_year != f->tm.tm_year || tm.tm_mon != f->tm.tm_mon ||
-        tm.tm_mday != f->tm.tm_mday) {
-        *why = "no such date";
-        return -EINVAL;
-    }
-    *t -= (time_t)f->offset * 60;
-    if (!gmtime_r(t, utc) || utc->tm_year < 1 - 1900 || utc->tm_year > 9999 - 1900) {
-        *why = "year outside 0001-9999 once in UTC";
-        return -EINVAL;
-    }
-    return 0;
-}
-
-/* Parse the DateTime S into F and convert it to UTC (*t, *utc): the common
- * part of entity_datetime_canonical() and entity_parse_datetime().
- * Returns 0 or -EINVAL with *why. */
-static int dt_parse(const char *s, struct dt_fields *f, time_t *t, struct tm *utc,
-                    const char **why)
-{
-    const char *p = s;
-
-    memset(f, 0, sizeof(*f));
-    if (dt_scan_fields(&p, &f->tm) < 0) {
-        *why = "wrong layout";
-        return -EINVAL;
-    }
-    if (dt_scan_fraction(&p, f->frac, why) < 0 || dt_scan_zone(p, &f->offset, why) < 0)
-        return -EINVAL;
-    return dt_to_utc(f, t, utc, why);
-}
-
-/* entity_datetime_canonical: see entity.h. */
-int entity_datetime_canonical(const char *s, char out[ENTITY_DATETIME_SIZE], const char **why)
-{
-    struct dt_fields f;
-    struct tm utc;
-    const char *reason;
-    time_t t;
-    int n;
-
-    if (!why)
-        why = &reason;
-    if (dt_parse(s, &f, &t, &utc, why) < 0)
-        return -EINVAL;
-    n = snprintf(out, ENTITY_DATETIME_SIZE, "%04d-%02d-%02dT%02d:%02d:%02d%s%sZ",
-                 utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
-                 utc.tm_sec, f.frac[0] ? "." : "", f.frac);
-    if (n < 0 || n >= ENTITY_DATETIME_SIZE) {
-        *why = "cannot be formatted";   /* not reached: every field is in range */
-        return -EINVAL;
-    }
-    return 0;
-}
-
-/* entity_parse_datetime: see entity.h. No leap seconds. */
-int entity_parse_datetime(const char *s, struct timespec *ts)
-{
-    struct dt_fields f;
-    struct tm utc;
-    const char *why;
-    size_t k = 0;
-    long ns = 0;
-    time_t t;
-
-    if (dt_parse(s, &f, &t, &utc, &why) < 0)
-        return -EINVAL;
-    for (int i = 0; i < 9; i++) {
-        ns = ns * 10 + (f.frac[k] ? f.frac[k] - '0' : 0);
-        k += f.frac[k] != '\0';
-    }
-    ts->tv_sec = t;
-    ts->tv_nsec = ns;
-    return 0;
 }

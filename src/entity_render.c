@@ -1,0 +1,209 @@
+/* entity_render.c - wire JSON -> the canonical, lossless file text (entity_render). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "entity_int.h"
+
+/* Largest rendered file: a 1 MiB entity, even with every byte escaped
+ * (\u00XX) and every property annotated, stays well below it. */
+#define ENTITY_RENDER_MAX (16 * 1024 * 1024)
+/* Append the N bytes of S JSON-escaped, without quotes: '"', '\\', \b \f \n
+ * \r \t, other bytes below 0x20 as \u00XX; everything else (UTF-8) raw. */
+static void sb_add_escaped(struct buf *sb, const char *s, size_t n)
+{
+    size_t start = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char u[8];
+        const char *esc;
+
+        switch (c) {
+        case '"':  esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\b': esc = "\\b"; break;
+        case '\f': esc = "\\f"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        default:
+            if (c >= 0x20)
+                continue;
+            snprintf(u, sizeof(u), "\\u%04X", c);
+            esc = u;
+        }
+        buf_add(sb, s + start, i - start);
+        buf_adds(sb, esc);
+        start = i + 1;
+    }
+    buf_add(sb, s + start, n - start);
+}
+
+/* Append S (N bytes) as a quoted JSON string. */
+static void sb_add_string(struct buf *sb, const char *s, size_t n)
+{
+    buf_add(sb, "\"", 1);
+    sb_add_escaped(sb, s, n);
+    buf_add(sb, "\"", 1);
+}
+
+/* Start the member NAME (+ SUFFIX, may be "") of the rendered object: a
+ * separator unless *FIRST, the indent, the quoted name and ": ". */
+static void sb_member(struct buf *sb, int *first, const char *name, const char *suffix)
+{
+    buf_adds(sb, *first ? "  \"" : ",\n  \"");
+    *first = 0;
+    sb_add_escaped(sb, name, strlen(name));
+    buf_adds(sb, suffix);
+    buf_adds(sb, "\": ");
+}
+
+/* Format finite D as the shortest decimal that reads back to the same double
+ * (sign of zero included): the fewest significant digits (1..17) for which
+ * "%.*e" round-trips, then laid out like ECMAScript's Number::toString:
+ * positional for 1e-7 < |D| < 1e21, always with a '.' ("2.0", "100.0",
+ * "0.000001"), else C's exponent form ("1e+21", "1e-07", "5e-324").
+ * OUT must hold 32 bytes. */
+void entity_format_double(double d, char out[32])
+{
+    char e_form[32], digits[24];
+    const char *p;
+    int prec, exp10, nd = 0;
+    size_t o = 0;
+
+    for (prec = 1; prec < 17; prec++) {
+        snprintf(e_form, sizeof(e_form), "%.*e", prec - 1, d);
+        if (strtod(e_form, NULL) == d && !!signbit(strtod(e_form, NULL)) == !!signbit(d))
+            break;
+    }
+    snprintf(e_form, sizeof(e_form), "%.*e", prec - 1, d);   /* 17 digits always do */
+    p = e_form + (e_form[0] == '-');
+    for (; *p && *p != 'e'; p++)
+        if (*p != '.')
+            digits[nd++] = *p;
+    exp10 = *p ? atoi(p + 1) : 0;
+    if (exp10 <= -7 || exp10 >= 21) {
+        memcpy(out, e_form, strlen(e_form) + 1);
+        return;
+    }
+    if (signbit(d))
+        out[o++] = '-';
+    if (exp10 < 0) {
+        out[o++] = '0';
+        out[o++] = '.';
+        for (int i = 0; i < -exp10 - 1; i++)
+            out[o++] = '0';
+        memcpy(out + o, digits, (size_t)nd);
+        o += (size_t)nd;
+    } else if (exp10 >= nd - 1) {
+        memcpy(out + o, digits, (size_t)nd);
+        o += (size_t)nd;
+        for (int i = 0; i < exp10 - (nd - 1); i++)
+            out[o++] = '0';
+        out[o++] = '.';
+        out[o++] = '0';
+    } else {
+        memcpy(out + o, digits, (size_t)exp10 + 1);
+        o += (size_t)exp10 + 1;
+        out[o++] = '.';
+        memcpy(out + o, digits + exp10 + 1, (size_t)(nd - exp10 - 1));
+        o += (size_t)(nd - exp10 - 1);
+    }
+    out[o] = '\0';
+}
+
+/* Append the value of P as file text, and its annotation line if its type
+ * is not String, Int32 or Boolean. */
+static void render_prop(struct buf *sb, int *first, const struct prop *p)
+{
+    char num[32];
+
+    sb_member(sb, first, p->name, "");
+    switch (p->type) {
+    case EDM_STRING:
+    case EDM_GUID:
+    case EDM_BINARY:
+        sb_add_string(sb, json_string_value(p->value), json_string_length(p->value));
+        break;
+    case EDM_DATETIME:
+        sb_add_string(sb, p->dt, strlen(p->dt));
+        break;
+    case EDM_BOOLEAN:
+        buf_adds(sb, json_is_true(p->value) ? "true" : "false");
+        break;
+    case EDM_INT32:
+        snprintf(num, sizeof(num), "%lld", p->i);
+        buf_adds(sb, num);
+        break;
+    case EDM_INT64:
+        snprintf(num, sizeof(num), "\"%lld\"", p->i);
+        buf_adds(sb, num);
+        break;
+    case EDM_DOUBLE:
+        if (isnan(p->d))
+            buf_adds(sb, "\"NaN\"");
+        else if (isinf(p->d))
+            buf_adds(sb, p->d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+        else {
+            entity_format_double(p->d, num);
+            buf_adds(sb, num);
+        }
+        break;
+    }
+    if (p->type == EDM_STRING || p->type == EDM_INT32 || p->type == EDM_BOOLEAN)
+        return;
+    sb_member(sb, first, p->name, TYPE_SUFFIX);
+    sb_add_string(sb, edm_type_name(p->type), strlen(edm_type_name(p->type)));
+}
+
+/* entity_render: see entity.h. Also -EINVAL for a Timestamp that is neither
+ * a string nor null, and for a property name over 255 bytes. */
+int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity_error *err)
+{
+    struct buf sb = BUF_INIT(ENTITY_RENDER_MAX);
+    struct prop *props = NULL;
+    const json_t *pk, *rk, *ts;
+    const char *bad_key;
+    size_t n = 0;
+    int first = 1, rc;
+
+    *out = NULL;
+    *out_len = 0;
+    entity_clear_err(err);
+    if (!json_is_object(wire))
+        return entity_set_err(err, -EINVAL, NULL, "the entity is not a JSON object");
+    pk = json_object_get(wire, "PartitionKey");
+    rk = json_object_get(wire, "RowKey");
+    ts = json_object_get(wire, "Timestamp");
+    if (!json_is_string(pk) || !json_is_string(rk))
+        return entity_set_err(err, -EINVAL, NULL, "the entity lacks a string PartitionKey or RowKey");
+    if (ts && !json_is_null(ts) && !json_is_string(ts))
+        return entity_set_err(err, -EINVAL, "Timestamp", "the entity's Timestamp is not a string");
+    rc = entity_collect_props(wire, MODE_WIRE, &props, &n, &bad_key, err);
+    if (rc < 0)
+        return rc;
+
+    buf_adds(&sb, "{\n");
+    sb_member(&sb, &first, "PartitionKey", "");
+    sb_add_string(&sb, json_string_value(pk), json_string_length(pk));
+    sb_member(&sb, &first, "RowKey", "");
+    sb_add_string(&sb, json_string_value(rk), json_string_length(rk));
+    if (json_is_string(ts)) {
+        sb_member(&sb, &first, "Timestamp", "");
+        sb_add_string(&sb, json_string_value(ts), json_string_length(ts));
+    }
+    for (size_t i = 0; i < n; i++)
+        render_prop(&sb, &first, &props[i]);
+    buf_adds(&sb, "\n}\n");
+    free(props);
+    rc = sb.err;
+    if (!(*out = buf_take(&sb, out_len)))
+        return rc == -EFBIG ? entity_set_err(err, rc, NULL, "the rendered entity is over %d bytes",
+                                      ENTITY_RENDER_MAX) :
+                              entity_set_err(err, -ENOMEM, NULL, "out of memory");
+    return 0;
+}
