@@ -351,7 +351,8 @@ class Runner:
         pk = s["pk"]
         want = errno.EEXIST if pk in self.model.partitions() else 0
         self.expect(s, want, errno_of(lambda: os.mkdir(self.pdir(pk))))
-        self.model.dirs.add(pk)
+        if want == 0:
+            self.model.dirs.add(pk)
 
     def op_rmdir(self, s):
         pk = s["pk"]
