@@ -12,7 +12,7 @@ On a failure the seed and a shrunk sequence are printed, with the command
 that replays them:
 
     /usr/bin/python3 tests/integration/model.py --seeds 7            # one seed
-    /usr/bin/python3 tests/integration/model.py --minutes 30          # long mode
+    /usr/bin/python3 tests/integration/model.py --minutes 30 --seeds 1000   # long mode
     /usr/bin/python3 tests/integration/model.py --replay steps.json   # a saved sequence
 
 Used by tests/integration/test_model.py (a fixed set of seeds in CI)."""
@@ -789,7 +789,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="1-20", help="seeds to run: N, A-B (default 1-20)")
     ap.add_argument("--steps", type=int, default=80, help="steps per seed (default 80)")
-    ap.add_argument("--minutes", type=float, help="long mode: new seeds until this much time passed")
+    ap.add_argument("--minutes", type=float,
+                    help="long mode: seeds from the first of --seeds on, until this much time passed")
     ap.add_argument("--replay", help="run the steps saved in this JSON file")
     ap.add_argument("--out", default=".run/model", help="where failing sequences go")
     args = ap.parse_args()
@@ -806,10 +807,10 @@ def main():
             msg = sess.attempt(steps)
             print(msg or "replay passed (%d steps)" % len(steps))
             return 1 if msg else 0
-        if args.minutes:
-            seeds, end = iter(range(10 ** 9)), time.monotonic() + 60 * args.minutes
+        a, _, b = args.seeds.partition("-")
+        if args.minutes:        # from the first seed of --seeds on, until the time is up
+            seeds, end = iter(range(int(a), 10 ** 9)), time.monotonic() + 60 * args.minutes
         else:
-            a, _, b = args.seeds.partition("-")
             seeds, end = iter(range(int(a), int(b or a) + 1)), None
         total = 0
         for seed in seeds:
