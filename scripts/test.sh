@@ -2,9 +2,9 @@
 # test.sh [--sanitizers] [--quick] - install deps, build, run the C unit tests
 # (make check, TAP) and the integration tests (pytest against a private
 # Azurite); then, unless --quick: the unit tests under valgrind, every fuzz
-# target for FUZZ_SECONDS (default 15) with its regression inputs, and the
-# unit and integration suites again built with ASan+UBSan (in .run/asan, so
-# ./aztfs stays a normal build).
+# target for FUZZ_SECONDS (default 15) with its regression inputs, test_cache
+# built with ThreadSanitizer (.run/tsan), and the unit and integration suites
+# again built with ASan+UBSan (in .run/asan, so ./aztfs stays a normal build).
 # Always ends with exactly one line "N passed, N failed" (unit + integration).
 # Exit status: 0 only when something ran and nothing failed.
 #   Counted as failed: TAP FAIL/XFAIL/XPASS/ERROR/SKIP, pytest failures, errors
@@ -169,6 +169,29 @@ if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
     section "fuzzing (${FUZZ_SECONDS:-15} s per target, regression inputs first)"
     timeout -k 10 900 scripts/fuzz.sh "${FUZZ_SECONDS:-15}" 2>&1 | tee "$RUN/fuzz.out"
     count_line fuzz "$RUN/fuzz.out"
+
+    section "ThreadSanitizer build: the cache's concurrency test (test_cache)"
+    TSAN_DIR="$RUN/tsan"
+    rm -rf "$TSAN_DIR"; mkdir -p "$TSAN_DIR"
+    rsync -a --exclude=/.run --exclude=/.deps-node --exclude=/mnt ./ "$TSAN_DIR/"
+    if (cd "$TSAN_DIR" && { make distclean >/dev/null 2>&1 || true; } &&
+        { [ configure -nt configure.ac ] || autoreconf -fi; } &&
+        ./configure --enable-tsan && make -j"${JOBS:-2}" tests/unit/test_cache) \
+           > "$RUN/tsan-build.log" 2>&1; then
+        if TSAN_OPTIONS=halt_on_error=1 "$TSAN_DIR/tests/unit/test_cache" > "$RUN/tsan.log" 2>&1 &&
+           ! grep -q '^not ok' "$RUN/tsan.log"; then
+            echo "1 passed, 0 failed"
+        else
+            echo "test.sh: test_cache failed under ThreadSanitizer (see $RUN/tsan.log)" >&2
+            tail -n 30 "$RUN/tsan.log" >&2
+            echo "0 passed, 1 failed"
+        fi > "$RUN/tsan.out"
+        count_line tsan "$RUN/tsan.out"
+    else
+        echo "test.sh: ThreadSanitizer build failed (see $RUN/tsan-build.log)" >&2
+        tail -n 30 "$RUN/tsan-build.log" >&2
+        failed=$((failed + 1))
+    fi
 
     section "ASan + UBSan build: unit and integration tests"
     ASAN_DIR="$RUN/asan"

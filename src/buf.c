@@ -31,6 +31,21 @@ void buf_reset(struct buf *b)
         b->ptr[0] = '\0';
 }
 
+size_t buf_read(const struct buf *b, size_t off, void *out, size_t n)
+{
+    if (off >= b->len)
+        return 0;
+    if (n > b->len - off)
+        n = b->len - off;
+    memcpy(out, b->ptr + off, n);
+    return n;
+}
+
+void buf_clearerr(struct buf *b)
+{
+    b->err = 0;
+}
+
 /* Fail B with ERR (sticky); returns ERR. */
 static int buf_fail(struct buf *b, int err)
 {

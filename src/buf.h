@@ -34,6 +34,14 @@ int buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 
  * buf_add. */
 int buf_setlen(struct buf *b, size_t len);
 
+/* Copy up to N bytes from offset OFF of B into OUT. Returns the number
+ * copied (0 at or past the end). */
+size_t buf_read(const struct buf *b, size_t off, void *out, size_t n);
+
+/* Forget a failure, keeping the contents: for a buffer whose failed add
+ * left it as it was, where a later, smaller change may still fit. */
+void buf_clearerr(struct buf *b);
+
 /* Forget the contents and any failure; keep the memory for reuse. */
 void buf_reset(struct buf *b);
 

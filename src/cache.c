@@ -204,6 +204,22 @@ static void insert(struct cache *c, struct entry *e)
     maybe_grow(c);
 }
 
+/* The fresh entry of KIND at PATH, counted as a hit and made the most
+ * recently used; NULL, counted as a miss, when there is none. Lock held. */
+static struct entry *fetch(struct cache *c, const char *path, enum entry_kind kind)
+{
+    struct entry *e = find(c, path);
+
+    if (!e || e->kind != kind) {
+        c->misses++;
+        return NULL;
+    }
+    c->hits++;
+    lru_unlink(c, e);
+    lru_push_front(c, e);
+    return e;
+}
+
 /* Store a file; see cache.h. */
 int cache_put_file(struct cache *c, const char *path, const char *data, size_t len,
                    const char *etag, struct timespec mtime)
@@ -239,11 +255,7 @@ int cache_get_file(struct cache *c, const char *path, struct cache_file *out)
 
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&c->lock);
-    e = find(c, path);
-    if (e && e->kind == ENTRY_FILE) {
-        c->hits++;
-        lru_unlink(c, e);
-        lru_push_front(c, e);
+    if ((e = fetch(c, path, ENTRY_FILE)) != NULL) {
         out->data = malloc(e->file.len + 1);
         out->etag = e->file.etag ? strdup(e->file.etag) : NULL;
         if (!out->data || (e->file.etag && !out->etag)) {
@@ -255,8 +267,6 @@ int cache_get_file(struct cache *c, const char *path, struct cache_file *out)
             out->mtime = e->file.mtime;
             rc = 0;
         }
-    } else {
-        c->misses++;
     }
     pthread_mutex_unlock(&c->lock);
     return rc;
@@ -309,15 +319,8 @@ struct listing *cache_get_listing(struct cache *c, const char *path)
     struct listing *l = NULL;
 
     pthread_mutex_lock(&c->lock);
-    e = find(c, path);
-    if (e && e->kind == ENTRY_DIR) {
-        c->hits++;
-        lru_unlink(c, e);
-        lru_push_front(c, e);
+    if ((e = fetch(c, path, ENTRY_DIR)) != NULL)
         l = listing_ref(e->dir);
-    } else {
-        c->misses++;
-    }
     pthread_mutex_unlock(&c->lock);
     return l;
 }
@@ -387,17 +390,15 @@ int cache_dir_attr(struct cache *c, const char *dirpath, const char *name, size_
     return rc;
 }
 
-/* Store an existence marker; see cache.h. */
+/* Store an existence marker; see cache.h. The look for a listing and the
+ * insert are one critical section: an entry found is only looked at while
+ * the lock is held (another thread may evict and free it the moment the
+ * lock is released), and no listing can arrive in between to be replaced. */
 int cache_put_exists(struct cache *c, const char *path)
 {
-    struct entry *e, *cur;
+    struct entry *e = calloc(1, sizeof(*e)), *cur;
 
-    pthread_mutex_lock(&c->lock);
-    cur = find(c, path);
-    pthread_mutex_unlock(&c->lock);
-    if (cur && cur->kind == ENTRY_DIR)
-        return 0;
-    if (!(e = calloc(1, sizeof(*e))))
+    if (!e)
         return -ENOMEM;
     e->kind = ENTRY_MARK;
     if (!(e->path = strdup(path))) {
@@ -406,6 +407,12 @@ int cache_put_exists(struct cache *c, const char *path)
     }
     e->charge = ENTRY_OVERHEAD + strlen(path);
     pthread_mutex_lock(&c->lock);
+    cur = find(c, path);
+    if (cur && cur->kind == ENTRY_DIR) {
+        pthread_mutex_unlock(&c->lock);
+        entry_free(e);          /* a listing says more: keep it */
+        return 0;
+    }
     insert(c, e);
     pthread_mutex_unlock(&c->lock);
     return 0;

@@ -1,5 +1,6 @@
 /* fspath.c - FUSE paths -> (table, partition, entity) addresses, and stable inode numbers. */
 #include <errno.h>
+#include <stdio.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,16 @@ int fspath_valid_table_name(const char *name)
             return 0;
     }
     return 1;
+}
+
+/* See fspath.h. */
+char *fspath_join(const char *parent, const char *name)
+{
+    char *p;
+
+    if (asprintf(&p, "%s/%s", strcmp(parent, "/") == 0 ? "" : parent, name) < 0)
+        return NULL;
+    return p;
 }
 
 /* FNV-1a over the path; 0 and 1 are reserved. */

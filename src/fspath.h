@@ -52,4 +52,7 @@ int fspath_valid_table_name(const char *name);
 /* Stable inode number for PATH: 1 for "/", else a 64-bit hash (never 0/1). */
 uint64_t fspath_ino(const char *path);
 
+/* "PARENT/NAME" (PARENT "/" gives "/NAME"): malloc'd, NULL on ENOMEM. */
+char *fspath_join(const char *parent, const char *name);
+
 #endif

@@ -31,10 +31,6 @@ struct http_pool {
 
 static const char *const hdr_names[HDR_COUNT] = {
     [HDR_ETAG] = "ETag",
-    [HDR_ERROR_CODE] = "x-ms-error-code",
-    [HDR_CONT_PK] = "x-ms-continuation-NextPartitionKey",
-    [HDR_CONT_RK] = "x-ms-continuation-NextRowKey",
-    [HDR_CONT_TABLE] = "x-ms-continuation-NextTableName",
     [HDR_RETRY_AFTER] = "Retry-After",
     [HDR_CONTENT_TYPE] = "Content-Type",
     [HDR_DATE] = "Date",
@@ -164,35 +160,53 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
     return buf_add(userdata, ptr, n) == 0 ? n : 0;
 }
 
-/* Keep one header line if it is one of hdr_names; see http.h. */
-void http_header_line(struct http_response *r, const char *buf, size_t n)
+/* Is the header line NAME (LEN bytes, up to its colon) called WANT? */
+static int header_is(const char *name, size_t len, const char *want)
 {
-    const char *colon = memchr(buf, ':', n);
+    return strlen(want) == len && strncasecmp(name, want, len) == 0;
+}
+
+/* Keep one header line if it is one of hdr_names or CAPTURE; see http.h. */
+void http_header_line(struct http_response *r, const char *const *capture,
+                      const char *buf, size_t n)
+{
+    const char *colon = memchr(buf, ':', n), *v, *e;
+    size_t nl;
+    char **slot = NULL;
 
     if (!colon)
         return;
-    for (int i = 0; i < HDR_COUNT; i++) {
-        size_t nl = strlen(hdr_names[i]);
-        const char *v, *e;
-
-        if ((size_t)(colon - buf) != nl || strncasecmp(buf, hdr_names[i], nl) != 0)
-            continue;
-        v = colon + 1;
-        e = buf + n;
-        while (v < e && (*v == ' ' || *v == '\t'))
-            v++;
-        while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
-            e--;
-        free(r->hdr[i]);
-        r->hdr[i] = strndup(v, (size_t)(e - v));
-        break;   /* strndup failure leaves NULL: treated as absent */
-    }
+    nl = (size_t)(colon - buf);
+    for (int i = 0; i < HDR_COUNT && !slot; i++)
+        if (header_is(buf, nl, hdr_names[i]))
+            slot = &r->hdr[i];
+    for (int i = 0; !slot && capture && i < HTTP_CAPTURE_MAX && capture[i]; i++)
+        if (header_is(buf, nl, capture[i]))
+            slot = &r->captured[i];
+    if (!slot)
+        return;
+    v = colon + 1;
+    e = buf + n;
+    while (v < e && (*v == ' ' || *v == '\t'))
+        v++;
+    while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
+        e--;
+    free(*slot);
+    *slot = strndup(v, (size_t)(e - v));   /* a failure leaves NULL: treated as absent */
 }
+
+/* Where the header callback keeps what it finds. */
+struct header_sink {
+    struct http_response *resp;
+    const char *const *capture;
+};
 
 /* curl header callback. */
 static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
 {
-    http_header_line(userdata, buf, size * nitems);
+    const struct header_sink *hs = userdata;
+
+    http_header_line(hs->resp, hs->capture, buf, size * nitems);
     return size * nitems;
 }
 
@@ -202,6 +216,8 @@ void http_response_clear(struct http_response *resp)
     free(resp->body);
     for (int i = 0; i < HDR_COUNT; i++)
         free(resp->hdr[i]);
+    for (int i = 0; i < HTTP_CAPTURE_MAX; i++)
+        free(resp->captured[i]);
     memset(resp, 0, sizeof(*resp));
 }
 
@@ -394,6 +410,7 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
                         struct send_count *sc)
 {
     struct buf body = BUF_INIT(HTTP_BODY_MAX);
+    struct header_sink hs = { resp, req->capture };
     char errbuf[CURL_ERROR_SIZE] = "";
     CURLcode rc;
 
@@ -403,7 +420,7 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, resp);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &hs);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
     curl_easy_setopt(h, CURLOPT_PREREQDATA, sc);
@@ -480,117 +497,159 @@ static int outcome_unknown(CURL *h, int rc, const struct http_response *resp,
     return resp->status == 408 || resp->status >= 500;
 }
 
+/* One http_perform call, across its attempts. */
+struct perform {
+    struct http_pool *pool;
+    const struct http_request *req;
+    struct http_response *resp;
+    struct curl_slist *hdrs;    /* req->headers and ours */
+    const char *what;           /* for logs */
+    char safe_url[1024];        /* req->url with any SAS signature redacted */
+    double start;               /* when the first attempt started */
+    int cancellable;            /* a read, with a cancel callback */
+    int resent;                 /* an earlier attempt may have been applied */
+};
+
+/* The header list of P's request: its own lines, and "Expect:" (libcurl
+ * would otherwise send "Expect: 100-continue" on large bodies). Returns 0
+ * or -ENOMEM. */
+static int perform_headers(struct perform *p)
+{
+    struct curl_slist *n;
+
+    for (const char *const *h = p->req->headers; h && *h; h++) {
+        if (!(n = curl_slist_append(p->hdrs, *h)))
+            return -ENOMEM;
+        p->hdrs = n;
+    }
+    if (!(n = curl_slist_append(p->hdrs, "Expect:")))
+        return -ENOMEM;
+    p->hdrs = n;
+    return 0;
+}
+
+/* Make attempt number ATTEMPT of P on H, and settle it when its outcome is
+ * unknown (http_request.settle). Returns as attempt_once (0 also when the
+ * settle hook found the attempt applied: resp->settled); *DONE is set when
+ * no retry may follow whatever the answer (cancelled, settled, ENOMEM). */
+static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
+{
+    struct http_response *resp = p->resp;
+    struct send_count sc = { 0 };
+    double t0 = now_ms();
+    int rc;
+
+    *done = 1;
+    if (attempt > 1)
+        http_response_clear(resp);
+    if (p->cancellable && pool_cancelled(p->pool)) {
+        snprintf(resp->transport_error, sizeof(resp->transport_error), "cancelled");
+        return -EINTR;
+    }
+    rc = attempt_once(p->pool, h, p->req, p->hdrs, resp, &sc);
+    resp->attempts = attempt;
+    if (rc == -EINTR) {
+        log_debug(p->pool->lg, "%s: cancelled", p->what);
+        return rc;
+    }
+    resp->resent = p->resent || sc.sends > 1;
+    resp->elapsed_ms = now_ms() - p->start;
+    if (sc.sends > 1)
+        log_debug(p->pool->lg, "%s: libcurl resent the request on a new connection",
+                  p->what);
+    if (rc != -ENOMEM && outcome_unknown(h, rc, resp, &sc)) {
+        int applied = p->req->settle ? p->req->settle(p->req->settle_ctx, resp) : -1;
+
+        if (applied == 1) {
+            log_info(p->pool->lg, "%s: the answer was lost, but the service holds the "
+                     "change: done", p->what);
+            resp->settled = 1;
+            return 0;
+        }
+        /* not applied (a retry is a first send again), or unknown */
+        p->resent = applied < 0;
+    }
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc == 0)
+        log_debug(p->pool->lg, "%s %s -> %ld (%.1f ms, %zu bytes, attempt %d)",
+                  p->req->method, p->safe_url, resp->status, now_ms() - t0,
+                  resp->body_len, attempt);
+    else
+        log_debug(p->pool->lg, "%s %s -> transport error: %s (attempt %d)",
+                  p->req->method, p->safe_url, resp->transport_error, attempt);
+    *done = 0;
+    return rc;
+}
+
+/* After attempt number ATTEMPT of P ended with RC (not done): wait for the
+ * next one. Returns 0 to retry, 1 when no retry is due (a final answer, a
+ * permanent failure, no retries or no time left), -EINTR when a read was
+ * cancelled while waiting. */
+static int perform_backoff(struct perform *p, int attempt, int rc)
+{
+    const struct http_pool *pool = p->pool;
+    struct http_response *resp = p->resp;
+    const char *why;
+    long wait;
+
+    if ((rc == 0 && !status_is_transient(resp->status)) || rc == -EACCES ||
+        attempt > pool->cfg.max_retries)
+        return 1;
+    wait = backoff_ms(pool, attempt, resp->hdr[HDR_RETRY_AFTER]);
+    why = rc == 0 ? "transient HTTP status" : resp->transport_error;
+    if (now_ms() - p->start + (double)wait > (double)pool->cfg.retry_deadline_ms) {
+        log_info(pool->lg, "%s: %s, no retry: waiting %ld ms would pass the retry "
+                 "deadline (%ld ms after the first attempt)", p->what, why, wait,
+                 pool->cfg.retry_deadline_ms);
+        return 1;
+    }
+    log_info(pool->lg, "%s: %s, retrying in %ld ms (attempt %d of %d)", p->what, why, wait,
+             attempt + 1, pool->cfg.max_retries + 1);
+    if (pool->stats)
+        atomic_fetch_add_explicit(&pool->stats->retries, 1, memory_order_relaxed);
+    if (backoff_wait(pool, p->cancellable, wait) < 0) {
+        log_debug(pool->lg, "%s: cancelled while waiting to retry", p->what);
+        snprintf(resp->transport_error, sizeof(resp->transport_error), "cancelled");
+        return -EINTR;
+    }
+    return 0;
+}
+
 /* Perform REQ with retries; see http.h for the contract. */
 int http_perform(struct http_pool *pool, const struct http_request *req,
                  struct http_response *resp)
 {
-    struct curl_slist *hdrs = NULL;
-    char safe_url[1024];
-    const char *what = req->log_what ? req->log_what : req->method, *why;
-    double start;
+    struct perform p = {
+        .pool = pool, .req = req, .resp = resp,
+        .what = req->log_what ? req->log_what : req->method,
+        .cancellable = pool->cancelled && strcmp(req->method, "GET") == 0,
+    };
     CURL *h;
-    int rc = 0, resent = 0;
-    int cancellable = pool->cancelled && strcmp(req->method, "GET") == 0;
+    int rc = 0;
 
     memset(resp, 0, sizeof(*resp));
-    for (const char *const *p = req->headers; p && *p; p++) {
-        struct curl_slist *n = curl_slist_append(hdrs, *p);
-
-        if (!n) {
-            curl_slist_free_all(hdrs);
-            return -ENOMEM;
-        }
-        hdrs = n;
-    }
-    /* libcurl would otherwise send "Expect: 100-continue" on large bodies. */
-    {
-        struct curl_slist *n = curl_slist_append(hdrs, "Expect:");
-
-        if (!n) {
-            curl_slist_free_all(hdrs);
-            return -ENOMEM;
-        }
-        hdrs = n;
-    }
-    h = pool_get(pool);
-    if (!h) {
-        curl_slist_free_all(hdrs);
+    if (perform_headers(&p) < 0 || !(h = pool_get(pool))) {
+        curl_slist_free_all(p.hdrs);
         return -ENOMEM;
     }
-    http_redact_url(req->url, safe_url, sizeof(safe_url));
-
-    start = now_ms();
+    http_redact_url(req->url, p.safe_url, sizeof(p.safe_url));
+    p.start = now_ms();
     for (int attempt = 1;; attempt++) {
-        struct send_count sc = { 0 };
-        double t0 = now_ms();
-        long wait;
+        int done, next;
 
-        if (attempt > 1)
-            http_response_clear(resp);
-        if (cancellable && pool_cancelled(pool)) {
-            snprintf(resp->transport_error, sizeof(resp->transport_error), "cancelled");
-            rc = -EINTR;
+        rc = perform_attempt(&p, h, attempt, &done);
+        if (done)
             break;
-        }
-        rc = attempt_once(pool, h, req, hdrs, resp, &sc);
-        resp->attempts = attempt;
-        if (rc == -EINTR) {
-            log_debug(pool->lg, "%s: cancelled", what);
-            break;
-        }
-        resp->resent = resent || sc.sends > 1;
-        resp->elapsed_ms = now_ms() - start;
-        if (sc.sends > 1)
-            log_debug(pool->lg, "%s: libcurl resent the request on a new connection",
-                      what);
-        if (rc != -ENOMEM && outcome_unknown(h, rc, resp, &sc)) {
-            int applied = req->settle ? req->settle(req->settle_ctx, resp) : -1;
-
-            if (applied == 1) {
-                log_info(pool->lg, "%s: the answer was lost, but the service holds the "
-                         "change: done", what);
-                resp->settled = 1;
-                rc = 0;
-                break;
-            }
-            /* not applied (a retry is a first send again), or unknown */
-            resent = applied < 0;
-        }
-        if (rc == -ENOMEM)
-            break;
-        if (rc == 0)
-            log_debug(pool->lg, "%s %s -> %ld (%.1f ms, %zu bytes, attempt %d)",
-                      req->method, safe_url, resp->status, now_ms() - t0,
-                      resp->body_len, attempt);
-        else
-            log_debug(pool->lg, "%s %s -> transport error: %s (attempt %d)",
-                      req->method, safe_url, resp->transport_error, attempt);
-        if ((rc == 0 && !status_is_transient(resp->status)) || rc == -EACCES ||
-            attempt > pool->cfg.max_retries)
-            break;
-        wait = backoff_ms(pool, attempt, resp->hdr[HDR_RETRY_AFTER]);
-        why = rc == 0 ? "transient HTTP status" : resp->transport_error;
-        if (now_ms() - start + (double)wait > (double)pool->cfg.retry_deadline_ms) {
-            log_info(pool->lg, "%s: %s, no retry: waiting %ld ms would pass the retry "
-                     "deadline (%ld ms after the first attempt)", what, why, wait,
-                     pool->cfg.retry_deadline_ms);
-            break;
-        }
-        log_info(pool->lg, "%s: %s, retrying in %ld ms (attempt %d of %d)", what, why, wait,
-                 attempt + 1, pool->cfg.max_retries + 1);
-        if (pool->stats)
-            atomic_fetch_add_explicit(&pool->stats->retries, 1, memory_order_relaxed);
-        if (backoff_wait(pool, cancellable, wait) < 0) {
-            log_debug(pool->lg, "%s: cancelled while waiting to retry", what);
-            snprintf(resp->transport_error, sizeof(resp->transport_error), "cancelled");
-            rc = -EINTR;
+        if ((next = perform_backoff(&p, attempt, rc)) != 0) {
+            if (next < 0)
+                rc = next;
             break;
         }
         if (rc != 0) {
             /* A broken connection: start over with a fresh handle. */
             curl_easy_cleanup(h);
-            h = curl_easy_init();
-            if (!h) {
+            if (!(h = curl_easy_init())) {
                 rc = -ENOMEM;
                 break;
             }
@@ -602,6 +661,6 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
         else
             curl_easy_cleanup(h);
     }
-    curl_slist_free_all(hdrs);
+    curl_slist_free_all(p.hdrs);
     return rc;
 }

@@ -1,4 +1,5 @@
-/* http.h - libcurl transport: a pool of keep-alive handles, timeouts, retries with backoff. */
+/* http.h - libcurl transport: a pool of keep-alive handles, timeouts, retries with backoff.
+ * Protocol-neutral: the headers a protocol needs are named by its requests. */
 #ifndef AZTFS_HTTP_H
 #define AZTFS_HTTP_H
 
@@ -22,7 +23,8 @@ struct http_config {
     const char *ca_file;       /* CA bundle for https, NULL = system default */
 };
 
-#define HTTP_KINDS 16   /* request kinds counted separately (see table.h) */
+#define HTTP_KINDS 16   /* request kinds counted separately (the protocol's,
+                           e.g. enum table_req_kind) */
 
 /* Counters, readable at any time (relaxed atomics). */
 struct http_stats {
@@ -50,19 +52,28 @@ struct http_request {
      * -errno (cannot tell: retry, and resp->resent stays set). NULL: none. */
     int (*settle)(void *ctx, const struct http_response *resp);
     void *settle_ctx;
+    /* NULL-terminated names of further response headers to keep, in
+     * http_response.captured at the same index (names compare without
+     * regard to case); at most HTTP_CAPTURE_MAX, later ones are ignored.
+     * NULL: none. The protocol above names its own headers here. */
+    const char *const *capture;
 };
 
-/* Response headers the Table service layer cares about are captured by name. */
+/* Response headers of HTTP itself, kept from every response. */
 enum http_hdr {
-    HDR_ETAG, HDR_ERROR_CODE, HDR_CONT_PK, HDR_CONT_RK, HDR_CONT_TABLE,
-    HDR_RETRY_AFTER, HDR_CONTENT_TYPE, HDR_DATE, HDR_COUNT
+    HDR_ETAG, HDR_RETRY_AFTER, HDR_CONTENT_TYPE, HDR_DATE, HDR_COUNT
 };
+
+/* The most headers one request may ask to capture (http_request.capture). */
+#define HTTP_CAPTURE_MAX 8
 
 struct http_response {
     long status;                 /* HTTP status, 0 when no response was received */
     char *body;                  /* malloc'd, NUL-terminated (may be empty) */
     size_t body_len;
     char *hdr[HDR_COUNT];        /* malloc'd values or NULL */
+    char *captured[HTTP_CAPTURE_MAX];   /* values of the request's capture
+                                    headers, by index: malloc'd or NULL */
     int attempts;                /* attempts made (1 = no retry) */
     int resent;                  /* an earlier send of this request may have
                                     reached the server and been applied: we
@@ -84,6 +95,8 @@ struct http_response {
  * Returns 0 or -ENOMEM. */
 int http_pool_new(struct http_pool **out, const struct http_config *cfg,
                   const struct logger *lg, struct http_stats *stats);
+
+/* Close every pooled connection and free POOL (NULL: nothing). */
 void http_pool_free(struct http_pool *pool);
 
 /* From now on, ask CANCELLED(CTX) during reads (GET): before each retry,
@@ -122,9 +135,13 @@ void http_send_window(const struct http_response *resp, struct timespec *from);
 void http_response_clear(struct http_response *resp);
 
 /* Parse one raw header line ("Name: value\r\n", N bytes, not necessarily
- * NUL-terminated) into R->hdr when Name is one we keep (case-insensitive);
- * a repeated header keeps the last value. Other lines are ignored. */
-void http_header_line(struct http_response *r, const char *buf, size_t n);
+ * NUL-terminated) into R->hdr when Name is one of enum http_hdr's, else
+ * into R->captured[i] when Name is CAPTURE[i] (CAPTURE as in
+ * http_request.capture, may be NULL); names compare without regard to
+ * case, and a repeated header keeps the last value. Other lines are
+ * ignored. */
+void http_header_line(struct http_response *r, const char *const *capture,
+                      const char *buf, size_t n);
 
 /* Percent-encode S: every byte but A-Z a-z 0-9 - . _ ~ (libcurl's
  * escaping). Returns a malloc'd string, or NULL on ENOMEM. */

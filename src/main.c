@@ -15,11 +15,13 @@
 
 #include <curl/curl.h>
 
-#include "fsops.h"   /* defines FUSE_USE_VERSION before fuse headers */
+#include "fs.h"      /* defines FUSE_USE_VERSION before fuse headers */
 #include <fuse_lowlevel.h>
 
 #include "connstr.h"
+#include "fscommon.h"
 #include "options.h"
+#include "scan.h"
 #include "stats.h"
 
 /* Wipe AZURE_STORAGE_CONNECTION_STRING's value where the kernel shows it
@@ -66,7 +68,7 @@ static int load_account(const struct aztfs_opts *o, struct account *acct)
 static int probe_account(struct aztfs *a, const struct account *acct)
 {
     struct az_status st;
-    int rc = fs_list_root(a, &st);
+    int rc = scan_list_root(&a->store, &st);
 
     if (rc == 0)
         return 0;
@@ -78,7 +80,7 @@ static int probe_account(struct aztfs *a, const struct account *acct)
                 "(HTTP %ld %s): check AccountKey or SharedAccessSignature%s\n",
                 acct->name ? acct->name : "?", st.http_status,
                 st.code[0] ? st.code : "",
-                a->tables ? "" : "; a SAS scoped to some tables needs -o tables=A:B");
+                a->store.tables ? "" : "; a SAS scoped to some tables needs -o tables=A:B");
     else
         fprintf(stderr, "aztfs: listing tables at %s failed: HTTP %ld %s %s\n",
                 acct->endpoint, st.http_status, st.code, st.message);
@@ -99,9 +101,9 @@ static void *usr1_thread(void *p)
     int sig;
 
     while (sigwait(&u->set, &sig) == 0 && !atomic_load(&u->stop)) {
-        char *json = stats_json(u->a);
+        char *json = stats_json(&u->a->store);
 
-        log_info(&u->a->log, "stats %s", json ? json : "(out of memory)");
+        log_info(&u->a->store.log, "stats %s", json ? json : "(out of memory)");
         free(json);
     }
     return NULL;
@@ -111,7 +113,7 @@ static void *usr1_thread(void *p)
  * log that lasts: syslog for a daemon). */
 static void warn_unchecked(struct aztfs *a)
 {
-    log_warn(&a->log, "allow_other with no_default_permissions: the kernel checks no "
+    log_warn(&a->store.log, "allow_other with no_default_permissions: the kernel checks no "
              "permissions, so every local user can read, change and delete entities and "
              "tables with the mounter's credentials");
 }
@@ -136,7 +138,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         goto out_unmount;
     if (!cmd->foreground) {
         openlog("aztfs", LOG_PID, LOG_DAEMON);
-        a->log.use_syslog = 1;
+        a->store.log.use_syslog = 1;
     }
     if (fuse_set_signal_handlers(fuse_get_session(f)) != 0)
         goto out_unmount;
@@ -145,7 +147,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     if (pthread_sigmask(SIG_BLOCK, &u.set, NULL) == 0 &&
         pthread_create(&usr1_tid, NULL, usr1_thread, &u) == 0)
         have_usr1 = 1;
-    log_info(&a->log, "mounted %s", cmd->mountpoint);
+    log_info(&a->store.log, "mounted %s", cmd->mountpoint);
     if (unchecked)
         warn_unchecked(a);
     if (cmd->singlethread) {
@@ -177,6 +179,46 @@ out_destroy:
     return rc;
 }
 
+/* Set up mount A from the options O and account ACCT (borrowed: both
+ * outlive the mount): its store, scratch files and handles; then try the
+ * account once (probe_account). Returns 0, or -1 after printing why. */
+static int open_mount(struct aztfs *a, const struct aztfs_opts *o, const struct account *acct)
+{
+    struct http_config hc = { 0 };
+    enum log_level lvl = a->store.log.level;
+    int rc;
+
+    hc.connect_timeout_ms = o->connect_timeout * 1000;
+    hc.request_timeout_ms = o->timeout * 1000;
+    hc.max_retries = o->retries > 0 ? o->retries : -1;
+    hc.retry_deadline_ms = o->retry_time * 1000;
+    hc.ca_file = o->cafile;
+    a->store.cache_timeout = o->cache_timeout;
+    a->store.merge = o->merge;
+    a->store.mount_time = a->mount_time = time(NULL);
+    a->attr_timeout = o->attr_timeout;
+    a->uid = getuid();
+    a->gid = getgid();
+    a->handles = fs_handles_new();
+    a->scratch = scratch_new((size_t)o->scratch_size_mb * 1024 * 1024, &a->store.log);
+    if (!a->handles || !a->scratch ||
+        store_open(&a->store, acct, &hc, (size_t)o->cache_size_mb * 1024 * 1024) < 0) {
+        fprintf(stderr, "aztfs: out of memory\n");
+        return -1;
+    }
+    /* the probe's own warnings would repeat its one-line verdict */
+    if (lvl < LOG_LVL_DEBUG)
+        a->store.log.level = LOG_LVL_QUIET;
+    rc = probe_account(a, acct);
+    a->store.log.level = lvl;
+    if (rc < 0)
+        return -1;
+    for (char **t = a->store.tables; t && *t; t++)
+        if (cache_dir_lookup(a->store.cache, "/", *t, NULL) == -ENOENT)
+            log_warn(&a->store.log, "table '%s' named in -o tables= does not exist", *t);
+    return 0;
+}
+
 int main(int argc, char *argv[])
 {
     struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -184,11 +226,10 @@ int main(int argc, char *argv[])
     struct aztfs_opts o;
     struct account acct;
     struct aztfs a = { 0 };
-    struct http_config hc = { 0 };
     int rc = 1;
 
     memset(&acct, 0, sizeof(acct));
-    a.log.level = LOG_LVL_INFO;
+    a.store.log.level = LOG_LVL_INFO;
     /* the account key lives in this process: no core dumps of it, and
      * /proc/PID/{mem,environ} readable by root only */
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -219,7 +260,7 @@ int main(int argc, char *argv[])
                 "see --help)\n");
         goto out;
     }
-    if (o.loglevel && log_level_parse(o.loglevel, &a.log.level) < 0) {
+    if (o.loglevel && log_level_parse(o.loglevel, &a.store.log.level) < 0) {
         fprintf(stderr, "aztfs: unknown loglevel '%s' (error, warn, info, debug)\n",
                 o.loglevel);
         goto out;
@@ -233,60 +274,22 @@ int main(int argc, char *argv[])
         goto out;
     }
 
-    if (o.tables && options_split_tables(o.tables, &a.tables) < 0)
+    if (o.tables && options_split_tables(o.tables, &a.store.tables) < 0)
         goto out;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "aztfs: libcurl could not be initialised\n");
         goto out;
     }
-    hc.connect_timeout_ms = o.connect_timeout * 1000;
-    hc.request_timeout_ms = o.timeout * 1000;
-    hc.max_retries = o.retries > 0 ? o.retries : -1;
-    hc.retry_deadline_ms = o.retry_time * 1000;
-    hc.ca_file = o.cafile;
-    a.cache_timeout = o.cache_timeout;
-    a.attr_timeout = o.attr_timeout;
-    a.mount_time = time(NULL);
-    a.uid = getuid();
-    a.gid = getgid();
-    a.merge = o.merge;
-    pthread_mutex_init(&a.pending_lock, NULL);
-    a.cache = cache_new((size_t)o.cache_size_mb * 1024 * 1024, o.cache_timeout);
-    a.scratch = scratch_new((size_t)o.scratch_size_mb * 1024 * 1024, &a.log);
-    if (!a.cache || !a.scratch || table_client_new(&a.tc, &acct, &hc, &a.log, &a.stats) < 0) {
-        fprintf(stderr, "aztfs: out of memory\n");
-        goto out_curl;
-    }
-    /* the probe's own warnings would repeat its one-line verdict */
-    {
-        enum log_level lvl = a.log.level;
-
-        if (lvl < LOG_LVL_DEBUG)
-            a.log.level = LOG_LVL_QUIET;
-        rc = probe_account(&a, &acct);
-        a.log.level = lvl;
-        if (rc < 0) {
-            rc = 1;
-            goto out_curl;
-        }
-        for (char **t = a.tables; t && *t; t++)
-            if (cache_dir_lookup(a.cache, "/", *t, NULL) == -ENOENT)
-                log_warn(&a.log, "table '%s' named in -o tables= does not exist", *t);
-        rc = 1;
-    }
-    rc = run_fuse(&args, &a, &cmd, o.unchecked);
-out_curl:
-    table_client_free(a.tc);
-    cache_free(a.cache);
+    rc = open_mount(&a, &o, &acct) < 0 ? 1 : run_fuse(&args, &a, &cmd, o.unchecked);
+    store_free(&a.store);
     scratch_free(a.scratch);
-    for (size_t i = 0; i < sizeof(a.conflicts) / sizeof(a.conflicts[0]); i++)
-        free(a.conflicts[i].path);
+    fs_handles_free(a.handles);
     curl_global_cleanup();
 out:
     account_free(&acct);
     free(cmd.mountpoint);
     options_free(&o);
-    options_free_tables(a.tables);
+    options_free_tables(a.store.tables);
     fuse_opt_free_args(&args);
     return rc;
 }

@@ -5,14 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "scratch.h"
 
 /* A scratch file or a local directory; few exist at a time, so a list will do. */
 struct node {
     char *path;
     int is_dir;
-    char *data;
-    size_t len, cap;          /* cap: bytes of data, counted in scratch.used */
+    struct buf data;          /* the file's bytes */
+    size_t charged;           /* its size rounded up to SCRATCH_PAGE: what it
+                                 counts in scratch.used */
     mode_t mode;
     struct timespec mtime;
     struct node *next;
@@ -21,7 +23,7 @@ struct node {
 struct scratch {
     pthread_mutex_t lock;
     struct node *head;
-    size_t used;              /* sum of every node's cap: at most max */
+    size_t used;              /* sum of every node's charge: at most max */
     size_t max;               /* -o scratch_size, in bytes */
     const struct logger *log;
 };
@@ -45,7 +47,7 @@ struct scratch *scratch_new(size_t max_bytes, const struct logger *log)
 static void node_free(struct node *n)
 {
     free(n->path);
-    free(n->data);
+    buf_free(&n->data);
     free(n);
 }
 
@@ -80,7 +82,7 @@ static void drop(struct scratch *s, struct node *n)
     while (*pp != n)
         pp = &(*pp)->next;
     *pp = n->next;
-    s->used -= n->cap;
+    s->used -= n->charged;
     node_free(n);
 }
 
@@ -108,6 +110,7 @@ static int add(struct scratch *s, const char *path, int is_dir, mode_t mode)
         free(n);
         return -ENOMEM;
     }
+    buf_init(&n->data, SCRATCH_MAX_BYTES);
     n->is_dir = is_dir;
     n->mode = mode & 07777;
     now(&n->mtime);
@@ -133,7 +136,8 @@ int scratch_stat(struct scratch *s, const char *path, struct scratch_attr *out)
     pthread_mutex_lock(&s->lock);
     n = find(s, path, 0);
     if (n)
-        *out = (struct scratch_attr){ .size = n->len, .mode = n->mode, .mtime = n->mtime };
+        *out = (struct scratch_attr){ .size = n->data.len, .mode = n->mode,
+                                      .mtime = n->mtime };
     pthread_mutex_unlock(&s->lock);
     return n ? 0 : -ENOENT;
 }
@@ -146,13 +150,7 @@ ssize_t scratch_read(struct scratch *s, const char *path, char *buf, size_t size
     pthread_mutex_lock(&s->lock);
     n = find(s, path, 0);
     if (n) {
-        rc = 0;
-        if (off >= 0 && (size_t)off < n->len) {
-            if (size > n->len - (size_t)off)
-                size = n->len - (size_t)off;
-            memcpy(buf, n->data + off, size);
-            rc = (ssize_t)size;
-        }
+        rc = off >= 0 ? (ssize_t)buf_read(&n->data, (size_t)off, buf, size) : 0;
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
@@ -163,73 +161,51 @@ static size_t page_up(size_t len)
     return (len + SCRATCH_PAGE - 1) / SCRATCH_PAGE * SCRATCH_PAGE;
 }
 
-/* Shrink N's buffer to its size rounded up to a page (none when empty),
- * giving the rest back to the store. A failed shrink keeps the buffer.
- * Lock held. */
-static void trim(struct scratch *s, struct node *n)
+/* After a shrink: give back what N's buffer holds beyond about twice its
+ * bytes (a fresh buffer of the right size replaces it). Best effort: when
+ * that cannot be had, the old buffer stays. Lock held. */
+static void refit(struct node *n)
 {
-    size_t cap = page_up(n->len);
-    char *d;
+    struct buf b = BUF_INIT(SCRATCH_MAX_BYTES);
 
-    if (cap >= n->cap)
-        return;
-    if (cap == 0) {
-        free(n->data);
-        d = NULL;
-    } else if (!(d = realloc(n->data, cap))) {
+    if (n->data.len == 0) {
+        buf_free(&n->data);
         return;
     }
-    s->used -= n->cap - cap;
-    n->data = d;
-    n->cap = cap;
-}
-
-/* Give N a buffer of at least LEN bytes within the store's bound: doubled
- * while there is room (amortised growth), else just LEN rounded up to a
- * page. When even that does not fit, the slack of every buffer is given
- * back first. Returns 0, -ENOSPC or -ENOMEM. Lock held. */
-static int reserve(struct scratch *s, struct node *n, size_t len)
-{
-    size_t need = page_up(len), room, cap;
-    char *d;
-
-    if (need <= n->cap)
-        return 0;
-    if (need > s->max - s->used + n->cap)
-        for (struct node *m = s->head; m; m = m->next)
-            trim(s, m);
-    room = s->max - s->used + n->cap;     /* the most N may hold */
-    if (need > room)
-        return -ENOSPC;
-    cap = n->cap ? n->cap : SCRATCH_PAGE;
-    while (cap < need)
-        cap *= 2;
-    if (cap > room || cap > SCRATCH_MAX_BYTES)
-        cap = need;
-    if (!(d = realloc(n->data, cap)))
-        return -ENOMEM;
-    s->used += cap - n->cap;
-    n->data = d;
-    n->cap = cap;
-    return 0;
+    if (n->data.alloc <= 2 * (n->data.len + 1))
+        return;
+    if (buf_add(&b, n->data.ptr, n->data.len) < 0) {
+        buf_free(&b);
+        return;
+    }
+    buf_free(&n->data);
+    n->data = b;
 }
 
 /* Make N exactly LEN bytes long (new bytes zeroed; a shrink releases
- * memory). Returns 0, -EFBIG, -ENOSPC or -ENOMEM. Lock held. */
+ * memory). N counts LEN rounded up to a page in the store's bound; a
+ * growth that would take the store past it is refused. Returns 0, -EFBIG,
+ * -ENOSPC or -ENOMEM (N unchanged). Lock held. */
 static int resize(struct scratch *s, struct node *n, size_t len)
 {
+    size_t charge = page_up(len);
     int rc;
 
     if (len > SCRATCH_MAX_BYTES)
         return -EFBIG;
-    if (len < n->len) {
-        n->len = len;
-        trim(s, n);
-    } else if (len > n->len) {
-        if ((rc = reserve(s, n, len)) < 0)
+    if (len != n->data.len) {
+        int shrink = len < n->data.len;
+
+        if (charge > n->charged && charge - n->charged > s->max - s->used)
+            return -ENOSPC;
+        if ((rc = buf_setlen(&n->data, len)) < 0) {
+            buf_clearerr(&n->data);     /* N is as it was: a later, smaller change may fit */
             return rc;
-        memset(n->data + n->len, 0, len - n->len);
-        n->len = len;
+        }
+        s->used = s->used - n->charged + charge;
+        n->charged = charge;
+        if (shrink)
+            refit(n);
     }
     now(&n->mtime);
     return 0;
@@ -259,10 +235,10 @@ ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size
     if (n) {
         size_t end = (size_t)off + size;
 
-        rc = end > n->len ? resize(s, n, end) : 0;
+        rc = end > n->data.len ? resize(s, n, end) : 0;
         if (rc == 0) {
             if (size)
-                memcpy(n->data + off, buf, size);
+                memcpy(n->data.ptr + off, buf, size);
             now(&n->mtime);
             rc = (ssize_t)size;
         }
@@ -322,28 +298,34 @@ int scratch_get(struct scratch *s, const char *path, char **data, size_t *len)
 
     pthread_mutex_lock(&s->lock);
     if ((n = find(s, path, 0))) {
-        *data = malloc(n->len + 1);
+        *data = malloc(n->data.len + 1);
         rc = *data ? 0 : -ENOMEM;
         if (rc == 0) {
-            if (n->len)
-                memcpy(*data, n->data, n->len);
-            (*data)[n->len] = '\0';
-            *len = n->len;
+            if (n->data.len)
+                memcpy(*data, n->data.ptr, n->data.len);
+            (*data)[n->data.len] = '\0';
+            *len = n->data.len;
         }
     }
     pthread_mutex_unlock(&s->lock);
     return rc;
 }
 
-int scratch_unlink(struct scratch *s, const char *path)
+/* Remove the file (IS_DIR 0) or directory at PATH: 0 or -ENOENT. */
+static int remove_node(struct scratch *s, const char *path, int is_dir)
 {
     struct node *n;
 
     pthread_mutex_lock(&s->lock);
-    if ((n = find(s, path, 0)))
+    if ((n = find(s, path, is_dir)))
         drop(s, n);
     pthread_mutex_unlock(&s->lock);
     return n ? 0 : -ENOENT;
+}
+
+int scratch_unlink(struct scratch *s, const char *path)
+{
+    return remove_node(s, path, 0);
 }
 
 int scratch_rename(struct scratch *s, const char *from, const char *to)
@@ -374,7 +356,7 @@ void scratch_list(struct scratch *s, const char *dir,
     pthread_mutex_lock(&s->lock);
     for (struct node *n = s->head; n; n = n->next) {
         const char *name = n->is_dir ? NULL : child_name(n->path, dir);
-        struct scratch_attr a = { .size = n->len, .mode = n->mode, .mtime = n->mtime };
+        struct scratch_attr a = { .size = n->data.len, .mode = n->mode, .mtime = n->mtime };
 
         if (name)
             fn(ctx, name, &a);
@@ -423,13 +405,7 @@ int scratch_is_dir(struct scratch *s, const char *path)
 
 int scratch_rmdir(struct scratch *s, const char *path)
 {
-    struct node *n;
-
-    pthread_mutex_lock(&s->lock);
-    if ((n = find(s, path, 1)))
-        drop(s, n);
-    pthread_mutex_unlock(&s->lock);
-    return n ? 0 : -ENOENT;
+    return remove_node(s, path, 1);
 }
 
 void scratch_list_dirs(struct scratch *s, const char *dir,

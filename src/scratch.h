@@ -18,11 +18,11 @@ struct scratch_attr {
 };
 
 /* New empty store whose files together may hold at most MAX_BYTES (-o
- * scratch_size): each file's buffer is its size rounded up to SCRATCH_PAGE
- * (more while it grows and there is room), and the buffers add up to no
- * more than MAX_BYTES. A write or truncate that cannot fit fails with
- * -ENOSPC and logs one error line on LOG (kept, not copied; NULL: stderr).
- * Returns NULL on ENOMEM. */
+ * scratch_size): each file counts its size rounded up to SCRATCH_PAGE, and
+ * the counts add up to no more than MAX_BYTES (a file's buffer holds at
+ * most about twice its size). A write or truncate that cannot fit fails
+ * with -ENOSPC and logs one error line on LOG (kept, not copied; NULL:
+ * stderr). Returns NULL on ENOMEM. */
 struct scratch *scratch_new(size_t max_bytes, const struct logger *log);
 void scratch_free(struct scratch *s);
 
@@ -55,8 +55,8 @@ void scratch_list(struct scratch *s, const char *dir,
 /* Number of files directly inside DIR. */
 size_t scratch_count(struct scratch *s, const char *dir);
 
-/* Bytes the files' buffers hold now (*used, at most *max_bytes) and the
- * bound given to scratch_new, for statfs. */
+/* Bytes the files count now (*used, at most *max_bytes) and the bound
+ * given to scratch_new, for statfs. */
 void scratch_usage(struct scratch *s, size_t *used, size_t *max_bytes);
 
 /* Local directories (partitions made with mkdir, not yet in the table). */

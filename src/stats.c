@@ -10,14 +10,14 @@ static json_int_t load(atomic_ulong *v)
 }
 
 /* Build the JSON document; see stats.h. */
-char *stats_json(struct aztfs *a)
+char *stats_json(struct store *s)
 {
-    struct http_stats *h = &a->stats;
+    struct http_stats *h = &s->stats;
     struct cache_stats cs;
     json_t *root, *kinds;
     char *out = NULL;
 
-    cache_get_stats(a->cache, &cs);
+    cache_get_stats(s->cache, &cs);
     kinds = json_object();
     for (int k = 0; kinds && table_kind_name(k); k++)
         json_object_set_new(kinds, table_kind_name(k), json_integer(load(&h->by_kind[k])));

@@ -2,12 +2,13 @@
 #ifndef AZTFS_STATS_H
 #define AZTFS_STATS_H
 
-#include "fsops.h"
+#include "storecore.h"
 
 #define STATS_XATTR "user.aztfs.stats"
 
-/* The counters of mount A as one line of JSON: malloc'd, caller frees;
- * NULL on ENOMEM. Counts are attempts (retries included). */
-char *stats_json(struct aztfs *a);
+/* The counters of store S (its client's requests, its cache) as one line
+ * of JSON: malloc'd, caller frees; NULL on ENOMEM. Counts are attempts
+ * (retries included). */
+char *stats_json(struct store *s);
 
 #endif

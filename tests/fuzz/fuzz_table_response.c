@@ -1,7 +1,8 @@
 /* fuzz_table_response.c - libFuzzer target for a Query response: header lines and page body.
  * The input is a raw response head (header lines, one per line) and, after
  * the first empty line, the body. Header lines go through http_header_line
- * (what keeps ETag, continuation tokens, Retry-After), the body through
+ * with the table layer's capture list (what keeps ETag, Retry-After, the
+ * error code and the continuation tokens), the body through
  * table_parse_page (the parser every listing uses), and every entity of the
  * page through the render/parse/render round trip of fuzz_common.h.
  * Must not crash or leak whatever the response holds. */
@@ -11,6 +12,7 @@
 #include "fuzz_common.h"
 #include "http.h"
 #include "table.h"
+#include "tableint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             body += n;
             break;
         }
-        http_header_line(&resp, body, n);
+        http_header_line(&resp, table_capture, body, n);
         body += n;
     }
     table_parse_page(body, (size_t)(end - body), on_page, NULL, &st);

@@ -70,9 +70,29 @@ static void test_setlen(void)
     buf_free(&b);
 }
 
+static void test_read_clearerr(void)
+{
+    struct buf b = BUF_INIT(6);
+    char out[8] = "";
+
+    buf_adds(&b, "abcdef");
+    is_int(buf_read(&b, 2, out, 3), 3, "read inside");
+    ok(memcmp(out, "cde", 3) == 0, "the bytes at the offset");
+    is_int(buf_read(&b, 4, out, 8), 2, "read cut at the end");
+    is_int(buf_read(&b, 6, out, 1), 0, "read at the end");
+    is_int(buf_read(&b, 60, out, 1), 0, "read past the end");
+    is_int(buf_adds(&b, "g"), -EFBIG, "full");
+    buf_clearerr(&b);
+    is_int(b.err, 0, "clearerr forgets the failure");
+    ok(b.len == 6 && strcmp(b.ptr, "abcdef") == 0, "and keeps the contents");
+    is_int(buf_setlen(&b, 3), 0, "a smaller change works again");
+    buf_free(&b);
+}
+
 int main(void)
 {
     test_add();
+    test_read_clearerr();
     test_cap();
     test_setlen();
     return done_testing();

@@ -1,5 +1,7 @@
 /* test_cache.c - unit tests for the entity/listing cache: freshness, LRU bound, copies. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -247,6 +249,54 @@ static void test_listings_outlive_entities(void)
     cache_free(c);
 }
 
+/* Two threads on one path: one stores existence markers over and over
+ * (cache_put_exists looks for a listing there first), the other drops and
+ * replaces what is there, freeing the entry cache_put_exists just found.
+ * cache_put_exists must not touch that entry once it let go of the lock:
+ * under ThreadSanitizer (configure --enable-tsan) such a touch is a
+ * reported race or use after free, and the test fails. */
+#define RACE_ROUNDS 20000
+
+struct race {
+    struct cache *c;
+    atomic_int done;
+};
+
+static void *race_dropper(void *p)
+{
+    static const char *const one[] = { "a.json" }, *const onekey[] = { "a" };
+    struct race *r = p;
+
+    for (int i = 0; !atomic_load(&r->done); i++) {
+        if (i % 4 == 3) {               /* a listing replaces the marker */
+            struct listing *l = make_listing(one, onekey, 1, 0);
+
+            cache_put_listing(r->c, "/t/p", l);
+            listing_unref(l);
+        } else {
+            cache_invalidate(r->c, "/t/p");
+        }
+    }
+    return NULL;
+}
+
+static void test_put_exists_race(void)
+{
+    struct race r = { cache_new(1 << 20, 60), 0 };
+    pthread_t t;
+    int failed = 0;
+
+    ok(pthread_create(&t, NULL, race_dropper, &r) == 0, "dropper thread started");
+    for (int i = 0; i < RACE_ROUNDS; i++)
+        failed += cache_put_exists(r.c, "/t/p") != 0;
+    atomic_store(&r.done, 1);
+    pthread_join(t, NULL);
+    is_int(failed, 0, "%d markers stored while the entry kept being dropped", RACE_ROUNDS);
+    is_int(cache_put_exists(r.c, "/t/p"), 0, "a marker after the race");
+    is_int(cache_exists(r.c, "/t/p"), 1, "and it says the directory exists");
+    cache_free(r.c);
+}
+
 int main(void)
 {
     test_files();
@@ -257,5 +307,6 @@ int main(void)
     test_listings_outlive_entities();
     test_expiry();
     test_many();
+    test_put_exists_race();
     return done_testing();
 }

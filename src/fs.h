@@ -1,0 +1,39 @@
+/* fs.h - the state of one mount (struct aztfs, FUSE's private_data) and
+ * the operations table. The FUSE adapters (fsops.c, fsdir.c, fswrite.c,
+ * with fscommon.c) translate paths, file handles and errno, and call the
+ * store layer (store.h, scan.h) for anything the service holds. */
+#ifndef AZTFS_FS_H
+#define AZTFS_FS_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "scratch.h"
+#include "storecore.h"
+
+struct fs_handles;
+
+/* Everything one mount needs; handed to FUSE as private_data. */
+struct aztfs {
+    struct store store;          /* the service, the cache, the log */
+    struct fuse *fuse;           /* the running mount (set at init) */
+    struct scratch *scratch;     /* owned: scratch files and local directories */
+    struct fs_handles *handles;  /* owned: write handles by path, recent conflicts */
+    double attr_timeout;         /* seconds the kernel keeps a stat without asking */
+    time_t mount_time;           /* mtime of directories */
+    uid_t uid;                   /* owner of every file */
+    gid_t gid;
+};
+
+/* The mount a callback serves. */
+static inline struct aztfs *fs_ctx(void)
+{
+    return fuse_get_context()->private_data;
+}
+
+/* The operations table (fsops.c). */
+extern const struct fuse_operations aztfs_ops;
+
+#endif

@@ -1,0 +1,147 @@
+/* fscommon.h - what the FUSE adapters share: open-file handles, the
+ * pending list (write handles by path), the conflict ring, and the
+ * attributes a path is shown with. */
+#ifndef AZTFS_FSCOMMON_H
+#define AZTFS_FSCOMMON_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "fs.h"
+#include "fspath.h"
+
+#define FILE_MODE (S_IFREG | 0644)
+#define DIR_MODE  (S_IFDIR | 0755)
+/* Largest entity file text accepted in an open handle (the entity limit is
+ * checked at commit; this only bounds memory). */
+#define OPEN_FILE_MAX (4 * 1024 * 1024)
+
+/* State of one open file (fi->fh). */
+struct open_file {
+    pthread_mutex_t lock;
+    int scratch;              /* a scratch file: the bytes live in a->scratch */
+    struct buf data;          /* entity text (read: as opened; write: edited copy) */
+    char *etag;               /* ETag of the entity as read at open, NULL if new */
+    int is_new;               /* created by this handle and not yet in the table */
+    int written;              /* changed since the last commit */
+    int ever_written;         /* write/truncate happened at all */
+    int failed;               /* the last commit failed */
+    int replace;              /* a new file renamed onto an entity: its saves
+                                 replace it, even with -o merge */
+    int append;               /* opened O_APPEND: writes go to the end of our copy */
+    int trunc_open;           /* opened with O_TRUNC (bash's '>' flushes before writing) */
+    uint64_t ino;             /* inode number of the name it was opened by */
+    int detached;             /* its name was removed or replaced (unlink, or a
+                                 rename onto it) while it was open */
+    char *path;               /* registered path of a write handle (pending list) */
+    struct open_file *pnext;  /* next in the pending list */
+};
+
+/* The handle FUSE keeps for FI (NULL when FI is NULL). */
+static inline struct open_file *fs_handle(const struct fuse_file_info *fi)
+{
+    return fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;
+}
+
+/* --- handles ------------------------------------------------------------------- */
+
+/* A new handle (zeroed, empty text, lock initialised), or NULL on ENOMEM. */
+struct open_file *fs_open_file_new(void);
+void fs_open_file_free(struct open_file *of);
+
+/* Make OF's text a copy of TEXT (LEN bytes). Returns 0 or -ENOMEM (OF's
+ * text unchanged). */
+int fs_handle_set_text(struct open_file *of, const char *text, size_t len);
+
+/* Make OF's text exactly LEN bytes (growth zero-filled). Returns 0, -EFBIG
+ * past OPEN_FILE_MAX, or -ENOMEM; OF's text is unchanged on failure. OF's
+ * lock held. */
+int fs_handle_resize(struct open_file *of, size_t len);
+
+/* Hand OF to the kernel as FI's handle for the file opened at PATH. */
+void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path);
+
+/* A new handle holding the file at PATH: a new file another handle of
+ * this mount has open and not yet saved (a copy of its bytes, is_new set),
+ * else the entity (text and ETag, store_load). The kernel opens only names
+ * it knows, so a name that holds neither is a stale entry of its cache
+ * (the entity was deleted elsewhere, or a new file's save failed): -ESTALE,
+ * and the kernel looks the name up again and opens (or, with O_CREAT,
+ * creates) it once more. Returns 0 with *out, -ESTALE, or -errno. */
+int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path,
+                   struct open_file **out);
+
+/* --- the pending list and the conflict ring ----------------------------------------- */
+
+/* The write handles of a mount and its recent conflicts, behind one lock.
+ * NULL on ENOMEM. Free when no handle is open any more. */
+struct fs_handles *fs_handles_new(void);
+void fs_handles_free(struct fs_handles *h);
+
+/* Write handles are registered by path while open, so that a stat by path
+ * (futimens, chmod, ls) sees a new or changed entity before it is saved.
+ * A handle shows an unsaved file while it is new (and its save did not
+ * fail) or written since its last save.
+ * fs_pending_add: 0 or -ENOMEM. fs_pending_remove: OF unregistered (if it
+ * was). fs_pending_size: 0 and *len when PATH has such a handle, else
+ * -ENOENT. */
+int fs_pending_add(struct fs_handles *h, const char *path, struct open_file *of);
+void fs_pending_remove(struct fs_handles *h, struct open_file *of);
+int fs_pending_size(struct fs_handles *h, const char *path, size_t *len);
+
+/* Is PATH a new file open and not yet saved? 1 or 0. */
+int fs_pending_is_new(struct fs_handles *h, const char *path);
+
+/* The bytes of the new file open at PATH and not yet saved: 0 with *data
+ * (malloc'd, NUL-terminated) and *len, -ENOENT when there is none, or
+ * -ENOMEM. */
+int fs_pending_copy(struct fs_handles *h, const char *path, char **data, size_t *len);
+
+/* Call FN(CTX, NAME) for each new file open and not yet saved directly
+ * inside directory DIR (the lock held: FN must not call back). */
+void fs_pending_list(struct fs_handles *h, const char *dir,
+                     void (*fn)(void *ctx, const char *name), void *ctx);
+
+/* Mark the write handles open on PATH detached: the name now belongs to
+ * another entity (or none), so they no longer speak for it. */
+void fs_pending_detach(struct fs_handles *h, const char *path);
+
+/* A rename made through this mount moved FROM to TO (in one partition):
+ * the write handles open on FROM (not detached) now speak for TO, as on a
+ * local disk. A saved handle holding ETag OLD_ETAG (the entity the rename
+ * moved) takes NEW_ETAG (what the service answered for TO), so that its
+ * save replaces what the rename wrote; one holding another ETag was read
+ * before a later change and keeps it (its save is ESTALE). A new handle
+ * (OLD_ETAG NULL) stays new, or with NEW_ETAG (TO is an entity with that
+ * ETag) replaces TO at its close. Detach the handles on TO first. Returns
+ * how many handles followed, or -ENOMEM when one could not (it keeps its
+ * ETag, so its save is refused, never misplaced). */
+int fs_pending_follow(struct fs_handles *h, const char *from, const char *to,
+                      const char *old_etag, const char *new_etag);
+
+/* The kernel answers ESTALE from a path operation (unlink, rename,
+ * truncate) by revalidating the path and running the operation once more;
+ * by then we would have read the new ETag, and the retry would overwrite or
+ * delete the change we just refused to touch. So a conflict at PATH is
+ * noted for a moment (fs_conflict_note; best effort), and the retry gets
+ * the same answer: fs_conflict_take says 1 when one was noted for PATH in
+ * the last moment (and consumes the note), else 0. */
+void fs_conflict_note(struct fs_handles *h, const char *path);
+int fs_conflict_take(struct fs_handles *h, const char *path);
+
+/* --- attributes ------------------------------------------------------------------ */
+
+/* Attributes of a directory, an entity file of LEN bytes, a scratch file. */
+void fs_fill_dir_stat(const struct aztfs *a, const char *path, struct stat *st);
+void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len,
+                       struct timespec mtime, struct stat *st);
+void fs_fill_scratch_stat(const struct aztfs *a, const char *path,
+                          const struct scratch_attr *sa, struct stat *st);
+
+/* The store's hook (store_set_hooks) for a path it dropped: the kernel
+ * drops its attributes and entries for PATH too. CTX unused. */
+void fs_kernel_forget(void *ctx, const char *path);
+
+#endif

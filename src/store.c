@@ -1,0 +1,522 @@
+/* store.c - entities and directories by key, with the cache and the ETag guards (store.h). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "entity.h"
+#include "keycodec.h"
+#include "scan.h"
+#include "store.h"
+
+/* Entities fetched at once when a listed entity is no longer cached: a
+ * page (1000), but no more than a quarter of the cache at 1 KiB each, so
+ * that the page's first entities are still cached when it is in. */
+#define READ_AHEAD_MAX 1000
+#define READ_AHEAD_MIN 32
+
+/* --- reading ----------------------------------------------------------------- */
+
+/* Entities of a read-ahead, rendered into the cache. */
+struct read_ahead {
+    struct store *s;
+    const char *dir;
+};
+
+static int on_read_ahead_page(void *p, json_t *value)
+{
+    struct read_ahead *ra = p;
+    size_t i;
+    json_t *e;
+
+    json_array_foreach(value, i, e)
+        if (store_cache_entity(ra->s, ra->dir, e, NULL, NULL) == -ENOMEM)
+            return -ENOMEM;
+    return 1;       /* one page is enough */
+}
+
+/* Fetch entity FP and the ones after it in its partition (one page of
+ * READ_AHEAD) into the cache: what a listed entity evicted from a too-small
+ * cache costs when grep or rsync read a partition in order. Returns 0 or
+ * -errno (the caller then falls back to a point query). */
+static int read_ahead(struct store *s, const struct fspath *fp)
+{
+    struct read_ahead ra = { s, fp->parent };
+    struct cache_stats cs;
+    struct az_status st;
+    size_t top;
+    char *filter = table_filter_from_row(fp->pk, fp->rk);
+    int rc = -ENOMEM;
+
+    cache_get_stats(s->cache, &cs);
+    top = cs.max_bytes / 4 / 1024;
+    top = top > READ_AHEAD_MAX ? READ_AHEAD_MAX : top < READ_AHEAD_MIN ? READ_AHEAD_MIN : top;
+    if (filter)
+        rc = table_query(s->tc, fp->table, filter, NULL, (int)top, on_read_ahead_page, &ra,
+                         &st);
+    free(filter);
+    return rc;
+}
+
+/* See store.h. */
+int store_load(struct store *s, struct fspath *fp, const char *path, struct cache_file *out)
+{
+    struct az_status st;
+    json_t *e = NULL;
+    int rc, listed;
+
+    if (cache_get_file(s->cache, path, out) == 0)
+        return 0;
+    /* A fresh listing of the partition that lacks the name settles it. */
+    rc = cache_dir_lookup(s->cache, fp->parent, fp->file_name, NULL);
+    if (rc == -ENOENT)
+        return rc;
+    listed = rc == 0;
+    if ((rc = scan_resolve_keys(s, fp)) < 0)
+        return rc;
+    if (cache_get_file(s->cache, path, out) == 0)   /* resolving may have listed */
+        return 0;
+    if (listed && read_ahead(s, fp) == 0 && cache_get_file(s->cache, path, out) == 0)
+        return 0;
+    rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
+    if (rc == -ENOENT && listed)
+        store_forget(s, fp->parent);    /* it named an entity deleted since */
+    else if (rc < 0)
+        store_log_failure(s, "read", path, rc, &st, NULL);
+    if (rc < 0)
+        return rc;
+    rc = store_cache_entity(s, fp->parent, e, NULL, out);
+    json_decref(e);
+    return rc;
+}
+
+/* See store.h. */
+int store_load_keyed(struct store *s, struct fspath *fp, const char *path,
+                     struct cache_file *out)
+{
+    int rc = store_load(s, fp, path, out);
+
+    if (rc == 0 && (!fp->pk || !fp->rk) && (rc = scan_resolve_keys(s, fp)) < 0)
+        cache_file_clear(out);
+    return rc;
+}
+
+/* See store.h. */
+int store_peek(struct store *s, const char *path, struct cache_file *out)
+{
+    return cache_get_file(s->cache, path, out);
+}
+
+/* See store.h. */
+int store_cached_attr(struct store *s, const char *path, size_t *len, struct timespec *mtime)
+{
+    return cache_file_attr(s->cache, path, len, mtime);
+}
+
+/* See store.h. */
+int store_entity_attr(struct store *s, struct fspath *fp, const char *path, size_t *len,
+                      struct timespec *mtime)
+{
+    struct cache_file f = { 0 };
+    int rc;
+
+    if ((rc = cache_file_attr(s->cache, path, len, mtime)) < 0)
+        rc = cache_dir_attr(s->cache, fp->parent, fp->file_name, len, mtime);
+    if (rc == 0 || rc == -ENOENT)
+        return rc;
+    if ((rc = store_load(s, fp, path, &f)) == 0) {
+        *len = f.len;
+        *mtime = f.mtime;
+    }
+    cache_file_clear(&f);
+    return rc;
+}
+
+/* Does table NAME exist, when the cached root listing cannot say?
+ * With -o tables=, only the tables named there are shown. */
+static int table_known(struct store *s, const char *name)
+{
+    struct az_status st = { 0 };
+    int rc;
+
+    if (s->tables) {
+        rc = -ENOENT;
+        for (char **t = s->tables; *t; t++)
+            if (strcmp(*t, name) == 0 && (rc = store_table_probe(s, name, &st)) > 0)
+                rc = 0;
+    } else {
+        rc = table_exists(s->tc, name, &st);
+        rc = rc < 0 ? rc : rc == 1 ? 0 : -ENOENT;
+    }
+    if (rc < 0 && rc != -ENOENT)
+        store_log_failure(s, "look up table", name, rc, &st, NULL);
+    return rc;
+}
+
+/* See store.h. */
+int store_table_exists(struct store *s, const char *table)
+{
+    int rc = cache_dir_lookup(s->cache, "/", table, NULL);
+
+    return rc == -EAGAIN ? table_known(s, table) : rc;
+}
+
+/* See store.h. */
+int store_partition_exists(struct store *s, struct fspath *fp, int fresh)
+{
+    struct az_status st = { 0 };
+    char *tdir = fspath_join("/", fp->table);
+    char *pdir = tdir ? fspath_join(tdir, fp->pk_name) : NULL, *filter;
+    int rc = -EAGAIN;
+
+    if (!pdir) {
+        free(tdir);
+        return -ENOMEM;
+    }
+    if (!fresh)
+        rc = cache_exists(s->cache, pdir) ? 0 : cache_dir_lookup(s->cache, tdir, fp->pk_name,
+                                                                 NULL);
+    free(tdir);
+    if (rc != -EAGAIN || !fp->pk) {
+        free(pdir);
+        if (rc == -EAGAIN)      /* a long-form name: its table's listing says */
+            rc = scan_resolve_keys(s, fp);
+        return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
+    }
+    if (!(filter = table_filter_partition(fp->pk))) {
+        free(pdir);
+        return -ENOMEM;
+    }
+    rc = store_probe(s, fp->table, filter, table_select_key(ENTITY_RK), &st);
+    if (rc < 0 && rc != -ENOENT)
+        store_log_failure(s, "look up", pdir, rc, &st, NULL);
+    if (rc == 1)
+        cache_put_exists(s->cache, pdir);
+    free(filter);
+    free(pdir);
+    return rc;
+}
+
+/* --- what a change drops --------------------------------------------------------- */
+
+/* Entity PATH (FP) changed, or turned out to be other than the mount knew
+ * (a save or delete answered ESTALE, EEXIST or ENOENT): drop the cached
+ * entity and what the layer above knows of it, its partition's listing
+ * (which recorded the old size and mtime, or lacks or holds the name
+ * wrongly), and the table's listing when it lacks the partition. The next
+ * stat, read or ls then agree on the entity as it is. */
+static void forget_entity(struct store *s, const char *path, const struct fspath *fp)
+{
+    char *tdir;
+
+    store_forget(s, path);
+    store_forget(s, fp->parent);
+    if ((tdir = fspath_join("/", fp->table))) {
+        if (cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL) == -ENOENT)
+            store_forget(s, tdir);
+        free(tdir);
+    }
+}
+
+/* After a successful write of WIRE at PATH: show it at once. When the ETag
+ * carries the Timestamp (and the write was EXACT, not a merge), the new
+ * entity is rendered into the cache; else the cached copy is dropped (the
+ * next stat reads it back). */
+static void cache_after_write(struct store *s, const char *path, const struct fspath *fp,
+                              const json_t *wire, const char *etag, int exact)
+{
+    char ts[64];
+    json_t *e = exact ? json_deep_copy(wire) : NULL;
+
+    forget_entity(s, path, fp);
+    if (e && table_etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
+        entity_wire_set_sys(e, fp->pk, fp->rk, ts, etag) == 0)
+        store_cache_entity(s, fp->parent, e, NULL, NULL);
+    json_decref(e);
+}
+
+/* --- changing ---------------------------------------------------------------- */
+
+/* Work out the keys of entity path FP for a write of text whose own
+ * PartitionKey/RowKey are PK_IN/RK_IN (may be NULL). Short names carry their
+ * keys; long-form names are resolved by listing or, for new entities, taken
+ * from the content when they match the name. Returns 0 or -errno. */
+static int write_keys(struct store *s, struct fspath *fp, const char *path,
+                      char **pk_in, char **rk_in)
+{
+    int rc;
+
+    if (fp->pk && fp->rk)
+        return 0;
+    rc = scan_resolve_keys(s, fp);
+    if (rc != -ENOENT)
+        return rc;
+    if (!fp->pk) {
+        if (!*pk_in || keycodec_matches(*pk_in, fp->pk_name) != 1)
+            goto bad;
+        fp->pk = *pk_in;
+        *pk_in = NULL;
+    }
+    if (!fp->rk) {
+        char *want = *rk_in ? keycodec_file_encode(*rk_in) : NULL;
+        int same = want && strcmp(want, fp->file_name) == 0;
+
+        free(want);
+        if (!same)
+            goto bad;
+        fp->rk = *rk_in;
+        *rk_in = NULL;
+    }
+    return 0;
+bad:
+    log_error(&s->log, "%s: not saved: this is a long-form name (doc/NAMES.md), so the "
+              "content must carry the PartitionKey and RowKey the name stands for", path);
+    return -EINVAL;
+}
+
+/* Parse TEXT (LEN bytes, not empty) into *wire and the keys it carries;
+ * log why when it is not a valid entity. */
+static int parse_text(struct store *s, const char *path, const char *text, size_t len,
+                      json_t **wire, char **pk_in, char **rk_in)
+{
+    struct entity_error err = { 0 };
+    int rc = entity_parse(text, len, wire, pk_in, rk_in, &err);
+
+    if (rc < 0 && rc != -ENOMEM) {
+        if (err.line > 0)
+            log_error(&s->log, "%s: not saved: line %d: %s", path, err.line, err.text);
+        else
+            log_error(&s->log, "%s: not saved: %s", path, err.text);
+    }
+    return rc;
+}
+
+/* See store.h. */
+int store_save(struct store *s, const char *path, const char *text, size_t len, int is_new,
+               const char *etag, int force_replace, char **new_etag)
+{
+    struct az_status st = { 0 };
+    struct fspath fp;
+    json_t *wire = NULL;
+    char *pk_in = NULL, *rk_in = NULL, *got_etag = NULL;
+    enum table_write how;
+    int rc;
+
+    if ((rc = fspath_parse(path, &fp)) < 0)
+        return rc;
+    if (len == 0) {
+        text = "{}";        /* an empty file is an entity without properties */
+        len = 2;
+    }
+    if ((rc = parse_text(s, path, text, len, &wire, &pk_in, &rk_in)) < 0 ||
+        (rc = write_keys(s, &fp, path, &pk_in, &rk_in)) < 0)
+        goto out;
+    how = is_new ? TW_INSERT : (s->merge && !force_replace) ? TW_MERGE : TW_REPLACE;
+    rc = table_write_entity(s->tc, fp.table, fp.pk, fp.rk, wire, how, etag, &got_etag, &st);
+    if (rc == 0) {
+        cache_after_write(s, path, &fp, wire, got_etag, how != TW_MERGE);
+        if (new_etag) {
+            *new_etag = got_etag;
+            got_etag = NULL;
+        }
+    } else {
+        store_log_failure(s, "save", path, rc, &st,
+                          rc == -ESTALE ? "the entity was changed by someone else since it "
+                                          "was read; the file now shows the current entity" :
+                          rc == -EEXIST ? "an entity with this key was created meanwhile" :
+                          rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
+        if (rc == -ESTALE || rc == -EEXIST || rc == -ENOENT)
+            forget_entity(s, path, &fp);
+    }
+out:
+    json_decref(wire);
+    free(pk_in);
+    free(rk_in);
+    free(got_etag);
+    fspath_free(&fp);
+    return rc;
+}
+
+/* See store.h. */
+int store_save_over(struct store *s, struct fspath *fp, const char *path, const char *text,
+                    size_t len)
+{
+    struct cache_file dst = { 0 };
+    int rc = store_load_keyed(s, fp, path, &dst), exists = rc == 0;
+
+    if (rc == 0 || rc == -ENOENT)
+        rc = store_save(s, path, text, len, !exists, exists ? dst.etag : NULL, 1, NULL);
+    cache_file_clear(&dst);
+    return rc;
+}
+
+/* See store.h. */
+int store_truncate(struct store *s, struct fspath *fp, const char *path, size_t size)
+{
+    struct cache_file f = { 0 };
+    struct buf text = BUF_INIT(SIZE_MAX);
+    int rc = store_load_keyed(s, fp, path, &f);
+
+    if (rc < 0)
+        return rc;
+    buf_add(&text, f.data, size < f.len ? size : f.len);
+    if ((rc = buf_setlen(&text, size)) == 0)     /* zero-filled beyond the text */
+        rc = store_save(s, path, text.ptr ? text.ptr : "", size, 0, f.etag, 0, NULL);
+    buf_free(&text);
+    cache_file_clear(&f);
+    return rc;
+}
+
+/* See store.h. */
+int store_delete(struct store *s, struct fspath *fp, const char *path)
+{
+    struct cache_file f = { 0 };
+    struct az_status st = { 0 };
+    char *tdir;
+    int rc;
+
+    if ((rc = store_load_keyed(s, fp, path, &f)) < 0)
+        return rc;
+    rc = table_delete_entity(s->tc, fp->table, fp->pk, fp->rk, f.etag, &st);
+    cache_file_clear(&f);
+    if (rc < 0)
+        store_log_failure(s, "delete", path, rc, &st,
+                          rc == -ESTALE ? "the entity was changed by someone else since it "
+                                          "was read" :
+                          rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
+    if (rc == -ESTALE || rc == -ENOENT)
+        forget_entity(s, path, fp);
+    else
+        store_forget(s, path);
+    if (rc == 0) {
+        store_forget(s, fp->parent);
+        if ((tdir = fspath_join("/", fp->table))) {
+            store_forget(s, tdir);
+            free(tdir);
+        }
+    }
+    return rc;
+}
+
+/* Is ETAG (what the mount last saw of entity FP) still the entity's ETag?
+ * Returns 1, 0 (changed or gone), or -errno. */
+static int etag_current(struct store *s, const struct fspath *fp, const char *etag)
+{
+    struct az_status st = { 0 };
+    json_t *e = NULL;
+    char *now = NULL;
+    int rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, &now, &st);
+
+    json_decref(e);
+    if (rc == -ENOENT)
+        return 0;
+    if (rc == 0)
+        rc = etag && now && strcmp(etag, now) == 0;
+    free(now);
+    return rc;
+}
+
+/* Are FROM (read with SRC_ETAG) and, when it exists, TO (read with
+ * DST_ETAG) still as the mount read them? Asked just before a rename's
+ * batch: Azurite ignores If-Match inside a batch. Returns 0, -ESTALE
+ * (logged; what the mount knew of both is dropped), or -errno. */
+static int rename_check(struct store *s, const char *from, const struct fspath *ff,
+                        const char *src_etag, const char *to, const struct fspath *tf,
+                        const char *dst_etag)
+{
+    int rc = etag_current(s, ff, src_etag);
+
+    if (rc == 1 && dst_etag)
+        rc = etag_current(s, tf, dst_etag);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    log_error(&s->log, "rename %s -> %s: nothing changed: %s was changed by someone "
+              "else since it was read", from, to, dst_etag ? "source or target" : "source");
+    forget_entity(s, from, ff);
+    forget_entity(s, to, tf);
+    return -ESTALE;
+}
+
+/* See store.h. */
+int store_rename(struct store *s, const char *from, struct fspath *ff, const char *to,
+                 struct fspath *tf, char **from_etag, char **to_etag)
+{
+    struct cache_file src = { 0 }, dst = { 0 };
+    struct table_batch_op ops[2];
+    struct entity_error err = { 0 };
+    struct az_status st = { 0 };
+    json_t *wire = NULL;
+    char *no_pk = NULL, *no_rk = NULL;   /* a rename carries no keys in content */
+    char *new_etag = NULL;
+    int rc, exists;
+
+    *from_etag = *to_etag = NULL;
+    if ((rc = store_load_keyed(s, ff, from, &src)) < 0)
+        return rc;
+    rc = store_load_keyed(s, tf, to, &dst);
+    exists = rc == 0;
+    if (rc < 0 && rc != -ENOENT)
+        goto out;
+    if (!exists && (rc = write_keys(s, tf, to, &no_pk, &no_rk)) < 0)
+        goto out;
+    if ((rc = entity_parse(src.data, src.len, &wire, NULL, NULL, &err)) < 0) {
+        log_error(&s->log, "%s: cannot be moved: %s", from, err.text);
+        goto out;
+    }
+    if ((rc = rename_check(s, from, ff, src.etag, to, tf, exists ? dst.etag : NULL)) < 0)
+        goto out;
+    ops[0] = (struct table_batch_op){ exists ? TB_REPLACE : TB_INSERT, tf->rk, wire,
+                                      exists ? dst.etag : NULL, &new_etag };
+    ops[1] = (struct table_batch_op){ TB_DELETE, ff->rk, NULL, src.etag, NULL };
+    rc = table_batch(s->tc, ff->table, ff->pk, ops, 2, &st);
+    if (rc < 0)
+        store_log_failure(s, "rename", from, rc, &st, rc == -ESTALE ?
+                          "source or target changed meanwhile; nothing changed" :
+                          "nothing changed");
+    store_forget(s, from);
+    store_forget(s, to);
+    store_forget(s, ff->parent);
+    if (rc == 0) {
+        *from_etag = src.etag;
+        *to_etag = new_etag;
+        src.etag = new_etag = NULL;
+    }
+out:
+    free(new_etag);
+    json_decref(wire);
+    cache_file_clear(&src);
+    cache_file_clear(&dst);
+    return rc;
+}
+
+/* See store.h. */
+int store_create_table(struct store *s, const char *path, const char *table)
+{
+    struct az_status st = { 0 };
+    int rc = table_create(s->tc, table, &st);
+
+    if (rc == -EEXIST)
+        log_info(&s->log, "%s: table exists (table names ignore case)", path);
+    else if (rc < 0)
+        store_log_failure(s, "create table", path, rc, &st, NULL);
+    store_forget(s, "/");
+    return rc;
+}
+
+/* See store.h. */
+int store_remove_table(struct store *s, const char *path, const char *table)
+{
+    struct az_status st = { 0 };
+    int rc = store_table_probe(s, table, &st);
+
+    if (rc == 1)
+        rc = -ENOTEMPTY;
+    if (rc == 0)
+        rc = table_delete(s->tc, table, &st);
+    if (rc < 0 && rc != -ENOTEMPTY && rc != -ENOENT)
+        store_log_failure(s, "remove table", path, rc, &st, NULL);
+    store_forget(s, "/");
+    store_forget(s, path);
+    return rc;
+}

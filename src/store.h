@@ -1,0 +1,100 @@
+/* store.h - entities and directories by key: loaded from the cache or the
+ * service (with read-ahead), saved, deleted and renamed with their ETag
+ * guards, and what the cache must drop after each change or conflict;
+ * the existence of tables and partitions. Part of the store layer
+ * (storecore.h): no FUSE, requests through table.h (and, to resolve a
+ * long-form name by listing, scan.h).
+ *
+ * Entities are addressed by their path (the cache's key) and FP, that path
+ * parsed; FP's keys are filled in when a long-form name is resolved. Every
+ * function returns 0 or -errno unless it says otherwise, and logs the
+ * failures of its requests itself (one line each). */
+#ifndef AZTFS_STORE_H
+#define AZTFS_STORE_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include "fspath.h"
+#include "storecore.h"
+
+/* --- reading ----------------------------------------------------------------- */
+
+/* The entity at PATH: from the cache when fresh; else, when its partition's
+ * fresh listing lacks it, -ENOENT; else (the listing is fresh, so a reader
+ * is likely walking it) a read-ahead of it and the entities after it; else
+ * a point query. 0 with *out filled (release with cache_file_clear). */
+int store_load(struct store *s, struct fspath *fp, const char *path, struct cache_file *out);
+
+/* store_load, with FP's keys resolved too (an entity served from the cache
+ * under a long-form name carries none yet): what every change needs. */
+int store_load_keyed(struct store *s, struct fspath *fp, const char *path,
+                     struct cache_file *out);
+
+/* The entity at PATH if the cache holds it fresh (no request): 0 with
+ * *out, or -ENOENT. */
+int store_peek(struct store *s, const char *path, struct cache_file *out);
+
+/* Size and mtime of the entity at PATH from the cache alone (no request):
+ * 0 or -ENOENT. */
+int store_cached_attr(struct store *s, const char *path, size_t *len, struct timespec *mtime);
+
+/* Size and mtime of the entity at PATH: the cached file, else what its
+ * partition's listing recorded, else store_load. */
+int store_entity_attr(struct store *s, struct fspath *fp, const char *path, size_t *len,
+                      struct timespec *mtime);
+
+/* Does table TABLE exist (and, with -o tables=, is it one of them)? The
+ * cached root listing, else a query. 0, -ENOENT, or -errno. */
+int store_table_exists(struct store *s, const char *table);
+
+/* Does partition FP->pk of FP->table hold at least one entity? 1, 0 or
+ * -errno. FRESH: ask the service even when a listing is cached. */
+int store_partition_exists(struct store *s, struct fspath *fp, int fresh);
+
+/* --- changing ---------------------------------------------------------------- */
+
+/* Save TEXT (LEN bytes; empty: an entity without properties) as the entity
+ * at PATH: Insert when IS_NEW, else Replace (or Merge with -o merge, unless
+ * FORCE_REPLACE) guarded by ETAG. Nothing is sent when the text is not a
+ * valid entity (-EINVAL, -EFBIG), or a long-form name's keys are neither
+ * listed nor in the text (-EINVAL). On success the saved entity is what
+ * the cache shows (store_peek) and *new_etag (NEW_ETAG may be NULL) gets
+ * its ETag; after -ESTALE, -EEXIST or -ENOENT the cache shows nothing of
+ * it, so the next read sees the entity as it is. */
+int store_save(struct store *s, const char *path, const char *text, size_t len, int is_new,
+               const char *etag, int force_replace, char **new_etag);
+
+/* Save TEXT as the entity at PATH whatever is there: Insert when there is
+ * none, else a full Replace guarded by the ETag it has as the mount knows
+ * it (a scratch file renamed onto an entity). */
+int store_save_over(struct store *s, struct fspath *fp, const char *path, const char *text,
+                    size_t len);
+
+/* Cut or zero-extend the text of the entity at PATH to SIZE bytes and save
+ * it, guarded by the ETag it was read with. */
+int store_truncate(struct store *s, struct fspath *fp, const char *path, size_t size);
+
+/* Delete the entity at PATH, guarded by the ETag it was read with (-ESTALE:
+ * changed since; -ENOENT: deleted by someone else). Its partition's and
+ * table's listings are dropped. */
+int store_delete(struct store *s, struct fspath *fp, const char *path);
+
+/* Rename entity FROM onto TO in the same partition: one entity group
+ * transaction that writes TO (Insert, or Replace guarded by its ETag) and
+ * deletes FROM with its ETag, so either both happen or neither; both are
+ * checked just before (Azurite ignores If-Match in a batch). On success
+ * *from_etag gets the ETag FROM had and *to_etag the one the service gave
+ * TO (each malloc'd, or NULL when there was none). -ESTALE: FROM or TO
+ * changed since it was read, nothing changed. */
+int store_rename(struct store *s, const char *from, struct fspath *ff, const char *to,
+                 struct fspath *tf, char **from_etag, char **to_etag);
+
+/* Create table TABLE (-EEXIST in any case; -EINVAL: a name the service
+ * refuses). PATH names it in log lines. */
+int store_create_table(struct store *s, const char *path, const char *table);
+
+/* Delete table TABLE if it holds no entity (-ENOTEMPTY). */
+int store_remove_table(struct store *s, const char *path, const char *table);
+
+#endif

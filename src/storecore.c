@@ -1,0 +1,145 @@
+/* storecore.c - the store's state and what both halves of the store layer build on (storecore.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "entity.h"
+#include "fspath.h"
+#include "keycodec.h"
+#include "storecore.h"
+
+/* See storecore.h. */
+int store_open(struct store *s, const struct account *acct, const struct http_config *hc,
+               size_t cache_bytes)
+{
+    if (!(s->cache = cache_new(cache_bytes, s->cache_timeout)))
+        return -ENOMEM;
+    return table_client_new(&s->tc, acct, hc, &s->log, &s->stats);
+}
+
+/* See storecore.h. */
+void store_free(struct store *s)
+{
+    table_client_free(s->tc);
+    cache_free(s->cache);
+    s->tc = NULL;
+    s->cache = NULL;
+}
+
+/* See storecore.h. */
+void store_set_hooks(struct store *s, int (*cancelled)(void *ctx),
+                     void (*dropped)(void *ctx, const char *path), void *ctx)
+{
+    table_client_set_cancel(s->tc, cancelled, ctx);
+    s->dropped = dropped;
+    s->dropped_ctx = ctx;
+}
+
+/* Hand COPY the rendered TEXT (taken: *text is NULLed) with ETAG and MTIME.
+ * Returns 0 or -ENOMEM (COPY empty). */
+static int give_copy(struct cache_file *copy, char **text, size_t len, const char *etag,
+                     struct timespec mtime)
+{
+    copy->data = *text;
+    copy->len = len;
+    copy->mtime = mtime;
+    copy->etag = etag ? strdup(etag) : NULL;
+    *text = NULL;
+    if (etag && !copy->etag) {
+        cache_file_clear(copy);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* See storecore.h. */
+int store_cache_entity(struct store *s, const char *dir, const json_t *e,
+                       struct store_shown *shown, struct cache_file *copy)
+{
+    struct entity_error err;
+    const char *rk = entity_wire_sys(e, ENTITY_RK);
+    const char *ts = entity_wire_sys(e, ENTITY_TIMESTAMP);
+    const char *etag = entity_wire_sys(e, ENTITY_ETAG);
+    struct timespec mtime = { s->mount_time, 0 };
+    char *text = NULL, *name = NULL, *path = NULL;
+    size_t len;
+    int rc;
+
+    if (!rk) {
+        log_warn(&s->log, "%s: an entity without a RowKey was skipped", dir);
+        return -EIO;
+    }
+    rc = entity_render(e, &text, &len, &err);
+    if (rc < 0) {
+        log_warn(&s->log, "%s: entity '%s' cannot be shown: %s", dir, rk, err.text);
+        return rc;
+    }
+    if (ts)
+        entity_parse_datetime(ts, &mtime);
+    rc = -ENOMEM;
+    if (!(name = keycodec_file_encode(rk)) || !(path = fspath_join(dir, name)))
+        goto out;
+    rc = cache_put_file(s->cache, path, text, len, etag, mtime);
+    if (rc == 0 && copy)
+        rc = give_copy(copy, &text, len, etag, mtime);
+    if (rc == 0 && shown) {
+        shown->name = name;
+        shown->len = len;
+        shown->mtime = mtime;
+        name = NULL;
+    }
+out:
+    free(text);
+    free(name);
+    free(path);
+    return rc;
+}
+
+/* See storecore.h. */
+void store_forget(struct store *s, const char *path)
+{
+    cache_invalidate(s->cache, path);
+    if (s->dropped)
+        s->dropped(s->dropped_ctx, path);
+}
+
+/* See storecore.h. */
+void store_log_failure(struct store *s, const char *op, const char *path, int rc,
+                       const struct az_status *st, const char *why)
+{
+    const char *reason = why ? why : strerror(-rc);
+
+    if (!st || (st->http_status == 0 && st->attempts == 0))
+        log_error(&s->log, "%s %s failed: %s", op, path, reason);
+    else if (st->http_status == 0)
+        log_error(&s->log, "%s %s failed: %s (no response: %s; attempts %d)", op, path,
+                  reason, st->message, st->attempts);
+    else
+        log_error(&s->log, "%s %s failed: %s (HTTP %ld %s%s%s; attempts %d)", op, path,
+                  reason, st->http_status, st->code[0] ? st->code : "-",
+                  st->message[0] ? ": " : "", st->message, st->attempts);
+}
+
+static int on_first_entity(void *p, json_t *value)
+{
+    int *found = p;
+
+    *found = json_array_size(value) > 0;
+    return *found ? 1 : 0;
+}
+
+/* See storecore.h. */
+int store_probe(struct store *s, const char *table, const char *filter, const char *select,
+                struct az_status *st)
+{
+    int found = 0;
+    int rc = table_query(s->tc, table, filter, select, 1, on_first_entity, &found, st);
+
+    return rc < 0 ? rc : found;
+}
+
+/* See storecore.h. */
+int store_table_probe(struct store *s, const char *name, struct az_status *st)
+{
+    return store_probe(s, name, NULL, table_select_key(ENTITY_PK), st);
+}

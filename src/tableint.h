@@ -1,0 +1,108 @@
+/* tableint.h - inside the table protocol layer: what tablereq.c, cursor.c,
+ * batch.c and table.c share and no other module uses (they use table.h).
+ * Sending a signed request, the Table headers each response is searched
+ * for, the one error parser, wire addresses and bodies of entities, and
+ * the check that settles a write whose answer was lost. */
+#ifndef AZTFS_TABLEINT_H
+#define AZTFS_TABLEINT_H
+
+#include <jansson.h>
+
+#include "http.h"
+#include "tablereq.h"
+
+struct table_client {
+    const struct account *acct;
+    const struct logger *lg;
+    struct http_pool *pool;
+    int (*cancelled)(void *ctx);    /* see table_client_set_cancel */
+    void *cancel_ctx;
+};
+
+#define TABLE_ACCEPT_JSON "application/json;odata=minimalmetadata"
+
+/* The Table protocol's response headers, captured from every answer
+ * (http_request.capture): http_response.captured[TCAP_...]. */
+enum table_capture {
+    TCAP_ERROR_CODE,        /* x-ms-error-code */
+    TCAP_NEXT_PK,           /* x-ms-continuation-NextPartitionKey */
+    TCAP_NEXT_RK,           /* x-ms-continuation-NextRowKey */
+    TCAP_NEXT_TABLE,        /* x-ms-continuation-NextTableName */
+    TCAP_COUNT
+};
+
+/* Their names, NULL-terminated, for http_request.capture and
+ * http_header_line (also what the fuzz target feeds header lines to). */
+extern const char *const table_capture[TCAP_COUNT + 1];
+
+/* One request: PATH is the encoded path after the endpoint's base path
+ * ("/Tables", "/t()"), QUERY the encoded query without '?' (or NULL);
+ * EXTRA more "Name: value" header lines (NULL-terminated, may be NULL);
+ * WHAT names it in logs. A write that may be settled gives SETTLE (see
+ * http_request.settle), else NULL. */
+struct table_req {
+    int kind;                           /* enum table_req_kind */
+    const char *method, *path, *query;
+    const char *content_type;           /* NULL: none */
+    const char *body;
+    size_t body_len;
+    const char *const *extra;
+    const char *what;
+    int (*settle)(void *ctx, const struct http_response *resp);
+    void *settle_ctx;
+};
+
+/* Sign and send RQ (tablereq.c). On return 0 an HTTP response is in *RESP
+ * (any status; ST filled from it: status, attempts, and for an answer of
+ * 300 or more the service's error code and message). Returns -errno when
+ * no response could be had (st->message says why). RESP is the caller's to
+ * clear (http_response_clear) either way. */
+int table_send(struct table_client *tc, const struct table_req *rq,
+               struct http_response *resp, struct az_status *st);
+
+/* Note a failed operation WHAT (debug level: the filesystem layer logs the
+ * one line users see, with the path) and return its -errno
+ * (az_status_errno). */
+int table_fail(struct table_client *tc, const char *what, const struct az_status *st);
+
+/* Where an error text stands (table_error_parse). */
+enum table_error_src {
+    TE_BODY,        /* a whole response body: odata.error JSON, else the
+                       XML error (<Code>, <Message>) */
+    TE_BATCH_PART,  /* a $batch part, from its odata.error JSON on: text
+                       after the JSON value is allowed, no XML */
+};
+
+/* The one parser of the service's error answers: fill st->code and
+ * st->message (first line) from TEXT (NUL-terminated), leaving each as it
+ * was when TEXT does not carry it. */
+void table_error_parse(const char *text, enum table_error_src src, struct az_status *st);
+
+/* "/TABLE(PartitionKey='PK',RowKey='RK')" with the keys quoted and
+ * percent-encoded: malloc'd, NULL when PK or RK is NULL or on ENOMEM. */
+char *table_entity_path(const char *table, const char *pk, const char *rk);
+
+/* ENTITY (wire form; NULL: no properties) with PartitionKey PK and RowKey
+ * RK added, as the compact ASCII JSON body of a write: malloc'd, or NULL
+ * on ENOMEM. */
+char *table_entity_body(const json_t *entity, const char *pk, const char *rk);
+
+/* What settling a single-entity write needs (table.c): the entity and how
+ * it was written; ETAG receives the stored entity's ETag when the write
+ * is found applied (the caller frees it). */
+struct write_probe {
+    struct table_client *tc;
+    const char *what, *table, *pk, *rk;
+    const json_t *entity;       /* NULL: a delete */
+    int merged;                 /* a Merge: ENTITY over the stored properties */
+    char *etag;
+};
+
+/* An http_request.settle hook (CTX a struct write_probe): was the write
+ * applied by a send that RESP answers, or an earlier one? A written entity
+ * must hold exactly what was sent with a Timestamp inside the window of
+ * our sends (http_send_window); a deleted one must be gone. Returns 1
+ * (ctx->etag set for writes), 0, or -errno when it cannot tell. */
+int table_write_applied(void *ctx, const struct http_response *resp);
+
+#endif
