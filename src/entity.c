@@ -507,16 +507,30 @@ static int find_line(const char *text, size_t len, const char *name)
     return 0;
 }
 
-/* Copy the string member KEY of OBJ into *dst (malloc'd) if DST is non-NULL
+/* Copy the system member KEY of OBJ into *dst (malloc'd) if DST is non-NULL
  * and the member is a string. Returns 0 or -ENOMEM. */
-static int copy_key(const json_t *obj, const char *key, char **dst)
+static int copy_key(const json_t *obj, enum entity_sys key, char **dst)
 {
-    const json_t *v = json_object_get(obj, key);
+    const char *v = entity_wire_sys(obj, key);
 
-    if (!dst || !json_is_string(v))
+    if (!dst || !v)
         return 0;
-    *dst = strdup(json_string_value(v));
+    *dst = strdup(v);
     return *dst ? 0 : -ENOMEM;
+}
+
+/* A new wire object holding the N properties PROPS; NULL on ENOMEM. */
+static json_t *wire_from_props(const struct prop *props, size_t n)
+{
+    json_t *wire = json_object();
+
+    for (size_t i = 0; wire && i < n; i++) {
+        if (wire_add(wire, &props[i]) < 0) {
+            json_decref(wire);
+            wire = NULL;
+        }
+    }
+    return wire;
 }
 
 /* entity_parse: see entity.h. A leading UTF-8 byte order mark is skipped. */
@@ -567,19 +581,11 @@ int entity_parse(const char *text, size_t len, json_t **wire_out,
         goto out;
     }
 
-    wire = json_object();
-    if (!wire) {
+    if (!(wire = wire_from_props(props, n))) {
         rc = entity_set_err(err, -ENOMEM, NULL, "out of memory");
         goto out;
     }
-    for (size_t i = 0; i < n; i++) {
-        rc = wire_add(wire, &props[i]);
-        if (rc < 0) {
-            entity_set_err(err, rc, NULL, "out of memory");
-            goto out;
-        }
-    }
-    if (copy_key(root, "PartitionKey", pk_out) < 0 || copy_key(root, "RowKey", rk_out) < 0) {
+    if (copy_key(root, ENTITY_PK, pk_out) < 0 || copy_key(root, ENTITY_RK, rk_out) < 0) {
         rc = entity_set_err(err, -ENOMEM, NULL, "out of memory");
         goto out;
     }
