@@ -125,6 +125,27 @@ def peak_rss_kib(pid="self"):
     raise HarnessError("no VmHWM in /proc/%s/status" % pid)
 
 
+def write_through(path, flags, writes, mode=0o644):
+    """Open PATH with FLAGS, call WRITES(fd) to write, close: the way an
+    application saves, where the close (the commit) can fail too. Returns
+    None, or (call, errno) of the first failing call ("open", "write" for
+    anything WRITES raised, "close")."""
+    try:
+        fd = os.open(path, flags, mode)
+    except OSError as e:
+        return ("open", e.errno)
+    err = None
+    try:
+        writes(fd)
+    except OSError as e:
+        err = ("write", e.errno)
+    try:
+        os.close(fd)
+    except OSError as e:
+        err = err or ("close", e.errno)
+    return err
+
+
 def sanitizer_report(text):
     """Whether TEXT (aztfs' stderr) holds an ASan/LSan/TSan/MSan/UBSan report."""
     return bool(SANITIZER_PATTERNS.search(text or ""))

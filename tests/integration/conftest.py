@@ -362,23 +362,11 @@ class WriteHelpers:
     def write_fd(path, data, flags=os.O_WRONLY | os.O_TRUNC, mode=0o644):
         """os.open + os.write + os.close; returns None, or the errno of the
         failing call as (call, errno)."""
-        try:
-            fd = os.open(path, flags, mode)
-        except OSError as e:
-            return ("open", e.errno)
-        err = None
-        try:
+        def write_all(fd):
             view = memoryview(data)
             while view:
-                n = os.write(fd, view)
-                view = view[n:]
-        except OSError as e:
-            err = ("write", e.errno)
-        try:
-            os.close(fd)
-        except OSError as e:
-            err = err or ("close", e.errno)
-        return err
+                view = view[os.write(fd, view):]
+        return harness.write_through(path, flags, write_all, mode)
 
 
 @pytest.fixture(scope="session")

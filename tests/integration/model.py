@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import sdk_values  # noqa: E402
+from harness import write_through  # noqa: E402
 from aztfs_names import dir_name, file_name  # noqa: E402
 
 CACHE_TIMEOUT = 2            # -o cache_timeout of the model's mounts (seconds)
@@ -228,34 +229,24 @@ class Runner:
     # writing through the mount -----------------------------------------------
     def write_fd(self, path, data, flags, chunks=1, fsync_mid=False):
         """open, write DATA (in CHUNKS, or back to front with pwrite when
-        CHUNKS is 0), close; (call, errno) of the first failure or None."""
-        try:
-            fd = os.open(path, flags, 0o644)
-        except OSError as e:
-            return ("open", e.errno)
-        err = None
-        try:
+        CHUNKS is 0, with an fsync after the first chunk when FSYNC_MID),
+        close; (call, errno) of the first failure or None."""
+        def writes(fd):
             if chunks == 0:
                 half = max(1, len(data) // 2)
                 os.pwrite(fd, data[half:], half)
                 os.pwrite(fd, data[:half], 0)
-            else:
-                step = max(1, -(-len(data) // chunks))
-                for i in range(0, len(data), step):
-                    os.write(fd, data[i:i + step])
-                    if fsync_mid and i == 0:
-                        try:
-                            os.fsync(fd)
-                        except OSError as e:
-                            if e.errno != errno.EINVAL:
-                                raise
-        except OSError as e:
-            err = ("write", e.errno)
-        try:
-            os.close(fd)
-        except OSError as e:
-            err = err or ("close", e.errno)
-        return err
+                return
+            step = max(1, -(-len(data) // chunks))
+            for i in range(0, len(data), step):
+                os.write(fd, data[i:i + step])
+                if fsync_mid and i == 0:
+                    try:
+                        os.fsync(fd)      # the half-written text: EINVAL, or saved
+                    except OSError as e:
+                        if e.errno != errno.EINVAL:
+                            raise
+        return write_through(path, flags, writes)
 
     def saved(self, pk, rk, props):
         self.model.put(pk, rk, props)
