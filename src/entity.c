@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "entity.h"
 #include "entity_int.h"
 #include "sharedkey.h"
 

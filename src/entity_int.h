@@ -5,7 +5,7 @@
 
 #include <jansson.h>
 
-#include "entity.h"
+#include "edm.h"
 
 #define TYPE_SUFFIX "@odata.type"
 #define TYPE_SUFFIX_LEN (sizeof(TYPE_SUFFIX) - 1)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "entity.h"
 #include "entity_int.h"
 
 /* Largest rendered file: a 1 MiB entity, even with every byte escaped

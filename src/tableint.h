@@ -9,7 +9,10 @@
 #include <jansson.h>
 
 #include "http.h"
-#include "tablereq.h"
+
+struct account;
+struct az_status;
+struct logger;
 
 struct table_client {
     const struct account *acct;

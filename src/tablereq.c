@@ -10,6 +10,7 @@
 
 #include "sharedkey.h"
 #include "tableint.h"
+#include "tablereq.h"
 
 #define API_VERSION "2019-02-02"
 #define MAX_HEADERS 16
