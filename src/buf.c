@@ -31,6 +31,18 @@ void buf_reset(struct buf *b)
         b->ptr[0] = '\0';
 }
 
+int buf_attach(struct buf *b, char *str, size_t len)
+{
+    if (len > b->max)
+        return -EFBIG;
+    free(b->ptr);
+    b->ptr = str;
+    b->len = len;
+    b->alloc = len + 1;
+    b->err = 0;
+    return 0;
+}
+
 size_t buf_read(const struct buf *b, size_t off, void *out, size_t n)
 {
     if (off >= b->len)

@@ -34,6 +34,11 @@ int buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 
  * buf_add. */
 int buf_setlen(struct buf *b, size_t len);
 
+/* Make B own STR, a malloc'd NUL-terminated string of LEN bytes, in place
+ * of what it held (freed), without copying it. Returns 0, or -EFBIG when
+ * LEN exceeds B's cap (then STR is not taken and B is unchanged). */
+int buf_attach(struct buf *b, char *str, size_t len);
+
 /* Copy up to N bytes from offset OFF of B into OUT. Returns the number
  * copied (0 at or past the end). */
 size_t buf_read(const struct buf *b, size_t off, void *out, size_t n);

@@ -47,18 +47,11 @@ void fs_open_file_free(struct open_file *of)
     free(of);
 }
 
-/* See fscommon.h. */
-int fs_handle_set_text(struct open_file *of, const char *text, size_t len)
+/* See fscommon.h. OF's buffer has no cap (SIZE_MAX), so it always takes. */
+void fs_handle_take_text(struct open_file *of, char **text, size_t len)
 {
-    struct buf b = BUF_INIT(SIZE_MAX);
-
-    if (buf_add(&b, text, len) < 0) {
-        buf_free(&b);
-        return -ENOMEM;
-    }
-    buf_free(&of->data);
-    of->data = b;
-    return 0;
+    if (*text && buf_attach(&of->data, *text, len) == 0)
+        *text = NULL;
 }
 
 /* See fscommon.h. */
@@ -96,11 +89,11 @@ int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path,
     }
     if (rc < 0)
         return rc == -ENOENT ? -ESTALE : rc;
-    if (!(of = fs_open_file_new()) || fs_handle_set_text(of, f.data, f.len) < 0) {
-        fs_open_file_free(of);
+    if (!(of = fs_open_file_new())) {
         cache_file_clear(&f);
         return -ENOMEM;
     }
+    fs_handle_take_text(of, &f.data, f.len);
     of->is_new = is_new;
     of->etag = f.etag;
     f.etag = NULL;

@@ -51,9 +51,9 @@ static inline struct open_file *fs_handle(const struct fuse_file_info *fi)
 struct open_file *fs_open_file_new(void);
 void fs_open_file_free(struct open_file *of);
 
-/* Make OF's text a copy of TEXT (LEN bytes). Returns 0 or -ENOMEM (OF's
- * text unchanged). */
-int fs_handle_set_text(struct open_file *of, const char *text, size_t len);
+/* Make OF's text *TEXT (LEN bytes, malloc'd and NUL-terminated, as the
+ * store hands out entity text), taken without a copy: *TEXT is NULLed. */
+void fs_handle_take_text(struct open_file *of, char **text, size_t len);
 
 /* Make OF's text exactly LEN bytes (growth zero-filled). Returns 0, -EFBIG
  * past OPEN_FILE_MAX, or -ENOMEM; OF's text is unchanged on failure. OF's

@@ -51,7 +51,7 @@ static int commit_handle(struct aztfs *a, const char *path, struct open_file *of
     of->failed = 0;
     /* the entity as stored (canonical text) replaces what was written */
     if (store_peek(&a->store, path, &f) == 0)
-        (void)fs_handle_set_text(of, f.data, f.len);    /* ENOMEM: keep what was written */
+        fs_handle_take_text(of, &f.data, f.len);
     cache_file_clear(&f);
     return 0;
 }

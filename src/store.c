@@ -385,16 +385,13 @@ int store_delete(struct store *s, struct fspath *fp, const char *path)
                           rc == -ESTALE ? "the entity was changed by someone else since it "
                                           "was read" :
                           rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
-    if (rc == -ESTALE || rc == -ENOENT)
+    if (rc == 0 || rc == -ESTALE || rc == -ENOENT)
         forget_entity(s, path, fp);
     else
         store_forget(s, path);
-    if (rc == 0) {
-        store_forget(s, fp->parent);
-        if ((tdir = fspath_join("/", fp->table))) {
-            store_forget(s, tdir);
-            free(tdir);
-        }
+    if (rc == 0 && (tdir = fspath_join("/", fp->table))) {
+        store_forget(s, tdir);      /* the partition may be empty now */
+        free(tdir);
     }
     return rc;
 }

@@ -70,6 +70,22 @@ static void test_setlen(void)
     buf_free(&b);
 }
 
+static void test_attach(void)
+{
+    struct buf b = BUF_INIT(4);
+    char *s = strdup("abc"), *big = strdup("abcde");
+
+    buf_adds(&b, "x");
+    is_int(buf_attach(&b, s, 3), 0, "attach a malloc'd string");
+    ok(b.ptr == s && b.len == 3 && b.alloc == 4, "taken as it is, no copy");
+    is_int(buf_adds(&b, "d"), 0, "it grows like any contents");
+    is_str(b.ptr, "abcd", "appended");
+    is_int(buf_attach(&b, big, 5), -EFBIG, "past the cap: not taken");
+    is_str(b.ptr, "abcd", "contents unchanged");
+    free(big);
+    buf_free(&b);
+}
+
 static void test_read_clearerr(void)
 {
     struct buf b = BUF_INIT(6);
@@ -93,6 +109,7 @@ int main(void)
 {
     test_add();
     test_read_clearerr();
+    test_attach();
     test_cap();
     test_setlen();
     return done_testing();
