@@ -12,13 +12,21 @@
  * the memory really held (measured: RSS per cached entity). */
 #define ENTRY_OVERHEAD 192
 
-enum entry_kind { ENTRY_FILE, ENTRY_DIR, ENTRY_MARK };
+/* Listings edited in place (cache_dir_update) up to this many entries;
+ * a larger one is dropped instead (an edit copies the listing). */
+#define DIR_EDIT_MAX 10000
+
+enum entry_kind { ENTRY_FILE, ENTRY_DIR, ENTRY_MARK, ENTRY_ABSENT };
 
 struct entry {
     char *path;
     uint64_t hash;
     enum entry_kind kind;
     double expires;                 /* CLOCK_MONOTONIC seconds */
+    double born;                    /* when its content was current (monotonic) */
+    double neg_until;               /* ENTRY_DIR: lacking a name means absent until */
+    double touched;                 /* ENTRY_DIR: last cache_dir_touch */
+    unsigned flags;                 /* CACHE_LISTED (files), CACHE_OWNED (listings) */
     size_t charge;                  /* bytes accounted to this entry */
     struct cache_file file;         /* ENTRY_FILE */
     struct listing *dir;            /* ENTRY_DIR (one reference) */
@@ -33,6 +41,7 @@ struct cache {
     size_t bytes, max_bytes;
     size_t dir_bytes;               /* charged to ENTRY_DIR entries */
     double ttl;
+    double neg_ttl;                 /* the negative lifetime (cache_set_negative_ttl) */
     struct entry *head, *tail;
     uint64_t hits, misses, evictions, expirations;
 };
@@ -61,6 +70,7 @@ struct cache *cache_new(size_t max_bytes, double ttl_seconds)
     }
     c->max_bytes = max_bytes;
     c->ttl = ttl_seconds;
+    c->neg_ttl = ttl_seconds;
     return c;
 }
 
@@ -176,10 +186,13 @@ static void maybe_grow(struct cache *c)
     c->n_buckets = nb;
 }
 
-/* Insert E (replacing any entry at its path), then evict from the LRU tail
- * until the cache fits. Takes ownership of E. Lock held. */
-static void insert(struct cache *c, struct entry *e)
+/* Insert E (replacing any entry at its path), fresh for TTL seconds, then
+ * evict from the LRU tail until the cache fits. Takes ownership of E. E's
+ * born and neg_until, when 0, become now. Lock held. */
+static void insert(struct cache *c, struct entry *e, double ttl)
 {
+    double now = mono_now();
+
     struct entry *old = find(c, e->path);
 
     if (old)
@@ -193,7 +206,11 @@ static void insert(struct cache *c, struct entry *e)
         remove_entry(c, victim(c));
     }
     e->hash = hash_fnv1a(e->path);
-    e->expires = mono_now() + c->ttl;
+    e->expires = now + ttl;
+    if (e->born == 0)
+        e->born = now;
+    if (e->neg_until == 0)
+        e->neg_until = e->born + c->neg_ttl;
     e->hnext = c->buckets[e->hash % c->n_buckets];
     c->buckets[e->hash % c->n_buckets] = e;
     lru_push_front(c, e);
@@ -222,13 +239,25 @@ static struct entry *fetch(struct cache *c, const char *path, enum entry_kind ki
 
 /* Store a file; see cache.h. */
 int cache_put_file(struct cache *c, const char *path, const char *data, size_t len,
-                   const char *etag, struct timespec mtime)
+                   const char *etag, struct timespec mtime, unsigned flags)
+{
+    struct cache_file f = { .data = (char *)data, .len = len, .etag = (char *)etag,
+                            .mtime = mtime };
+
+    return cache_put(c, path, &f, flags);
+}
+
+/* Store a file; see cache.h. */
+int cache_put(struct cache *c, const char *path, const struct cache_file *f, unsigned flags)
 {
     struct entry *e = calloc(1, sizeof(*e));
+    const char *data = f->data, *etag = f->etag;
+    size_t len = f->len;
 
     if (!e)
         return -ENOMEM;
     e->kind = ENTRY_FILE;
+    e->flags = flags & CACHE_LISTED;
     e->path = strdup(path);
     e->file.data = malloc(len + 1);
     e->file.etag = etag ? strdup(etag) : NULL;
@@ -239,10 +268,12 @@ int cache_put_file(struct cache *c, const char *path, const char *data, size_t l
     memcpy(e->file.data, data, len);
     e->file.data[len] = '\0';
     e->file.len = len;
-    e->file.mtime = mtime;
+    e->file.mtime = f->mtime;
+    e->file.has_digest = f->has_digest;
+    memcpy(e->file.digest, f->digest, sizeof(e->file.digest));
     e->charge = ENTRY_OVERHEAD + strlen(path) + len + (etag ? strlen(etag) : 0);
     pthread_mutex_lock(&c->lock);
-    insert(c, e);
+    insert(c, e, c->ttl);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
@@ -265,6 +296,10 @@ int cache_get_file(struct cache *c, const char *path, struct cache_file *out)
             memcpy(out->data, e->file.data, e->file.len + 1);
             out->len = e->file.len;
             out->mtime = e->file.mtime;
+            out->age = mono_now() - e->born;
+            out->listed = (e->flags & CACHE_LISTED) != 0;
+            out->has_digest = e->file.has_digest;
+            memcpy(out->digest, e->file.digest, sizeof(out->digest));
             rc = 0;
         }
     }
@@ -293,13 +328,17 @@ int cache_file_attr(struct cache *c, const char *path, size_t *len, struct times
 }
 
 /* Store a listing; see cache.h. */
-int cache_put_listing(struct cache *c, const char *path, struct listing *l)
+int cache_put_listing(struct cache *c, const char *path, struct listing *l, unsigned flags)
 {
     struct entry *e = calloc(1, sizeof(*e));
+    double ttl = flags & CACHE_SHORT ? c->neg_ttl : c->ttl;
 
     if (!e)
         return -ENOMEM;
     e->kind = ENTRY_DIR;
+    e->flags = flags & CACHE_OWNED;
+    if (flags & CACHE_OWNED)
+        e->neg_until = mono_now() + c->ttl;
     if (!(e->path = strdup(path)) || listing_seal(l) < 0) {
         entry_free(e);
         return -ENOMEM;
@@ -307,7 +346,7 @@ int cache_put_listing(struct cache *c, const char *path, struct listing *l)
     e->dir = listing_ref(l);
     e->charge = ENTRY_OVERHEAD + strlen(path) + listing_bytes(l);
     pthread_mutex_lock(&c->lock);
-    insert(c, e);
+    insert(c, e, ttl);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
@@ -341,6 +380,12 @@ static struct entry *find_listed(struct cache *c, const char *dirpath, const cha
     return e;
 }
 
+/* May listing entry E say that a name it lacks does not exist? */
+static int answers_absence(const struct entry *e)
+{
+    return e->neg_until > mono_now();
+}
+
 /* Find NAME in a fresh listing; see cache.h. */
 int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, char **key_out)
 {
@@ -353,7 +398,7 @@ int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, cha
     pthread_mutex_lock(&c->lock);
     if ((e = find_listed(c, dirpath, name, &i)) != NULL) {
         c->hits++;
-        rc = i < 0 ? -ENOENT : 0;
+        rc = i >= 0 ? 0 : answers_absence(e) ? -ENOENT : -EAGAIN;
         if (i >= 0 && key_out && !(*key_out = listing_key_dup(e->dir, (size_t)i)))
             rc = -ENOMEM;
     } else {
@@ -374,7 +419,7 @@ int cache_dir_attr(struct cache *c, const char *dirpath, const char *name, size_
 
     pthread_mutex_lock(&c->lock);
     if ((e = find_listed(c, dirpath, name, &i)) != NULL) {
-        rc = -ENOENT;
+        rc = answers_absence(e) ? -ENOENT : -EAGAIN;
         if (i >= 0) {
             listing_get(e->dir, (size_t)i, &le);
             rc = le.has_attr ? 0 : -EAGAIN;
@@ -413,7 +458,7 @@ int cache_put_exists(struct cache *c, const char *path)
         entry_free(e);          /* a listing says more: keep it */
         return 0;
     }
-    insert(c, e);
+    insert(c, e, c->ttl);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
@@ -429,6 +474,128 @@ int cache_exists(struct cache *c, const char *path)
     r = e && (e->kind == ENTRY_MARK || (e->kind == ENTRY_DIR && listing_count(e->dir) > 0));
     if (r)
         c->hits++;
+    pthread_mutex_unlock(&c->lock);
+    return r;
+}
+
+/* Set the negative lifetime; see cache.h. */
+void cache_set_negative_ttl(struct cache *c, double secs)
+{
+    c->neg_ttl = secs;
+}
+
+/* Edit a cached listing; see cache.h. The edited copy replaces the entry
+ * in place (same freshness), so readers holding the old one keep it. */
+int cache_dir_edit(struct cache *c, const char *dirpath, const char *name, const char *key,
+                   int has_attr, uint64_t size, struct timespec mtime, int remove)
+{
+    struct listing *edited = NULL;
+    struct entry *e;
+    int rc = 0;
+
+    pthread_mutex_lock(&c->lock);
+    e = find(c, dirpath);
+    if (!e || e->kind != ENTRY_DIR) {
+        rc = -EAGAIN;
+    } else if (listing_count(e->dir) >= DIR_EDIT_MAX ||
+               !(edited = listing_edit(e->dir, name, key, has_attr, size, mtime, remove))) {
+        remove_entry(c, e);             /* too big to copy, or no memory: ask again */
+        rc = -EAGAIN;
+    } else {
+        c->bytes -= e->charge;
+        c->dir_bytes -= e->charge;
+        listing_unref(e->dir);
+        e->dir = edited;
+        e->charge = ENTRY_OVERHEAD + strlen(e->path) + listing_bytes(edited);
+        c->bytes += e->charge;
+        c->dir_bytes += e->charge;
+        if (e->flags & CACHE_OWNED)     /* the mount keeps it complete: renewed */
+            e->expires = e->neg_until = mono_now() + c->ttl;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return rc;
+}
+
+/* Remember an absence; see cache.h. */
+int cache_put_absent(struct cache *c, const char *path)
+{
+    struct entry *e = calloc(1, sizeof(*e));
+
+    if (!e)
+        return -ENOMEM;
+    e->kind = ENTRY_ABSENT;
+    if (!(e->path = strdup(path))) {
+        free(e);
+        return -ENOMEM;
+    }
+    e->charge = ENTRY_OVERHEAD + strlen(path);
+    pthread_mutex_lock(&c->lock);
+    insert(c, e, c->neg_ttl);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+/* Entry at PATH of KIND, fresh? Counted as a hit when there is one. */
+static int has_kind(struct cache *c, const char *path, enum entry_kind kind)
+{
+    struct entry *e;
+    int r;
+
+    pthread_mutex_lock(&c->lock);
+    e = find(c, path);
+    r = e && e->kind == kind;
+    if (r)
+        c->hits++;
+    pthread_mutex_unlock(&c->lock);
+    return r;
+}
+
+/* Known absent? See cache.h. */
+int cache_absent(struct cache *c, const char *path)
+{
+    return has_kind(c, path, ENTRY_ABSENT);
+}
+
+/* Known as a directory? See cache.h. */
+int cache_known_dir(struct cache *c, const char *path)
+{
+    return has_kind(c, path, ENTRY_DIR) || has_kind(c, path, ENTRY_MARK);
+}
+
+/* Made by the mount? See cache.h. */
+int cache_dir_owned(struct cache *c, const char *dirpath)
+{
+    struct entry *e;
+    int r;
+
+    pthread_mutex_lock(&c->lock);
+    e = find(c, dirpath);
+    r = e && e->kind == ENTRY_DIR && (e->flags & CACHE_OWNED);
+    pthread_mutex_unlock(&c->lock);
+    return r;
+}
+
+/* Note a reader; see cache.h. */
+void cache_dir_touch(struct cache *c, const char *dirpath)
+{
+    struct entry *e;
+
+    pthread_mutex_lock(&c->lock);
+    if ((e = find(c, dirpath)) && e->kind == ENTRY_DIR)
+        e->touched = mono_now();
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* A reader lately? See cache.h. */
+int cache_dir_active(struct cache *c, const char *dirpath)
+{
+    struct entry *e;
+    int r;
+
+    pthread_mutex_lock(&c->lock);
+    e = find(c, dirpath);
+    r = e && e->kind == ENTRY_DIR &&
+        mono_now() - (e->touched > e->born ? e->touched : e->born) < c->neg_ttl;
     pthread_mutex_unlock(&c->lock);
     return r;
 }

@@ -10,13 +10,24 @@
 
 struct cache;
 
+#define CACHE_DIGEST_LEN 32
+
 /* A cached entity file (all members malloc'd copies owned by the holder). */
 struct cache_file {
     char *data;               /* rendered JSON */
     size_t len;
     char *etag;               /* may be NULL */
     struct timespec mtime;    /* entity Timestamp */
+    double age;               /* cache_get_file: seconds since it was current */
+    int listed;               /* cache_get_file: it came with its directory's listing */
+    int has_digest;           /* DIGEST holds what the service holds (entity.h) */
+    unsigned char digest[CACHE_DIGEST_LEN];
 };
+
+/* Flags of cache_put_file and cache_put_listing. */
+#define CACHE_LISTED 1u       /* a file that came with its directory's listing */
+#define CACHE_OWNED  2u       /* a listing of a directory the mount made (below) */
+#define CACHE_SHORT  4u       /* a listing kept only for the negative lifetime */
 
 struct cache_stats {
     uint64_t hits, misses, evictions, expirations;
@@ -28,13 +39,23 @@ struct cache_stats {
 struct cache *cache_new(size_t max_bytes, double ttl_seconds);
 void cache_free(struct cache *c);
 
-/* Store (replace) the entity file at PATH; DATA and ETAG are copied.
- * Returns 0 or -ENOMEM; an entry larger than the whole cache is not kept (0). */
-int cache_put_file(struct cache *c, const char *path, const char *data, size_t len,
-                   const char *etag, struct timespec mtime);
+/* Set the negative lifetime (default: the TTL): how long a listing may say
+ * that a name it lacks does not exist, and cache_put_absent lasts. Call
+ * before concurrent use. */
+void cache_set_negative_ttl(struct cache *c, double secs);
 
-/* Copy the fresh file at PATH into *out (release with cache_file_clear).
- * Returns 0, -ENOENT when absent or expired, -ENOMEM. */
+/* Store (replace) the entity file at PATH; DATA and ETAG are copied.
+ * FLAGS: CACHE_LISTED or 0. Returns 0 or -ENOMEM; an entry larger than the
+ * whole cache is not kept (0). */
+int cache_put_file(struct cache *c, const char *path, const char *data, size_t len,
+                   const char *etag, struct timespec mtime, unsigned flags);
+
+/* cache_put_file of F's data, etag, mtime and digest (copied). */
+int cache_put(struct cache *c, const char *path, const struct cache_file *f, unsigned flags);
+
+/* Copy the fresh file at PATH into *out (release with cache_file_clear),
+ * with its age and origin. Returns 0, -ENOENT when absent or expired,
+ * -ENOMEM. */
 int cache_get_file(struct cache *c, const char *path, struct cache_file *out);
 void cache_file_clear(struct cache_file *f);
 
@@ -44,8 +65,12 @@ int cache_file_attr(struct cache *c, const char *path, size_t *len, struct times
 
 /* Store (replace) the listing of directory PATH. L is sealed here if it is
  * not yet, and the cache takes its own reference (the caller keeps its).
- * Returns 0 or -ENOMEM; a listing larger than the whole cache is not kept. */
-int cache_put_listing(struct cache *c, const char *path, struct listing *l);
+ * FLAGS: CACHE_OWNED: the mount made the directory (the listing is complete
+ * and kept so by cache_dir_edit: it answers for absence while it is cached,
+ * and each edit renews it); CACHE_SHORT: fresh for the negative lifetime
+ * only. Returns 0 or -ENOMEM; a listing larger than the whole cache is not
+ * kept. */
+int cache_put_listing(struct cache *c, const char *path, struct listing *l, unsigned flags);
 
 /* The fresh listing of PATH: a new reference (release with listing_unref),
  * or NULL when none is cached. */
@@ -53,13 +78,14 @@ struct listing *cache_get_listing(struct cache *c, const char *path);
 
 /* Look NAME up in the fresh listing of DIRPATH.
  * Returns 0 (found; *key_out malloc'd copy of its key if KEY_OUT non-NULL),
- * -ENOENT (the listing is cached and NAME is not in it), -EAGAIN (no fresh
- * listing: ask the service), -ENOMEM. */
+ * -ENOENT (NAME is not in it, and the listing may say so: it is owned, or
+ * younger than the negative lifetime), -EAGAIN (no fresh listing, or NAME
+ * is not in an older one: ask the service), -ENOMEM. */
 int cache_dir_lookup(struct cache *c, const char *dirpath, const char *name, char **key_out);
 
 /* Size and mtime of file NAME as recorded in the fresh listing of DIRPATH.
- * Returns 0, -ENOENT (listed, and NAME is not there), -EAGAIN (no fresh
- * listing, or it has no attributes for NAME). */
+ * Returns 0, -ENOENT (NAME is not there, as cache_dir_lookup), -EAGAIN (no
+ * fresh listing, NAME not in an older one, or no attributes for NAME). */
 int cache_dir_attr(struct cache *c, const char *dirpath, const char *name, size_t *len,
                    struct timespec *mtime);
 
@@ -70,6 +96,35 @@ int cache_put_exists(struct cache *c, const char *path);
 /* Is directory PATH known to exist: a fresh marker, or a fresh listing with
  * at least one entry? Returns 1 or 0. */
 int cache_exists(struct cache *c, const char *path);
+
+/* Change the cached listing of DIRPATH after a change the mount made:
+ * REMOVE drops NAME; else NAME (KEY, attributes as for listing_add) is added
+ * or replaced, in key order. The listing keeps its freshness (an owned one
+ * is renewed). Returns 0, -EAGAIN when no listing is cached (or it was too
+ * big to edit and was dropped), -ENOMEM (dropped). */
+int cache_dir_edit(struct cache *c, const char *dirpath, const char *name, const char *key,
+                   int has_attr, uint64_t size, struct timespec mtime, int remove);
+
+/* Remember for the negative lifetime that nothing exists at PATH (it
+ * replaces what was cached there). Returns 0 or -ENOMEM. */
+int cache_put_absent(struct cache *c, const char *path);
+
+/* Is PATH known absent (a fresh cache_put_absent)? 1 or 0. */
+int cache_absent(struct cache *c, const char *path);
+
+/* Is a fresh listing (even an empty one) or marker cached for PATH? 1 or 0. */
+int cache_known_dir(struct cache *c, const char *path);
+
+/* Is the fresh listing of DIRPATH one the mount made (CACHE_OWNED)? 1 or 0. */
+int cache_dir_owned(struct cache *c, const char *dirpath);
+
+/* Note that a reader went through the listing of DIRPATH now (readdir, or
+ * an open of a file that came with it). */
+void cache_dir_touch(struct cache *c, const char *dirpath);
+
+/* Was the listing of DIRPATH fetched or touched within the negative
+ * lifetime (a walk is going through it)? 1 or 0. */
+int cache_dir_active(struct cache *c, const char *dirpath);
 
 /* Drop the entry at PATH (file or directory listing), if any. */
 void cache_invalidate(struct cache *c, const char *path);

@@ -19,6 +19,15 @@ const char *entity_wire_sys(const json_t *e, enum entity_sys which);
 int entity_wire_set_sys(json_t *e, const char *pk, const char *rk, const char *ts,
                         const char *etag);
 
+/* A digest of what wire entity E holds: its custom properties with their
+ * values and type annotations (system and "odata.*" members and null
+ * values left out), as a SHA-256 of their sorted compact JSON. Two wire
+ * objects with the same digest hold the same properties, values and types;
+ * the converse need not hold (2 and 2.0), so equal digests may skip a
+ * write and unequal ones only cost one. Returns 0 or -ENOMEM. */
+#define ENTITY_DIGEST_LEN 32
+int entity_wire_digest(const json_t *e, unsigned char out[ENTITY_DIGEST_LEN]);
+
 /* Name of an Edm type ("Edm.Int64"), and the reverse (-EINVAL if unknown). */
 const char *edm_type_name(enum edm_type t);
 int edm_type_parse(const char *name, enum edm_type *out);

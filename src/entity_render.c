@@ -5,9 +5,53 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "buf.h"
 #include "entity.h"
 #include "entity_int.h"
+
+/* Is KEY a system property or its annotation ("Timestamp@odata.type")? */
+static int is_system_member(const char *key)
+{
+    static const char *const sys[] = { "PartitionKey", "RowKey", "Timestamp" };
+
+    for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++) {
+        size_t n = strlen(sys[i]);
+
+        if (strncmp(key, sys[i], n) == 0 && (key[n] == '\0' || strcmp(key + n, TYPE_SUFFIX) == 0))
+            return 1;
+    }
+    return 0;
+}
+
+/* See entity.h. */
+int entity_wire_digest(const json_t *e, unsigned char out[ENTITY_DIGEST_LEN])
+{
+    json_t *props = json_object();
+    const char *key;
+    json_t *v;
+    char *text = NULL;
+    unsigned int n = 0;
+    int rc = -ENOMEM;
+
+    if (!props)
+        return rc;
+    json_object_foreach((json_t *)e, key, v) {
+        if (json_is_null(v) || strncmp(key, "odata.", 6) == 0 || is_system_member(key))
+            continue;
+        if (json_object_set(props, key, v) < 0)
+            goto out;
+    }
+    if ((text = json_dumps(props, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17))) &&
+        EVP_Digest(text, strlen(text), out, &n, EVP_sha256(), NULL) == 1 &&
+        n == ENTITY_DIGEST_LEN)
+        rc = 0;
+out:
+    free(text);
+    json_decref(props);
+    return rc;
+}
 
 /* Largest rendered file: a 1 MiB entity, even with every byte escaped
  * (\u00XX) and every property annotated, stays well below it. */

@@ -76,7 +76,7 @@ void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path
 }
 
 /* See fscommon.h. */
-int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path,
+int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path, int writing,
                    struct open_file **out)
 {
     struct cache_file f = { 0 };
@@ -85,7 +85,7 @@ int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path,
 
     if (rc == -ENOENT) {
         is_new = 0;
-        rc = store_load(&a->store, fp, path, &f);
+        rc = store_load_current(&a->store, fp, path, &f, writing);
     }
     if (rc < 0)
         return rc == -ENOENT ? -ESTALE : rc;

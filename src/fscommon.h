@@ -65,12 +65,13 @@ void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path
 
 /* A new handle holding the file at PATH: a new file another handle of
  * this mount has open and not yet saved (a copy of its bytes, is_new set),
- * else the entity (text and ETag, store_load). The kernel opens only names
- * it knows, so a name that holds neither is a stale entry of its cache
+ * else the entity (text and ETag, store_load_current; WRITING: an open that
+ * may save). The kernel opens only names it knows, so a name that holds
+ * neither is a stale entry of its cache
  * (the entity was deleted elsewhere, or a new file's save failed): -ESTALE,
  * and the kernel looks the name up again and opens (or, with O_CREAT,
  * creates) it once more. Returns 0 with *out, -ESTALE, or -errno. */
-int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path,
+int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path, int writing,
                    struct open_file **out);
 
 /* --- the pending list and the conflict ring ----------------------------------------- */

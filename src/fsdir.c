@@ -178,6 +178,8 @@ int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
         goto out;
     }
     pos = (size_t)off;
+    if (h->kind == FSP_PARTITION)
+        store_dir_read(&a->store, path);    /* a walk: its reads take this snapshot */
     if (pos == 0 && filler(buf, ".", NULL, ++pos, 0))
         goto out;
     if (pos == 1 && filler(buf, "..", NULL, ++pos, 0))
@@ -237,8 +239,8 @@ int fs_mkdir(const char *path, mode_t mode)
         rc = scratch_is_dir(a->scratch, path) ? 1 : store_partition_exists(&a->store, &fp, 0);
         if (rc == 1)
             rc = -EEXIST;
-        else if (rc == 0)
-            rc = scratch_mkdir(a->scratch, path);
+        else if (rc == 0 && (rc = scratch_mkdir(a->scratch, path)) == 0)
+            rc = store_partition_made(&a->store, &fp);
         break;
     default:
         rc = misplaced(a, path, "directories are tables (at the top) or partitions "

@@ -41,7 +41,7 @@ static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * through the mount drops its copy (fs_kernel_forget), and readdirplus
      * refreshes it, so rsync's lstat after a listing costs no round trip. */
     cfg->attr_timeout = a->attr_timeout;
-    cfg->negative_timeout = a->store.cache_timeout > 1 ? 1 : a->store.cache_timeout;
+    cfg->negative_timeout = a->store.negative_timeout;
     cfg->direct_io = 1;       /* reads return the entity as opened: see doc/ */
     cfg->nullpath_ok = 0;
     /* rm of a file whose release is still on its way (close(2) does not
@@ -189,7 +189,7 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
         rc = -EISDIR;
     else if ((fi->flags & O_ACCMODE) != O_RDONLY)
         rc = fs_open_write(a, path, &fp, fi);
-    else if ((rc = fs_open_entity(a, &fp, path, &of)) == 0) {
+    else if ((rc = fs_open_entity(a, &fp, path, 0, &of)) == 0) {
         fs_attach(fi, of, path);
         fi->noflush = 1;      /* a read-only handle has nothing to commit at close */
     }

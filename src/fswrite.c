@@ -104,7 +104,7 @@ int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
     struct open_file *of;
     int rc;
 
-    if ((rc = fs_open_entity(a, fp, path, &of)) < 0)
+    if ((rc = fs_open_entity(a, fp, path, 1, &of)) < 0)
         return rc;
     if (!of->etag && !of->is_new) {
         log_error(&a->store.log, "%s: the service gave no ETag, so a write could not be "

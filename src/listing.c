@@ -167,6 +167,59 @@ long listing_find(const struct listing *l, const char *name)
     return -1;
 }
 
+/* Does entry R's key sort after KEY (KLEN bytes), bytewise? */
+static int key_after(const struct listing *l, const struct rec *r, const char *key, size_t klen)
+{
+    size_t n = r->key_len < klen ? r->key_len : klen;
+    int c = memcmp(l->arena + r->key_off, key, n);
+
+    return c > 0 || (c == 0 && r->key_len > klen);
+}
+
+/* Copy entry R of SRC into DST. */
+static int copy_rec(struct listing *dst, const struct listing *src, const struct rec *r)
+{
+    struct listing_ent e;
+    char *key = listing_key_dup(src, (size_t)(r - src->recs));
+    int rc;
+
+    if (!key)
+        return -ENOMEM;
+    listing_get(src, (size_t)(r - src->recs), &e);
+    rc = listing_add(dst, e.name, key, e.has_attr, e.size, e.mtime);
+    free(key);
+    return rc;
+}
+
+/* Edited copy; see listing.h. */
+struct listing *listing_edit(const struct listing *l, const char *name, const char *key,
+                             int has_attr, uint64_t size, struct timespec mtime, int remove)
+{
+    struct listing *out = listing_new();
+    size_t klen = strlen(key);
+    int placed = remove, rc = out ? 0 : -ENOMEM;
+
+    for (size_t i = 0; rc == 0 && i < l->n; i++) {
+        const struct rec *r = &l->recs[i];
+
+        if (!placed && key_after(l, r, key, klen)) {
+            rc = listing_add(out, name, key, has_attr, size, mtime);
+            placed = 1;
+        }
+        if (rc == 0 && strcmp(l->arena + r->name_off, name) != 0)
+            rc = copy_rec(out, l, r);
+    }
+    if (rc == 0 && !placed)
+        rc = listing_add(out, name, key, has_attr, size, mtime);
+    if (rc == 0)
+        rc = listing_seal(out);
+    if (rc < 0) {
+        listing_unref(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* Copy a key out; see listing.h. */
 char *listing_key_dup(const struct listing *l, size_t i)
 {

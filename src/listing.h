@@ -46,6 +46,14 @@ long listing_find(const struct listing *l, const char *name);
 /* Malloc'd copy of entry I's key; NULL on ENOMEM. */
 char *listing_key_dup(const struct listing *l, size_t i);
 
+/* A new sealed listing: L without NAME and, unless REMOVE, with NAME
+ * (KEY, attributes as for listing_add) placed before the first entry whose
+ * key sorts after KEY (the service's order). L (sealed or not) is not
+ * changed: readers holding it keep their snapshot. O(entries). Returns
+ * NULL on ENOMEM or past 4 GiB. */
+struct listing *listing_edit(const struct listing *l, const char *name, const char *key,
+                             int has_attr, uint64_t size, struct timespec mtime, int remove);
+
 /* Bytes of memory held (for cache accounting). */
 size_t listing_bytes(const struct listing *l);
 

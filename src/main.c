@@ -194,6 +194,7 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, const struct 
     hc.retry_deadline_ms = o->retry_time * 1000;
     hc.ca_file = o->cafile;
     a->store.cache_timeout = o->cache_timeout;
+    a->store.negative_timeout = o->negative_timeout;
     a->store.merge = o->merge;
     a->store.mount_time = a->mount_time = time(NULL);
     a->attr_timeout = o->attr_timeout;

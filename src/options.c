@@ -20,6 +20,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("config=%s", config),
     OPT("loglevel=%s", loglevel),
     OPT("cache_timeout=%lf", cache_timeout),
+    OPT("negative_timeout=%lf", negative_timeout),
     OPT("attr_timeout=%lf", attr_timeout),
     OPT("cache_size=%lu", cache_size_mb),
     OPT("scratch_size=%lu", scratch_size_mb),
@@ -113,6 +114,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     memset(o, 0, sizeof(*o));
     o->cache_timeout = 30.0;
     o->attr_timeout = NAN;    /* unset: 1, or cache_timeout when smaller */
+    o->negative_timeout = NAN;
     o->cache_size_mb = 32;
     o->scratch_size_mb = 64;
     o->connect_timeout = 10;
@@ -139,6 +141,14 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
         fprintf(stderr, "aztfs: cache_timeout must be between 0 and 86400 seconds\n");
         return -EINVAL;
     }
+    if (isnan(o->negative_timeout))
+        o->negative_timeout = NEGATIVE_TIMEOUT_DEFAULT;
+    else if (!(o->negative_timeout >= 0 && o->negative_timeout <= 86400)) {
+        fprintf(stderr, "aztfs: negative_timeout must be between 0 and 86400 seconds\n");
+        return -EINVAL;
+    }
+    if (o->negative_timeout > o->cache_timeout)
+        o->negative_timeout = o->cache_timeout;
     if (isnan(o->attr_timeout))
         o->attr_timeout = o->cache_timeout < 1 ? o->cache_timeout : 1;
     else if (!(o->attr_timeout >= 0 && o->attr_timeout <= 86400)) {
@@ -223,6 +233,8 @@ void options_usage(const char *progname)
            "    -o loglevel=LEVEL       error, warn, info (default) or debug\n"
            "    -o cache_timeout=SECS   how long listings and entities stay fresh (30)\n"
            "    -o attr_timeout=SECS    how long the kernel keeps a stat (1)\n"
+           "    -o negative_timeout=SECS how long \"does not exist\" is believed, and\n"
+           "                            how old a copy may be when a file is opened (1)\n"
            "    -o cache_size=MIB       memory for cached listings and entities (32)\n"
            "    -o scratch_size=MIB     memory for all scratch files together (64)\n"
            "    -o connect_timeout=SECS TCP/TLS connect timeout (10)\n"

@@ -3,6 +3,9 @@
 #define AZTFS_OPTIONS_H
 
 #define FUSE_USE_VERSION 312
+
+/* Seconds an absence is believed (-o negative_timeout). */
+#define NEGATIVE_TIMEOUT_DEFAULT 1.0
 #include <fuse.h>
 
 struct aztfs_opts {
@@ -10,6 +13,7 @@ struct aztfs_opts {
     char *loglevel;           /* -o loglevel=error|warn|info|debug */
     double cache_timeout;     /* -o cache_timeout=SECONDS */
     double attr_timeout;      /* -o attr_timeout=SECONDS (NAN until given) */
+    double negative_timeout;  /* -o negative_timeout=SECONDS (NAN until given) */
     unsigned long cache_size_mb;  /* -o cache_size=MiB */
     unsigned long scratch_size_mb; /* -o scratch_size=MiB: all scratch files together */
     long connect_timeout;     /* -o connect_timeout=SECONDS */

@@ -123,7 +123,7 @@ static int finish_partition(struct scan *s, int complete)
     if (!s->cur_pk)
         return 0;
     if (complete)
-        rc = cache_put_listing(s->st->cache, s->cur_dir, s->files);
+        rc = cache_put_listing(s->st->cache, s->cur_dir, s->files, 0);
     if (rc == 0)
         rc = listing_add(s->out, strrchr(s->cur_dir, '/') + 1, s->cur_pk, 0, 0,
                          (struct timespec){ 0, 0 });
@@ -200,7 +200,7 @@ static int on_entities_page(void *p, json_t *value)
             (rc = start_partition(s, pk)) < 0)
             return rc;
         rc = store_cache_entity(s->st, s->kind == FSP_TABLE ? s->cur_dir : s->dir, e,
-                                &shown, NULL);
+                                CACHE_LISTED, &shown, NULL);
         if (rc == -ENOMEM)
             return rc;
         if (rc < 0)
@@ -312,7 +312,10 @@ static int scan_step(struct scan *s, struct az_status *st)
     s->done = 1;
     if ((rc = finish_partition(s, 1)) < 0)
         return rc;
-    return cache_put_listing(s->st->cache, s->dir, s->out);
+    /* the table list is asked again after the negative lifetime: tables
+     * come and go elsewhere, and it is one cheap request */
+    return cache_put_listing(s->st->cache, s->dir, s->out,
+                             s->kind == FSP_ROOT ? CACHE_SHORT : 0);
 }
 
 /* Scan directory DIR (FP parsed from it) to its end, filling the cache.

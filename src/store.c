@@ -16,6 +16,67 @@
 #define READ_AHEAD_MAX 1000
 #define READ_AHEAD_MIN 32
 
+/* --- what the listings and the absences say ---------------------------------------- */
+
+/* Entity PATH (FP) changed, or turned out to be other than the mount knew
+ * (a save or delete answered ESTALE, EEXIST or ENOENT): drop the cached
+ * entity and what the layer above knows of it, its partition's listing
+ * (which recorded the old size and mtime, or lacks or holds the name
+ * wrongly), and the table's listing when it lacks the partition. The next
+ * stat, read or ls then agree on the entity as it is. */
+static void forget_entity(struct store *s, const char *path, const struct fspath *fp)
+{
+    char *tdir;
+
+    store_forget(s, path);
+    store_forget(s, fp->parent);
+    if ((tdir = fspath_join("/", fp->table))) {
+        if (cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL) != 0)
+            store_forget(s, tdir);
+        free(tdir);
+    }
+}
+
+/* The service said entity PATH (FP) does not exist: believe it for the
+ * negative lifetime, and drop the name from its partition's listing. */
+static void note_absent(struct store *s, const char *path, const struct fspath *fp)
+{
+    struct timespec none = { 0, 0 };
+
+    if (fp->rk)
+        (void)cache_dir_edit(s->cache, fp->parent, fp->file_name, fp->rk, 0, 0, none, 1);
+    (void)cache_put_absent(s->cache, path);
+}
+
+/* The mount wrote entity FP and F is what it holds now (F NULL: written,
+ * attributes unknown; GONE: deleted): the cached listings of its partition
+ * and table say so, without asking the service again. */
+static void shown_in_listing(struct store *s, const struct fspath *fp,
+                             const struct cache_file *f, int exists)
+{
+    struct timespec none = { 0, 0 };
+    struct listing *l;
+    char *tdir = fspath_join("/", fp->table);
+
+    if (!tdir || !fp->pk || !fp->rk) {
+        free(tdir);
+        return;
+    }
+    if (cache_dir_edit(s->cache, fp->parent, fp->file_name, fp->rk, f != NULL,
+                       f ? f->len : 0, f ? f->mtime : none, !exists) < 0) {
+        if (!exists)
+            store_forget(s, tdir);  /* the partition may be empty now: unknown */
+    } else if (exists) {
+        if (cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL) != 0)
+            (void)cache_dir_edit(s->cache, tdir, fp->pk_name, fp->pk, 0, 0, none, 0);
+    } else if ((l = cache_get_listing(s->cache, fp->parent))) {
+        if (listing_count(l) == 0)  /* its last entity: the partition is gone */
+            (void)cache_dir_edit(s->cache, tdir, fp->pk_name, fp->pk, 0, 0, none, 1);
+        listing_unref(l);
+    }
+    free(tdir);
+}
+
 /* --- reading ----------------------------------------------------------------- */
 
 /* Entities of a read-ahead, rendered into the cache. */
@@ -31,7 +92,7 @@ static int on_read_ahead_page(void *p, json_t *value)
     json_t *e;
 
     json_array_foreach(value, i, e)
-        if (store_cache_entity(ra->s, ra->dir, e, NULL, NULL) == -ENOMEM)
+        if (store_cache_entity(ra->s, ra->dir, e, CACHE_LISTED, NULL, NULL) == -ENOMEM)
             return -ENOMEM;
     return 1;       /* one page is enough */
 }
@@ -68,7 +129,11 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
 
     if (cache_get_file(s->cache, path, out) == 0)
         return 0;
-    /* A fresh listing of the partition that lacks the name settles it. */
+    if (cache_absent(s->cache, path))
+        return -ENOENT;
+    /* A listing of the partition that may answer for absence settles it
+     * (cache_dir_lookup: one the mount made, or younger than the
+     * negative lifetime). */
     rc = cache_dir_lookup(s->cache, fp->parent, fp->file_name, NULL);
     if (rc == -ENOENT)
         return rc;
@@ -80,15 +145,53 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
     if (listed && read_ahead(s, fp) == 0 && cache_get_file(s->cache, path, out) == 0)
         return 0;
     rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
-    if (rc == -ENOENT && listed)
-        store_forget(s, fp->parent);    /* it named an entity deleted since */
+    if (rc == -ENOENT)
+        note_absent(s, path, fp);       /* an answer, not a failure */
     else if (rc < 0)
         store_log_failure(s, "read", path, rc, &st, NULL);
     if (rc < 0)
         return rc;
-    rc = store_cache_entity(s, fp->parent, e, NULL, out);
+    rc = store_cache_entity(s, fp->parent, e, 0, NULL, out);
     json_decref(e);
     return rc;
+}
+
+/* See store.h. */
+int store_load_current(struct store *s, struct fspath *fp, const char *path,
+                       struct cache_file *out, int writing)
+{
+    struct az_status st = { 0 };
+    json_t *e = NULL;
+    int rc = store_load(s, fp, path, out);
+
+    if (rc < 0 || out->age < s->negative_timeout)
+        return rc;
+    if (!writing && out->listed && cache_dir_active(s->cache, fp->parent)) {
+        cache_dir_touch(s->cache, fp->parent);      /* a walk: its snapshot */
+        return 0;
+    }
+    cache_file_clear(out);
+    if ((rc = scan_resolve_keys(s, fp)) == 0)
+        rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
+    if (rc == -ENOENT) {
+        log_info(&s->log, "%s: deleted by someone else", path);
+        forget_entity(s, path, fp);
+        note_absent(s, path, fp);
+    } else if (rc < 0) {
+        store_log_failure(s, "read", path, rc, &st, NULL);
+    } else {
+        store_forget(s, path);      /* the kernel's copy may be the old one too */
+        rc = store_cache_entity(s, fp->parent, e, 0, NULL, out);
+        shown_in_listing(s, fp, out, 1);
+    }
+    json_decref(e);
+    return rc;
+}
+
+/* See store.h. */
+void store_dir_read(struct store *s, const char *path)
+{
+    cache_dir_touch(s->cache, path);
 }
 
 /* See store.h. */
@@ -157,9 +260,25 @@ static int table_known(struct store *s, const char *name)
 /* See store.h. */
 int store_table_exists(struct store *s, const char *table)
 {
+    char *tdir = fspath_join("/", table);
     int rc = cache_dir_lookup(s->cache, "/", table, NULL);
 
-    return rc == -EAGAIN ? table_known(s, table) : rc;
+    if (!tdir)
+        return -ENOMEM;
+    /* not in the table list (which may predate it): a marker or listing of
+     * its own, a recent "no", else ask */
+    if (rc != 0 && rc != -ENOMEM)
+        rc = rc == -EAGAIN && cache_known_dir(s->cache, tdir) ? 0 :
+             cache_absent(s->cache, tdir) ? -ENOENT : -EAGAIN;
+    if (rc == -EAGAIN) {
+        rc = table_known(s, table);
+        if (rc == 0)
+            (void)cache_put_exists(s->cache, tdir);
+        else if (rc == -ENOENT)
+            (void)cache_put_absent(s->cache, tdir);
+    }
+    free(tdir);
+    return rc;
 }
 
 /* See store.h. */
@@ -174,9 +293,14 @@ int store_partition_exists(struct store *s, struct fspath *fp, int fresh)
         free(tdir);
         return -ENOMEM;
     }
-    if (!fresh)
-        rc = cache_exists(s->cache, pdir) ? 0 : cache_dir_lookup(s->cache, tdir, fp->pk_name,
-                                                                 NULL);
+    /* listed, or known; not listed in a table the mount made, or said
+     * lately not to exist; else ask (the listing may predate it) */
+    if (!fresh && (rc = cache_exists(s->cache, pdir) ? 0 :
+                        cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL)) == -ENOENT &&
+        !cache_dir_owned(s->cache, tdir))
+        rc = -EAGAIN;
+    if (!fresh && rc == -EAGAIN && cache_absent(s->cache, pdir))
+        rc = -ENOENT;
     free(tdir);
     if (rc != -EAGAIN || !fp->pk) {
         free(pdir);
@@ -193,6 +317,8 @@ int store_partition_exists(struct store *s, struct fspath *fp, int fresh)
         store_log_failure(s, "look up", pdir, rc, &st, NULL);
     if (rc == 1)
         cache_put_exists(s->cache, pdir);
+    else if (rc == 0)
+        cache_put_absent(s->cache, pdir);
     free(filter);
     free(pdir);
     return rc;
@@ -200,39 +326,26 @@ int store_partition_exists(struct store *s, struct fspath *fp, int fresh)
 
 /* --- what a change drops --------------------------------------------------------- */
 
-/* Entity PATH (FP) changed, or turned out to be other than the mount knew
- * (a save or delete answered ESTALE, EEXIST or ENOENT): drop the cached
- * entity and what the layer above knows of it, its partition's listing
- * (which recorded the old size and mtime, or lacks or holds the name
- * wrongly), and the table's listing when it lacks the partition. The next
- * stat, read or ls then agree on the entity as it is. */
-static void forget_entity(struct store *s, const char *path, const struct fspath *fp)
-{
-    char *tdir;
-
-    store_forget(s, path);
-    store_forget(s, fp->parent);
-    if ((tdir = fspath_join("/", fp->table))) {
-        if (cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL) == -ENOENT)
-            store_forget(s, tdir);
-        free(tdir);
-    }
-}
-
 /* After a successful write of WIRE at PATH: show it at once. When the ETag
  * carries the Timestamp (and the write was EXACT, not a merge), the new
- * entity is rendered into the cache; else the cached copy is dropped (the
- * next stat reads it back). */
+ * entity is rendered into the cache and its listing entry; else the cached
+ * copy is dropped (the next stat reads it back) and the listing only names
+ * it. */
 static void cache_after_write(struct store *s, const char *path, const struct fspath *fp,
                               const json_t *wire, const char *etag, int exact)
 {
+    struct cache_file f = { 0 };
     char ts[64];
     json_t *e = exact ? json_deep_copy(wire) : NULL;
+    int shown = 0;
 
-    forget_entity(s, path, fp);
+    store_forget(s, path);
     if (e && table_etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
-        entity_wire_set_sys(e, fp->pk, fp->rk, ts, etag) == 0)
-        store_cache_entity(s, fp->parent, e, NULL, NULL);
+        entity_wire_set_sys(e, fp->pk, fp->rk, ts, etag) == 0 &&
+        store_cache_entity(s, fp->parent, e, 0, NULL, &f) == 0)
+        shown = 1;
+    shown_in_listing(s, fp, shown ? &f : NULL, 1);
+    cache_file_clear(&f);
     json_decref(e);
 }
 
@@ -292,6 +405,25 @@ static int parse_text(struct store *s, const char *path, const char *text, size_
     return rc;
 }
 
+/* Does the entity at PATH, as the service last gave it to the mount and
+ * still at ETAG, hold exactly WIRE (the same properties with the same
+ * values and types: entity_wire_digest)? Then a save would change nothing.
+ * Compared with what the service holds, not with the file text: a text
+ * that shows a value in another form (a DateTime with an offset shown in
+ * UTC) is saved. 1 or 0. */
+static int unchanged(struct store *s, const char *path, const json_t *wire, const char *etag)
+{
+    unsigned char want[ENTITY_DIGEST_LEN];
+    struct cache_file f = { 0 };
+    int same = 0;
+
+    if (etag && cache_get_file(s->cache, path, &f) == 0 && f.etag && f.has_digest &&
+        strcmp(f.etag, etag) == 0 && entity_wire_digest(wire, want) == 0)
+        same = memcmp(want, f.digest, sizeof(want)) == 0;
+    cache_file_clear(&f);
+    return same;
+}
+
 /* See store.h. */
 int store_save(struct store *s, const char *path, const char *text, size_t len, int is_new,
                const char *etag, int force_replace, char **new_etag)
@@ -313,6 +445,12 @@ int store_save(struct store *s, const char *path, const char *text, size_t len, 
         (rc = write_keys(s, &fp, path, &pk_in, &rk_in)) < 0)
         goto out;
     how = is_new ? TW_INSERT : (s->merge && !force_replace) ? TW_MERGE : TW_REPLACE;
+    if (!is_new && unchanged(s, path, wire, etag)) {
+        rc = 0;             /* the entity holds this already: nothing to send */
+        if (new_etag && !(*new_etag = strdup(etag)))
+            rc = -ENOMEM;
+        goto out;
+    }
     rc = table_write_entity(s->tc, fp.table, fp.pk, fp.rk, wire, how, etag, &got_etag, &st);
     if (rc == 0) {
         cache_after_write(s, path, &fp, wire, got_etag, how != TW_MERGE);
@@ -373,7 +511,6 @@ int store_delete(struct store *s, struct fspath *fp, const char *path)
 {
     struct cache_file f = { 0 };
     struct az_status st = { 0 };
-    char *tdir;
     int rc;
 
     if ((rc = store_load_keyed(s, fp, path, &f)) < 0)
@@ -385,54 +522,16 @@ int store_delete(struct store *s, struct fspath *fp, const char *path)
                           rc == -ESTALE ? "the entity was changed by someone else since it "
                                           "was read" :
                           rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
-    if (rc == 0 || rc == -ESTALE || rc == -ENOENT)
-        forget_entity(s, path, fp);
-    else
+    if (rc == 0) {
         store_forget(s, path);
-    if (rc == 0 && (tdir = fspath_join("/", fp->table))) {
-        store_forget(s, tdir);      /* the partition may be empty now */
-        free(tdir);
+        shown_in_listing(s, fp, NULL, 0);
+        (void)cache_put_absent(s->cache, path);
+    } else if (rc == -ESTALE || rc == -ENOENT) {
+        forget_entity(s, path, fp);
+    } else {
+        store_forget(s, path);
     }
     return rc;
-}
-
-/* Is ETAG (what the mount last saw of entity FP) still the entity's ETag?
- * Returns 1, 0 (changed or gone), or -errno. */
-static int etag_current(struct store *s, const struct fspath *fp, const char *etag)
-{
-    struct az_status st = { 0 };
-    json_t *e = NULL;
-    char *now = NULL;
-    int rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, &now, &st);
-
-    json_decref(e);
-    if (rc == -ENOENT)
-        return 0;
-    if (rc == 0)
-        rc = etag && now && strcmp(etag, now) == 0;
-    free(now);
-    return rc;
-}
-
-/* Are FROM (read with SRC_ETAG) and, when it exists, TO (read with
- * DST_ETAG) still as the mount read them? Asked just before a rename's
- * batch: Azurite ignores If-Match inside a batch. Returns 0, -ESTALE
- * (logged; what the mount knew of both is dropped), or -errno. */
-static int rename_check(struct store *s, const char *from, const struct fspath *ff,
-                        const char *src_etag, const char *to, const struct fspath *tf,
-                        const char *dst_etag)
-{
-    int rc = etag_current(s, ff, src_etag);
-
-    if (rc == 1 && dst_etag)
-        rc = etag_current(s, tf, dst_etag);
-    if (rc != 0)
-        return rc == 1 ? 0 : rc;
-    log_error(&s->log, "rename %s -> %s: nothing changed: %s was changed by someone "
-              "else since it was read", from, to, dst_etag ? "source or target" : "source");
-    forget_entity(s, from, ff);
-    forget_entity(s, to, tf);
-    return -ESTALE;
 }
 
 /* See store.h. */
@@ -461,19 +560,22 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
         log_error(&s->log, "%s: cannot be moved: %s", from, err.text);
         goto out;
     }
-    if ((rc = rename_check(s, from, ff, src.etag, to, tf, exists ? dst.etag : NULL)) < 0)
-        goto out;
     ops[0] = (struct table_batch_op){ exists ? TB_REPLACE : TB_INSERT, tf->rk, wire,
                                       exists ? dst.etag : NULL, &new_etag };
     ops[1] = (struct table_batch_op){ TB_DELETE, ff->rk, NULL, src.etag, NULL };
     rc = table_batch(s->tc, ff->table, ff->pk, ops, 2, &st);
-    if (rc < 0)
+    if (rc < 0) {
         store_log_failure(s, "rename", from, rc, &st, rc == -ESTALE ?
                           "source or target changed meanwhile; nothing changed" :
                           "nothing changed");
-    store_forget(s, from);
-    store_forget(s, to);
-    store_forget(s, ff->parent);
+        forget_entity(s, from, ff);
+        forget_entity(s, to, tf);
+    } else {
+        store_forget(s, from);
+        shown_in_listing(s, ff, NULL, 0);
+        (void)cache_put_absent(s->cache, from);
+        cache_after_write(s, to, tf, wire, new_etag, 1);
+    }
     if (rc == 0) {
         *from_etag = src.etag;
         *to_etag = new_etag;
@@ -487,6 +589,25 @@ out:
     return rc;
 }
 
+/* The mount made directory PATH, empty: cache an empty listing of it that
+ * the mount keeps complete (CACHE_OWNED), and name it (NAME, KEY) in the
+ * listing of PARENT when PARENT is not NULL. Returns 0 (the cache is an
+ * optimisation: without memory, the service is asked later). */
+static int made_dir(struct store *s, const char *path, const char *parent, const char *name,
+                    const char *key)
+{
+    struct timespec none = { 0, 0 };
+    struct listing *l = listing_new();
+
+    store_forget(s, path);
+    if (l)
+        (void)cache_put_listing(s->cache, path, l, CACHE_OWNED);
+    listing_unref(l);
+    if (parent && cache_dir_edit(s->cache, parent, name, key, 0, 0, none, 0) < 0)
+        store_forget(s, parent);
+    return 0;
+}
+
 /* See store.h. */
 int store_create_table(struct store *s, const char *path, const char *table)
 {
@@ -497,7 +618,23 @@ int store_create_table(struct store *s, const char *path, const char *table)
         log_info(&s->log, "%s: table exists (table names ignore case)", path);
     else if (rc < 0)
         store_log_failure(s, "create table", path, rc, &st, NULL);
-    store_forget(s, "/");
+    if (rc == 0)        /* the mount made it, so the mount knows it is empty */
+        rc = made_dir(s, path, "/", table, table);
+    else
+        store_forget(s, "/");
+    return rc;
+}
+
+/* See store.h. */
+int store_partition_made(struct store *s, const struct fspath *fp)
+{
+    char *tdir = fspath_join("/", fp->table), *pdir = tdir ? fspath_join(tdir, fp->pk_name) : NULL;
+    int rc = -ENOMEM;
+
+    if (pdir)       /* a partition is named in its table only once it holds an entity */
+        rc = made_dir(s, pdir, NULL, NULL, NULL);
+    free(tdir);
+    free(pdir);
     return rc;
 }
 

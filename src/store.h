@@ -26,6 +26,17 @@
  * a point query. 0 with *out filled (release with cache_file_clear). */
 int store_load(struct store *s, struct fspath *fp, const char *path, struct cache_file *out);
 
+/* store_load for an open: a copy older than the negative lifetime is read
+ * again (its ETag is what a save will be guarded by), unless the open only
+ * reads, the copy came with its partition's listing and a walk is going
+ * through that listing (fetched or read within the negative lifetime): a
+ * walk reads the snapshot it listed. -ENOENT: gone (logged as info). */
+int store_load_current(struct store *s, struct fspath *fp, const char *path,
+                       struct cache_file *out, int writing);
+
+/* Note that a reader is going through directory PATH's listing now. */
+void store_dir_read(struct store *s, const char *path);
+
 /* store_load, with FP's keys resolved too (an entity served from the cache
  * under a long-form name carries none yet): what every change needs. */
 int store_load_keyed(struct store *s, struct fspath *fp, const char *path,
@@ -45,11 +56,15 @@ int store_entity_attr(struct store *s, struct fspath *fp, const char *path, size
                       struct timespec *mtime);
 
 /* Does table TABLE exist (and, with -o tables=, is it one of them)? The
- * cached root listing, else a query. 0, -ENOENT, or -errno. */
+ * cached root listing when it names it, or what the mount knows of the
+ * table itself; else a query (a table not in the list may be new), whose
+ * "no" is believed for the negative lifetime. 0, -ENOENT, or -errno. */
 int store_table_exists(struct store *s, const char *table);
 
 /* Does partition FP->pk of FP->table hold at least one entity? 1, 0 or
- * -errno. FRESH: ask the service even when a listing is cached. */
+ * -errno. Known when a listing names it; known absent when the table's
+ * listing is one the mount made, or the service said so within the
+ * negative lifetime; else a one-entity query. FRESH: always ask. */
 int store_partition_exists(struct store *s, struct fspath *fp, int fresh);
 
 /* --- changing ---------------------------------------------------------------- */
@@ -76,14 +91,14 @@ int store_save_over(struct store *s, struct fspath *fp, const char *path, const 
 int store_truncate(struct store *s, struct fspath *fp, const char *path, size_t size);
 
 /* Delete the entity at PATH, guarded by the ETag it was read with (-ESTALE:
- * changed since; -ENOENT: deleted by someone else). Its partition's and
- * table's listings are dropped. */
+ * changed since; -ENOENT: deleted by someone else). The cached listings
+ * lose its name (and the table's the partition, when that was its last). */
 int store_delete(struct store *s, struct fspath *fp, const char *path);
 
 /* Rename entity FROM onto TO in the same partition: one entity group
  * transaction that writes TO (Insert, or Replace guarded by its ETag) and
- * deletes FROM with its ETag, so either both happen or neither; both are
- * checked just before (Azurite ignores If-Match in a batch). On success
+ * deletes FROM with its ETag, so either both happen or neither (the
+ * service fails the whole changeset on a stale ETag). On success
  * *from_etag gets the ETag FROM had and *to_etag the one the service gave
  * TO (each malloc'd, or NULL when there was none). -ESTALE: FROM or TO
  * changed since it was read, nothing changed. */
@@ -91,8 +106,14 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
                  struct fspath *tf, char **from_etag, char **to_etag);
 
 /* Create table TABLE (-EEXIST in any case; -EINVAL: a name the service
- * refuses). PATH names it in log lines. */
+ * refuses). PATH names it in log lines. The mount then knows it is empty:
+ * names looked up in it cost nothing until cache_timeout after the last
+ * change the mount makes in it. */
 int store_create_table(struct store *s, const char *path, const char *table);
+
+/* The mount made partition directory FP (mkdir; it holds no entity): like
+ * a table it made, names looked up in it cost nothing. Returns 0. */
+int store_partition_made(struct store *s, const struct fspath *fp);
 
 /* Delete table TABLE if it holds no entity (-ENOTEMPTY). */
 int store_remove_table(struct store *s, const char *path, const char *table);

@@ -14,6 +14,7 @@ int store_open(struct store *s, const struct account *acct, const struct http_co
 {
     if (!(s->cache = cache_new(cache_bytes, s->cache_timeout)))
         return -ENOMEM;
+    cache_set_negative_ttl(s->cache, s->negative_timeout);
     return table_client_new(&s->tc, acct, hc, &s->log, &s->stats);
 }
 
@@ -53,7 +54,7 @@ static int give_copy(struct cache_file *copy, char **text, size_t len, const cha
 }
 
 /* See storecore.h. */
-int store_cache_entity(struct store *s, const char *dir, const json_t *e,
+int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
                        struct store_shown *shown, struct cache_file *copy)
 {
     struct entity_error err;
@@ -61,6 +62,7 @@ int store_cache_entity(struct store *s, const char *dir, const json_t *e,
     const char *ts = entity_wire_sys(e, ENTITY_TIMESTAMP);
     const char *etag = entity_wire_sys(e, ENTITY_ETAG);
     struct timespec mtime = { s->mount_time, 0 };
+    struct cache_file f;
     char *text = NULL, *name = NULL, *path = NULL;
     size_t len;
     int rc;
@@ -79,7 +81,9 @@ int store_cache_entity(struct store *s, const char *dir, const json_t *e,
     rc = -ENOMEM;
     if (!(name = keycodec_file_encode(rk)) || !(path = fspath_join(dir, name)))
         goto out;
-    rc = cache_put_file(s->cache, path, text, len, etag, mtime);
+    f = (struct cache_file){ .data = text, .len = len, .etag = (char *)etag, .mtime = mtime };
+    f.has_digest = entity_wire_digest(e, f.digest) == 0;
+    rc = cache_put(s->cache, path, &f, flags);
     if (rc == 0 && copy)
         rc = give_copy(copy, &text, len, etag, mtime);
     if (rc == 0 && shown) {

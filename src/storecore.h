@@ -29,6 +29,7 @@ struct store {
     int merge;                   /* -o merge: writes to existing entities MERGE */
     char **tables;               /* -o tables=: the tables shown (NULL: all); borrowed */
     double cache_timeout;        /* seconds a listing or entity stays fresh */
+    double negative_timeout;     /* seconds an absence stays known (<= cache_timeout) */
     time_t mount_time;           /* the mtime of an entity without a Timestamp */
     /* Told of every path store_forget drops (the layer above drops its
      * own copies, the kernel's); NULL: nobody to tell. */
@@ -56,11 +57,12 @@ struct store_shown {
     struct timespec mtime;
 };
 
-/* Render wire entity E and cache it in directory DIR. With SHOWN non-NULL,
+/* Render wire entity E and cache it in directory DIR (FLAGS: CACHE_LISTED
+ * when it came with a listing or read-ahead, else 0). With SHOWN non-NULL,
  * *SHOWN describes the file (free SHOWN->name); with COPY non-NULL, *COPY
  * receives the rendered file too (release with cache_file_clear), even when
  * the cache does not keep it. Returns 0 or -errno (logged). */
-int store_cache_entity(struct store *s, const char *dir, const json_t *e,
+int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
                        struct store_shown *shown, struct cache_file *copy);
 
 /* Drop what the cache holds at PATH (an entity or a listing) and tell the

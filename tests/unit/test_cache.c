@@ -19,7 +19,7 @@ static void test_files(void)
 
     ok(c != NULL, "cache_new");
     is_int(cache_get_file(c, "/t/p/a.json", &f), -ENOENT, "miss on empty cache");
-    is_int(cache_put_file(c, "/t/p/a.json", "{}\n", 3, "W/\"e1\"", mt), 0, "put");
+    is_int(cache_put_file(c, "/t/p/a.json", "{}\n", 3, "W/\"e1\"", mt, 0), 0, "put");
     is_int(cache_get_file(c, "/t/p/a.json", &f), 0, "hit");
     is_str(f.data, "{}\n", "data copied");
     is_int(f.len, 3, "length");
@@ -28,7 +28,7 @@ static void test_files(void)
     cache_file_clear(&f);
     is_int(cache_file_attr(c, "/t/p/a.json", &len, &got), 0, "attr hit");
     is_int(len, 3, "attr length");
-    is_int(cache_put_file(c, "/t/p/a.json", "{\"x\":1}\n", 8, NULL, mt), 0, "replace");
+    is_int(cache_put_file(c, "/t/p/a.json", "{\"x\":1}\n", 8, NULL, mt, 0), 0, "replace");
     is_int(cache_get_file(c, "/t/p/a.json", &f), 0, "hit after replace");
     is_str(f.data, "{\"x\":1}\n", "replaced data");
     ok(f.etag == NULL, "replaced etag absent");
@@ -64,7 +64,7 @@ static void test_dirs(void)
 
     is_int(cache_dir_lookup(c, "/t/p", "a.json", &key), -EAGAIN, "lookup without listing");
     ok(cache_get_listing(c, "/t/p") == NULL, "no listing yet");
-    is_int(cache_put_listing(c, "/t/p", in), 0, "put listing");
+    is_int(cache_put_listing(c, "/t/p", in, 0), 0, "put listing");
     listing_unref(in);          /* the cache holds its own reference */
     out = cache_get_listing(c, "/t/p");
     ok(out != NULL, "get listing");
@@ -76,7 +76,7 @@ static void test_dirs(void)
     is_int(listing_count(out), 2, "a held reference outlives invalidation");
     listing_unref(out);
     in = make_listing(names, keys, 2, 1);
-    cache_put_listing(c, "/t/p", in);
+    cache_put_listing(c, "/t/p", in, 0);
     listing_unref(in);
     is_int(cache_dir_lookup(c, "/t/p", "%2E.json", &key), 0, "lookup hit");
     is_str(key, ".", "lookup key");
@@ -87,13 +87,13 @@ static void test_dirs(void)
     is_int(mt.tv_sec, 1700000000, "listed mtime");
     is_int(cache_dir_attr(c, "/t/p", "zz.json", &len, &mt), -ENOENT, "attr: not listed");
     is_int(cache_dir_attr(c, "/t/x", "a.json", &len, &mt), -EAGAIN, "attr: no listing");
-    is_int(cache_put_listing(c, "/t/q", empty), 0, "empty listing");
+    is_int(cache_put_listing(c, "/t/q", empty, 0), 0, "empty listing");
     listing_unref(empty);
     out = cache_get_listing(c, "/t/q");
     ok(out && listing_count(out) == 0, "empty listing cached");
     listing_unref(out);
     in = make_listing(names, keys, 2, 0);
-    cache_put_listing(c, "/t/r", in);
+    cache_put_listing(c, "/t/r", in, 0);
     listing_unref(in);
     is_int(cache_dir_attr(c, "/t/r", "a.json", &len, &mt), -EAGAIN,
            "attr: listed without attributes");
@@ -112,11 +112,11 @@ static void test_exists(void)
     cache_invalidate(c, "/t/p");
     is_int(cache_exists(c, "/t/p"), 0, "invalidated marker");
     l = listing_new();
-    cache_put_listing(c, "/t/q", l);
+    cache_put_listing(c, "/t/q", l, 0);
     listing_unref(l);
     is_int(cache_exists(c, "/t/q"), 0, "empty listing is not existence");
     l = make_listing(one, onekey, 1, 0);
-    cache_put_listing(c, "/t/q", l);
+    cache_put_listing(c, "/t/q", l, 0);
     listing_unref(l);
     is_int(cache_exists(c, "/t/q"), 1, "listing with an entry is existence");
     is_int(cache_put_exists(c, "/t/q"), 0, "marker over a listing");
@@ -136,7 +136,7 @@ static void test_listing_bound(void)
         snprintf(name, sizeof(name), "%d.json", i);
         listing_add(l, name, name, 1, 1, mt);
     }
-    is_int(cache_put_listing(c, "/t/p", l), 0, "oversize listing put ok");
+    is_int(cache_put_listing(c, "/t/p", l, 0), 0, "oversize listing put ok");
     ok(cache_get_listing(c, "/t/p") == NULL, "oversize listing not kept");
     is_int(listing_count(l), 200, "caller's reference intact");
     listing_unref(l);
@@ -155,12 +155,12 @@ static void test_bound_and_lru(void)
     memset(data, 'x', sizeof(data));
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof(path), "/t/p/%d.json", i);
-        cache_put_file(c, path, data, sizeof(data), NULL, mt);
+        cache_put_file(c, path, data, sizeof(data), NULL, mt, 0);
     }
     /* touch 0 so that 1 is the least recently used */
     ok(cache_get_file(c, "/t/p/0.json", &f) == 0, "0 present");
     cache_file_clear(&f);
-    cache_put_file(c, "/t/p/3.json", data, sizeof(data), NULL, mt);
+    cache_put_file(c, "/t/p/3.json", data, sizeof(data), NULL, mt, 0);
     cache_get_stats(c, &st);
     ok(st.bytes <= 4000, "bytes within bound (%zu)", st.bytes);
     ok(st.evictions >= 1, "evicted something");
@@ -173,7 +173,7 @@ static void test_bound_and_lru(void)
     {
         char *big = calloc(1, 8000);
 
-        is_int(cache_put_file(c, "/t/p/big.json", big, 8000, NULL, mt), 0, "oversize put ok");
+        is_int(cache_put_file(c, "/t/p/big.json", big, 8000, NULL, mt, 0), 0, "oversize put ok");
         is_int(cache_get_file(c, "/t/p/big.json", &f), -ENOENT, "oversize not kept");
         free(big);
     }
@@ -187,13 +187,13 @@ static void test_expiry(void)
     struct cache_file f;
     struct cache *z = cache_new(1 << 20, 0);
 
-    cache_put_file(c, "/t/p/a.json", "x", 1, NULL, mt);
+    cache_put_file(c, "/t/p/a.json", "x", 1, NULL, mt, 0);
     ok(cache_get_file(c, "/t/p/a.json", &f) == 0, "fresh");
     cache_file_clear(&f);
     nanosleep(&ts, NULL);
     is_int(cache_get_file(c, "/t/p/a.json", &f), -ENOENT, "expired after ttl");
     cache_free(c);
-    cache_put_file(z, "/t/p/a.json", "x", 1, NULL, mt);
+    cache_put_file(z, "/t/p/a.json", "x", 1, NULL, mt, 0);
     is_int(cache_get_file(z, "/t/p/a.json", &f), -ENOENT, "ttl 0 keeps nothing");
     cache_free(z);
 }
@@ -209,7 +209,7 @@ static void test_many(void)
 
     for (int i = 0; i < 20000; i++) {
         snprintf(path, sizeof(path), "/t/p/%d.json", i);
-        cache_put_file(c, path, path, strlen(path), NULL, mt);
+        cache_put_file(c, path, path, strlen(path), NULL, mt, 0);
     }
     for (int i = 0; i < 20000; i++) {
         snprintf(path, sizeof(path), "/t/p/%d.json", i);
@@ -234,10 +234,10 @@ static void test_listings_outlive_entities(void)
     struct cache_file f;
 
     memset(data, 'x', sizeof(data));
-    is_int(cache_put_listing(c, "/t/p", l), 0, "listing cached");
+    is_int(cache_put_listing(c, "/t/p", l, 0), 0, "listing cached");
     for (int i = 0; i < 6; i++) {       /* twice what fits, all newer than the listing */
         snprintf(path, sizeof(path), "/t/p/%d.json", i);
-        cache_put_file(c, path, data, sizeof(data), NULL, mt);
+        cache_put_file(c, path, data, sizeof(data), NULL, mt, 0);
     }
     got = cache_get_listing(c, "/t/p");
     ok(got != NULL, "the least recently used listing outlived newer entities");
@@ -271,7 +271,7 @@ static void *race_dropper(void *p)
         if (i % 4 == 3) {               /* a listing replaces the marker */
             struct listing *l = make_listing(one, onekey, 1, 0);
 
-            cache_put_listing(r->c, "/t/p", l);
+            cache_put_listing(r->c, "/t/p", l, 0);
             listing_unref(l);
         } else {
             cache_invalidate(r->c, "/t/p");
