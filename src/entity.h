@@ -20,11 +20,13 @@ int entity_wire_set_sys(json_t *e, const char *pk, const char *rk, const char *t
                         const char *etag);
 
 /* A digest of what wire entity E holds: its custom properties with their
- * values and type annotations (system and "odata.*" members and null
- * values left out), as a SHA-256 of their sorted compact JSON. Two wire
- * objects with the same digest hold the same properties, values and types;
- * the converse need not hold (2 and 2.0), so equal digests may skip a
- * write and unequal ones only cost one. Returns 0 or -ENOMEM. */
+ * types and values (system and "odata.*" members and null values left
+ * out), SHA-256 over each typed property in name order. Entities with the
+ * same digest hold the same properties, types and values; a value the
+ * service holds in another spelling than the one sent (a DateTime with an
+ * offset) makes another digest, so equal digests may skip a write and
+ * unequal ones only cost one. Returns 0, -EINVAL (not a valid wire
+ * entity), -ENOMEM or -EIO. */
 #define ENTITY_DIGEST_LEN 32
 int entity_wire_digest(const json_t *e, unsigned char out[ENTITY_DIGEST_LEN]);
 

@@ -11,45 +11,58 @@
 #include "entity.h"
 #include "entity_int.h"
 
-/* Is KEY a system property or its annotation ("Timestamp@odata.type")? */
-static int is_system_member(const char *key)
+/* Feed property P, typed, to digest context MD: name, type and value in a
+ * form that no other (name, type, value) shares. Strings, and the values
+ * sent as strings (DateTime, Guid, Binary), as the service gave them: a
+ * DateTime with an offset differs from its UTC form, so saving the UTC form
+ * repairs it. Returns 1 or 0 (OpenSSL failed). */
+static int digest_prop(EVP_MD_CTX *md, const struct prop *p)
 {
-    static const char *const sys[] = { "PartitionKey", "RowKey", "Timestamp" };
+    char num[64];
+    const char *v = num;
+    size_t vlen;
 
-    for (size_t i = 0; i < sizeof(sys) / sizeof(sys[0]); i++) {
-        size_t n = strlen(sys[i]);
-
-        if (strncmp(key, sys[i], n) == 0 && (key[n] == '\0' || strcmp(key + n, TYPE_SUFFIX) == 0))
-            return 1;
+    switch (p->type) {
+    case EDM_INT32:
+    case EDM_INT64:
+        snprintf(num, sizeof(num), "%lld", p->i);
+        break;
+    case EDM_DOUBLE:
+        snprintf(num, sizeof(num), "%a", isnan(p->d) ? NAN : p->d);
+        break;
+    case EDM_BOOLEAN:
+        v = json_is_true(p->value) ? "true" : "false";
+        break;
+    default:        /* may hold NUL bytes: its length goes first */
+        v = json_string_value(p->value);
     }
-    return 0;
+    if (!v)
+        return 0;
+    vlen = v == num || p->type == EDM_BOOLEAN ? strlen(v) : json_string_length(p->value);
+    return EVP_DigestUpdate(md, p->name, strlen(p->name) + 1) == 1 &&
+           EVP_DigestUpdate(md, &(unsigned char){ (unsigned char)p->type }, 1) == 1 &&
+           EVP_DigestUpdate(md, &vlen, sizeof(vlen)) == 1 &&
+           EVP_DigestUpdate(md, v, vlen) == 1;
 }
 
 /* See entity.h. */
 int entity_wire_digest(const json_t *e, unsigned char out[ENTITY_DIGEST_LEN])
 {
-    json_t *props = json_object();
-    const char *key;
-    json_t *v;
-    char *text = NULL;
-    unsigned int n = 0;
-    int rc = -ENOMEM;
+    struct entity_error err;
+    struct prop *props = NULL;
+    const char *bad;
+    size_t n = 0;
+    unsigned int len = 0;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    int rc = md ? entity_collect_props(e, MODE_WIRE, &props, &n, &bad, &err) : -ENOMEM;
+    int ok = rc == 0 && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
 
-    if (!props)
-        return rc;
-    json_object_foreach((json_t *)e, key, v) {
-        if (json_is_null(v) || strncmp(key, "odata.", 6) == 0 || is_system_member(key))
-            continue;
-        if (json_object_set(props, key, v) < 0)
-            goto out;
-    }
-    if ((text = json_dumps(props, JSON_SORT_KEYS | JSON_COMPACT | JSON_REAL_PRECISION(17))) &&
-        EVP_Digest(text, strlen(text), out, &n, EVP_sha256(), NULL) == 1 &&
-        n == ENTITY_DIGEST_LEN)
-        rc = 0;
-out:
-    free(text);
-    json_decref(props);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = digest_prop(md, &props[i]);
+    if (rc == 0)
+        rc = ok && EVP_DigestFinal_ex(md, out, &len) == 1 && len == ENTITY_DIGEST_LEN ? 0 : -EIO;
+    free(props);
+    EVP_MD_CTX_free(md);
     return rc;
 }
 

@@ -623,10 +623,17 @@ def test_rename_within_partition_is_one_batch(sdk, seed, mounter, wh):
 def test_rename_stale_source_changes_nothing(sdk, seed, mounter, wh):
     T = "wrRenStale"
     mnt, t = seeded_mount(sdk, seed, mounter, T, [{"PartitionKey": "p", "RowKey": "a", "v": 1}])
-    read(p(mnt, T, "p", "a.json"))
+    assert os.listdir(p(mnt, T, "p")) == ["a.json"]     # a fresh listing: b is absent
     t.update_entity({"PartitionKey": "p", "RowKey": "a", "v": 2}, mode="replace")
-    with pytest.raises(OSError):
+    mark = wh.mark(mnt)
+    with pytest.raises(OSError) as ei:
         os.rename(p(mnt, T, "p", "a.json"), p(mnt, T, "p", "b.json"))
+    assert ei.value.errno == errno.ESTALE
+    # the batch's If-Match found the conflict: no read before it (the
+    # service fails the whole changeset with 412)
+    reqs = wh.requests(mnt, mark)
+    assert reqs and reqs[0][0] == "POST" and reqs[0][1].endswith("/$batch"), reqs
+    assert reqs[0][2] == 202 and "UpdateConditionNotSatisfied" in mnt.stderr()[mark:]
     assert props(wh.get(T, "p", "a")) == {"v": ("Edm.Int32", 2)}
     assert wh.get(T, "p", "b") is None
 
@@ -639,8 +646,9 @@ def test_rename_over_stale_target_keeps_sdk_change(sdk, seed, mounter, wh):
     assert sorted(os.listdir(p(mnt, T, "p"))) == ["a.json", "b.json"]   # cached + ETags
     read(p(mnt, T, "p", "b.json"))
     t.update_entity({"PartitionKey": "p", "RowKey": "b", "v": "sdk"}, mode="replace")
-    with pytest.raises(OSError):
+    with pytest.raises(OSError) as ei:
         os.rename(p(mnt, T, "p", "a.json"), p(mnt, T, "p", "b.json"))
+    assert ei.value.errno == errno.ESTALE
     assert props(wh.get(T, "p", "b")) == {"v": ("Edm.String", "sdk")}
     assert props(wh.get(T, "p", "a")) == {"v": ("Edm.String", "src")}
 

@@ -980,6 +980,49 @@ static void test_type_names(void)
     is_int(edm_type_parse("Edm.Single", &t), -EINVAL, "edm_type_parse rejects unknown types");
 }
 
+/* Digest of the wire entity in JSON text W (service's or parsed file's). */
+static int digest_of(const char *w, unsigned char out[ENTITY_DIGEST_LEN])
+{
+    json_t *e = json_loads(w, JSON_ALLOW_NUL, NULL);
+    int rc = e ? entity_wire_digest(e, out) : -EINVAL;
+
+    json_decref(e);
+    return rc;
+}
+
+/* Do the wire entities A and B have the same digest? 1, 0, or -1 on error. */
+static int same_digest(const char *a, const char *b)
+{
+    unsigned char da[ENTITY_DIGEST_LEN], db[ENTITY_DIGEST_LEN];
+
+    if (digest_of(a, da) < 0 || digest_of(b, db) < 0)
+        return -1;
+    return memcmp(da, db, sizeof(da)) == 0;
+}
+
+static void test_wire_digest(void)
+{
+    const char *svc = "{\"odata.etag\":\"W/x\",\"PartitionKey\":\"p\",\"RowKey\":\"r\","
+                      "\"Timestamp\":\"2026-01-01T00:00:00Z\",\"d\":1.0,\"n\":5,"
+                      "\"s\":\"x\",\"z\":null}";
+
+    is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\",\"d@odata.type\":\"Edm.Double\",\"d\":1.0}"),
+           1, "digest: system members, null and the Double annotation change nothing");
+    is_int(same_digest(svc, "{\"n\":\"5\",\"n@odata.type\":\"Edm.Int64\",\"s\":\"x\",\"d\":1.0}"),
+           0, "digest: Int32 5 and Int64 5 differ");
+    is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\",\"d\":1.5}"), 0, "digest: values differ");
+    is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\"}"), 0, "digest: a property fewer differs");
+    is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\",\"d\":1.0,\"RowKeyCopy\":\"r\"}"), 0,
+           "digest: a property named like a key counts");
+    is_int(same_digest("{\"t\":\"2020-01-02T03:04:05+05:30\",\"t@odata.type\":\"Edm.DateTime\"}",
+                       "{\"t\":\"2020-01-01T21:34:05Z\",\"t@odata.type\":\"Edm.DateTime\"}"),
+           0, "digest: a DateTime held with an offset differs from its UTC form");
+    is_int(same_digest("{\"a\":\"b\",\"ab\":\"\"}", "{\"a\":\"\",\"ab\":\"b\"}"), 0,
+           "digest: names and values do not run together");
+    is_int(same_digest("{\"a\":\"x\\u0000y\"}", "{\"a\":\"x\"}"), 0,
+           "digest: a NUL inside a string counts");
+}
+
 int main(void)
 {
     test_example();
@@ -996,5 +1039,6 @@ int main(void)
     test_datetime_errors_and_roundtrip();
     test_datetime_random();
     test_type_names();
+    test_wire_digest();
     return done_testing();
 }

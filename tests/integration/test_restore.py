@@ -1,0 +1,145 @@
+"""Restore and small writes at the protocol minimum (issue 15, synchronous
+mode): a name missing from a listing the mount may trust costs no request,
+the service's answer to a write goes into the cached listing, and a save of
+what the entity already holds sends nothing. Counted by the mount itself
+(user.aztfs.stats) and checked through the official SDK."""
+
+import datetime
+import json
+import os
+import subprocess
+import uuid
+
+from azure.data.tables import EdmType, EntityProperty
+
+from conftest import WriteHelpers
+
+SRC = "restSrc"
+P, PER = 3, 70                   # partitions, entities per partition
+WRITE_KINDS = ("insert", "replace", "merge", "delete", "batch")
+
+
+def typed_entity(pk, i):
+    return {"PartitionKey": pk, "RowKey": "r%04d" % i, "s": "value %d" % i, "i32": i,
+            "i64": EntityProperty(2**40 + i, EdmType.INT64), "dbl": i / 4,
+            "b": i % 2 == 0, "g": uuid.UUID(int=i),
+            "dt": datetime.datetime(2024, 1, 2, 3, 4, i % 60, tzinfo=datetime.timezone.utc),
+            "bin": bytes([i % 256, 0, 255])}
+
+
+def kinds(mnt):
+    return json.loads(os.getxattr(str(mnt), "user.aztfs.stats"))["requests_by_kind"]
+
+
+def delta(before, after):
+    return {k: after[k] - before[k] for k in after if after[k] != before[k]}
+
+
+def writes(d):
+    return sum(d.get(k, 0) for k in WRITE_KINDS)
+
+
+def rsync(src, dst):
+    subprocess.run(["rsync", "-a", src.rstrip("/") + "/", dst.rstrip("/") + "/"],
+                   check=True, timeout=300, capture_output=True)
+
+
+def sdk_state(sdk, table):
+    return {(e["PartitionKey"], e["RowKey"]): (WriteHelpers.typed(e), e.metadata["etag"])
+            for e in sdk.get_table_client(table).list_entities()}
+
+
+def backup(sdk, seed, mounter, tmp_path):
+    t = seed.table(sdk, SRC)
+    seed.insert(t, [typed_entity("part%d" % p, i) for p in range(P) for i in range(PER)])
+    mnt = mounter.mount()
+    dst = str(tmp_path / "backup")
+    rsync(os.path.join(str(mnt), SRC), dst)
+    mnt.unmount()
+    return dst
+
+
+def test_rsync_restore_into_new_table_sends_one_write_per_entity(sdk, seed, mounter,
+                                                                  tmp_path):
+    bk = backup(sdk, seed, mounter, tmp_path)
+    dst = "restDst"
+    seed.table(sdk, dst)
+    sdk.delete_table(dst)
+    mnt = mounter.mount()
+    n = P * PER
+    before = kinds(mnt)
+    os.mkdir(os.path.join(str(mnt), dst))
+    rsync(bk, os.path.join(str(mnt), dst))
+    d = delta(before, kinds(mnt))
+    # one insert per entity, nothing read back, a handful of others
+    assert d.get("insert") == n and d.get("get_entity", 0) == 0, d
+    assert sum(d.values()) <= n + P + 5, d
+    want = {k: v[0] for k, v in sdk_state(sdk, SRC).items()}
+    got = sdk_state(sdk, dst)
+    assert {k: v[0] for k, v in got.items()} == want       # types included
+    # the same backup again: nothing changed, nothing is sent
+    before = kinds(mnt)
+    rsync(bk, os.path.join(str(mnt), dst))
+    d = delta(before, kinds(mnt))
+    assert sum(d.values()) == 0, d
+    mnt.unmount()
+    # and from a fresh mount: reads, but no write, and no entity rewritten
+    mnt = mounter.mount()
+    before = kinds(mnt)
+    rsync(bk, os.path.join(str(mnt), dst))
+    d = delta(before, kinds(mnt))
+    assert writes(d) == 0, d
+    assert sdk_state(sdk, dst) == got                      # same ETags: untouched
+
+
+def test_tools_in_a_listed_partition_send_exactly_one_write(sdk, seed, mounter, tmp_path):
+    T = "restTools"
+    t = seed.table(sdk, T)
+    t.create_entity({"PartitionKey": "p", "RowKey": "a", "v": "A"})
+    mnt = mounter.mount()
+    part = os.path.join(str(mnt), T, "p")
+    assert os.listdir(part) == ["a.json"]         # the partition's listing, fresh
+
+    def one(cmd, kind):
+        before = kinds(mnt)
+        subprocess.run(cmd, shell=True, check=True, cwd=part, timeout=60)
+        d = delta(before, kinds(mnt))
+        assert d == {kind: 1}, (cmd, d)
+
+    one("echo '{\"v\": \"new\"}' > new.json", "insert")
+    one("cp a.json copy.json", "insert")
+    one("rm copy.json", "delete")
+    one("mv new.json moved.json", "batch")
+    one("echo '{\"v\": \"changed\"}' > a.json", "replace")
+    assert sorted(os.listdir(part)) == ["a.json", "moved.json"]
+    assert WriteHelpers.get(WriteHelpers(sdk), T, "p", "copy") is None
+    assert WriteHelpers.get(WriteHelpers(sdk), T, "p", "new") is None
+    assert WriteHelpers.get(WriteHelpers(sdk), T, "p", "moved")["v"] == "new"
+    assert WriteHelpers.get(WriteHelpers(sdk), T, "p", "a")["v"] == "changed"
+    # what the tools asked after their writes (stat, utimens, chmod) was
+    # answered from the service's answers: no read at all
+    assert kinds(mnt)["get_entity"] == 0
+
+
+def test_save_of_what_the_entity_holds_sends_nothing_but_a_type_change_does(
+        sdk, seed, mounter, tmp_path):
+    T = "restSame"
+    t = seed.table(sdk, T)
+    t.create_entity({"PartitionKey": "p", "RowKey": "a", "n": 5, "s": "x"})
+    mnt = mounter.mount()
+    f = os.path.join(str(mnt), T, "p", "a.json")
+    text = open(f).read()
+    etag = WriteHelpers(sdk).etag(T, "p", "a")
+    before = kinds(mnt)
+    with open(f, "w") as out:
+        out.write(text)                                  # the same bytes
+    with open(f, "w") as out:
+        out.write(json.dumps({"s": "x", "n": 5}))        # other bytes, same entity
+    assert writes(delta(before, kinds(mnt))) == 0
+    assert WriteHelpers(sdk).etag(T, "p", "a") == etag
+    # the same number as an Int64 is another entity: sent
+    with open(f, "w") as out:
+        out.write(json.dumps({"s": "x", "n": "5", "n@odata.type": "Edm.Int64"}))
+    assert delta(before, kinds(mnt)).get("replace") == 1
+    e = WriteHelpers(sdk).get(T, "p", "a")
+    assert WriteHelpers.typed(e)["n"] == ("Edm.Int64", 5)
