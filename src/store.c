@@ -162,14 +162,14 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
 {
     struct az_status st = { 0 };
     json_t *e = NULL;
-    int rc = store_load(s, fp, path, out);
+    int rc = store_load(s, fp, path, out), walk;
 
     if (rc < 0 || out->age < s->negative_timeout)
         return rc;
-    if (!writing && out->listed && cache_dir_active(s->cache, fp->parent)) {
-        cache_dir_touch(s->cache, fp->parent);      /* a walk: its snapshot */
-        return 0;
-    }
+    walk = out->listed && cache_dir_active(s->cache, fp->parent);
+    cache_dir_touch(s->cache, fp->parent);      /* the next open in it is a walk's */
+    if (!writing && walk)
+        return 0;           /* a walk reads the snapshot it listed */
     cache_file_clear(out);
     if ((rc = scan_resolve_keys(s, fp)) == 0)
         rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
