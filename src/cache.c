@@ -578,11 +578,22 @@ int cache_dir_owned(struct cache *c, const char *dirpath)
 /* Note a reader; see cache.h. */
 void cache_dir_touch(struct cache *c, const char *dirpath)
 {
-    struct entry *e;
+    struct entry *e, *mark;
 
     pthread_mutex_lock(&c->lock);
-    if ((e = find(c, dirpath)) && e->kind == ENTRY_DIR)
+    if ((e = find(c, dirpath)) && (e->kind == ENTRY_DIR || e->kind == ENTRY_MARK)) {
         e->touched = mono_now();
+    } else if (!e && (mark = calloc(1, sizeof(*mark)))) {
+        /* best effort: an entity was read from it, so it exists */
+        mark->kind = ENTRY_MARK;
+        if (!(mark->path = strdup(dirpath))) {
+            free(mark);
+        } else {
+            mark->charge = ENTRY_OVERHEAD + strlen(dirpath);
+            mark->touched = mono_now();
+            insert(c, mark, c->ttl);
+        }
+    }
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -590,14 +601,13 @@ void cache_dir_touch(struct cache *c, const char *dirpath)
 int cache_dir_active(struct cache *c, const char *dirpath)
 {
     struct entry *e;
-    int r;
+    double since = 0;
 
     pthread_mutex_lock(&c->lock);
-    e = find(c, dirpath);
-    r = e && e->kind == ENTRY_DIR &&
-        mono_now() - (e->touched > e->born ? e->touched : e->born) < c->neg_ttl;
+    if ((e = find(c, dirpath)) && (e->kind == ENTRY_DIR || e->kind == ENTRY_MARK))
+        since = e->kind == ENTRY_DIR && e->born > e->touched ? e->born : e->touched;
     pthread_mutex_unlock(&c->lock);
-    return r;
+    return since > 0 && mono_now() - since < c->neg_ttl;
 }
 
 /* Drop PATH; see cache.h. */

@@ -118,12 +118,13 @@ int cache_known_dir(struct cache *c, const char *path);
 /* Is the fresh listing of DIRPATH one the mount made (CACHE_OWNED)? 1 or 0. */
 int cache_dir_owned(struct cache *c, const char *dirpath);
 
-/* Note that a reader went through the listing of DIRPATH now (readdir, or
- * an open of a file that came with it). */
+/* Note that a reader went through directory DIRPATH now (readdir, an open
+ * of a file in it, a read of its entities in order). With nothing cached
+ * for DIRPATH, an existence marker is made to hold the note. */
 void cache_dir_touch(struct cache *c, const char *dirpath);
 
-/* Was the listing of DIRPATH fetched or touched within the negative
- * lifetime (a walk is going through it)? 1 or 0. */
+/* Was the listing of DIRPATH fetched, or DIRPATH touched, within the
+ * negative lifetime (a walk is going through it)? 1 or 0. */
 int cache_dir_active(struct cache *c, const char *dirpath);
 
 /* Drop the entry at PATH (file or directory listing), if any. */

@@ -79,10 +79,14 @@ static void shown_in_listing(struct store *s, const struct fspath *fp,
 
 /* --- reading ----------------------------------------------------------------- */
 
-/* Entities of a read-ahead, rendered into the cache. */
+/* Entities of a read-ahead, rendered into the cache; the one asked for
+ * also into OUT. */
 struct read_ahead {
     struct store *s;
     const char *dir;
+    const char *rk;
+    struct cache_file *out;
+    int found;
 };
 
 static int on_read_ahead_page(void *p, json_t *value)
@@ -91,19 +95,28 @@ static int on_read_ahead_page(void *p, json_t *value)
     size_t i;
     json_t *e;
 
-    json_array_foreach(value, i, e)
-        if (store_cache_entity(ra->s, ra->dir, e, CACHE_LISTED, NULL, NULL) == -ENOMEM)
+    json_array_foreach(value, i, e) {
+        const char *rk = entity_wire_sys(e, ENTITY_RK);
+        int mine = !ra->found && rk && strcmp(rk, ra->rk) == 0;
+
+        if (store_cache_entity(ra->s, ra->dir, e, CACHE_LISTED, NULL,
+                               mine ? ra->out : NULL) == -ENOMEM)
             return -ENOMEM;
+        ra->found |= mine;
+    }
     return 1;       /* one page is enough */
 }
 
 /* Fetch entity FP and the ones after it in its partition (one page of
- * READ_AHEAD) into the cache: what a listed entity evicted from a too-small
- * cache costs when grep or rsync read a partition in order. Returns 0 or
- * -errno (the caller then falls back to a point query). */
-static int read_ahead(struct store *s, const struct fspath *fp)
+ * READ_AHEAD) into the cache, and FP into *OUT: what a reader going through
+ * a partition in order costs per page instead of per file (grep or rsync
+ * over a partition larger than the cache, rsync's lookups in one it has not
+ * listed). Returns 0, -ENOENT (the page does not begin with FP: it did not
+ * exist when asked), or -errno (the caller then falls back to a point
+ * query). */
+static int read_ahead(struct store *s, const struct fspath *fp, struct cache_file *out)
 {
-    struct read_ahead ra = { s, fp->parent };
+    struct read_ahead ra = { s, fp->parent, fp->rk, out, 0 };
     struct cache_stats cs;
     struct az_status st;
     size_t top;
@@ -117,6 +130,10 @@ static int read_ahead(struct store *s, const struct fspath *fp)
         rc = table_query(s->tc, fp->table, filter, NULL, (int)top, on_read_ahead_page, &ra,
                          &st);
     free(filter);
+    if (rc == 0 && !ra.found)
+        rc = -ENOENT;
+    if (rc < 0)
+        cache_file_clear(out);
     return rc;
 }
 
@@ -125,7 +142,7 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
 {
     struct az_status st;
     json_t *e = NULL;
-    int rc, listed;
+    int rc, listed, in_order;
 
     if (cache_get_file(s->cache, path, out) == 0)
         return 0;
@@ -138,12 +155,23 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
     if (rc == -ENOENT)
         return rc;
     listed = rc == 0;
+    /* not listed, but the last entity read from this partition was read
+     * moments ago: a reader going through it (rsync's lookups) */
+    in_order = rc == -EAGAIN && cache_dir_active(s->cache, fp->parent);
     if ((rc = scan_resolve_keys(s, fp)) < 0)
         return rc;
     if (cache_get_file(s->cache, path, out) == 0)   /* resolving may have listed */
         return 0;
-    if (listed && read_ahead(s, fp) == 0 && cache_get_file(s->cache, path, out) == 0)
-        return 0;
+    if (listed || in_order) {
+        rc = read_ahead(s, fp, out);
+        if (rc == 0 || (rc == -ENOENT && in_order)) {
+            if (rc == 0)
+                cache_dir_touch(s->cache, fp->parent);
+            else
+                note_absent(s, path, fp);
+            return rc;
+        }
+    }
     rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
     if (rc == -ENOENT)
         note_absent(s, path, fp);       /* an answer, not a failure */
@@ -152,6 +180,8 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
     if (rc < 0)
         return rc;
     rc = store_cache_entity(s, fp->parent, e, 0, NULL, out);
+    if (rc == 0)
+        cache_dir_touch(s->cache, fp->parent);      /* the next one may be in order */
     json_decref(e);
     return rc;
 }

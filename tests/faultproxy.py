@@ -22,6 +22,9 @@ of the requests (seeded RNG, so a run can be replayed), injects one fault:
   truncate_after  after forwarding          request applied, headers announce
                                             Content-Length N, fewer bytes, close
 
+With DELAY (seconds; --delay-ms from the shell) every request is held that
+long before it is forwarded: what a client in another region sees.
+
 "Before" faults never reach the server; "after" faults are applied by the
 server and only the answer is lost, which is what makes a write ambiguous.
 
@@ -51,6 +54,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 BEFORE_KINDS = ("500", "503", "503_retry", "reset", "stall", "404")
 AFTER_KINDS = ("reset_after", "503_after", "stall_after", "truncate_after")
@@ -88,8 +92,10 @@ class FaultProxy:
 
     def __init__(self, upstream_port, listen_port=0, rate=0.2, seed=0, kinds=None,
                  weights=None, stall=10.0, upstream_host="127.0.0.1", log=None,
-                 retry_after=1):
+                 retry_after=1, delay=0.0):
         self.upstream = (upstream_host, upstream_port)
+        self.delay = float(delay)           # seconds every request is held
+                                            # (a client at a distance)
         self.stall_secs = float(stall)
         self.retry_after = retry_after      # seconds, or an HTTP date (str)
         self.log = log
@@ -323,6 +329,8 @@ class FaultProxy:
                     break
                 method, target, headers, body, keep = req
                 self._count("requests")
+                if self.delay > 0:
+                    time.sleep(self.delay)
                 kind = self._pick(method)
                 if kind:
                     self._count(kind)
@@ -421,11 +429,14 @@ def main(argv=None):
     ap.add_argument("--stall", type=float, default=10.0, help="seconds a stall lasts")
     ap.add_argument("--retry-after", default="1",
                     help="Retry-After value of 503_retry: seconds or an HTTP date")
+    ap.add_argument("--delay-ms", type=float, default=0.0,
+                    help="hold every request this long before forwarding it")
     ap.add_argument("-v", "--verbose", action="store_true", help="log every fault")
     a = ap.parse_args(argv)
     log = (lambda m: print(m, file=sys.stderr, flush=True)) if a.verbose else None
     px = FaultProxy(a.upstream, a.listen, a.rate, a.seed, a.kinds.split(","),
-                    stall=a.stall, log=log, retry_after=a.retry_after)
+                    stall=a.stall, log=log, retry_after=a.retry_after,
+                    delay=a.delay_ms / 1000.0)
     px.start()
     print("faultproxy: 127.0.0.1:%d -> 127.0.0.1:%d, rate %.2f, seed %d"
           % (px.port, a.upstream, a.rate, a.seed), flush=True)
