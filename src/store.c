@@ -82,7 +82,7 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
     rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
     if (rc == -ENOENT && listed)
         store_forget(s, fp->parent);    /* it named an entity deleted since */
-    else if (rc < 0)
+    else if (rc < 0 && rc != -ENOENT)   /* no such entity: an answer (a create looks first) */
         store_log_failure(s, "read", path, rc, &st, NULL);
     if (rc < 0)
         return rc;
@@ -270,8 +270,10 @@ static int write_keys(struct store *s, struct fspath *fp, const char *path,
     }
     return 0;
 bad:
-    log_error(&s->log, "%s: not saved: this is a long-form name (doc/NAMES.md), so the "
-              "content must carry the PartitionKey and RowKey the name stands for", path);
+    log_failure(&s->log, &(struct failure){ "save", path, EINVAL, 0, NULL, "long-form name "
+                "without its keys in the content" },
+                "%s: not saved: this is a long-form name (doc/NAMES.md), so the "
+                "content must carry the PartitionKey and RowKey the name stands for", path);
     return -EINVAL;
 }
 
@@ -284,10 +286,12 @@ static int parse_text(struct store *s, const char *path, const char *text, size_
     int rc = entity_parse(text, len, wire, pk_in, rk_in, &err);
 
     if (rc < 0 && rc != -ENOMEM) {
+        struct failure f = { "save", path, -rc, 0, NULL, err.text };
+
         if (err.line > 0)
-            log_error(&s->log, "%s: not saved: line %d: %s", path, err.line, err.text);
+            log_failure(&s->log, &f, "%s: not saved: line %d: %s", path, err.line, err.text);
         else
-            log_error(&s->log, "%s: not saved: %s", path, err.text);
+            log_failure(&s->log, &f, "%s: not saved: %s", path, err.text);
     }
     return rc;
 }
