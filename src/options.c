@@ -13,7 +13,8 @@
 
 #define OPT(t, p) { t, offsetof(struct aztfs_opts, p), 1 }
 
-enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS, KEY_MANAGED };
+enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS, KEY_MANAGED,
+       KEY_UMASK, KEY_FILE_MODE, KEY_DIR_MODE };
 
 #define SCRATCH_SIZE_MAX_MB (1024UL * 1024)   /* 1 TiB: any bigger is a typo */
 
@@ -36,9 +37,9 @@ static const struct fuse_opt opt_spec[] = {
     OPT("logfile=%s", logfile),
     OPT("metrics_file=%s", metrics_file),
     OPT("metrics_interval=%u", metrics_interval),
-    OPT("umask=%o", umask),
-    OPT("file_mode=%o", file_mode),
-    OPT("dir_mode=%o", dir_mode),
+    FUSE_OPT_KEY("umask=", KEY_UMASK),
+    FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE),
+    FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
     OPT("ino32", ino32),
     /* libfuse's, but aztfs sets them itself (fsops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED),
@@ -73,6 +74,23 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_END
 };
 
+/* Parse the octal mode after the '=' of ARG ("umask=027") into *out, up
+ * to MAX. Returns 0, or -1 after a message (libfuse's %o would take
+ * "0888" as 0). */
+static int parse_mode(const char *arg, unsigned max, unsigned *out)
+{
+    const char *v = strchr(arg, '=') + 1;
+    char *end;
+    unsigned long m = strtoul(v, &end, 8);
+
+    if (!*v || *end || *v == '-' || *v == '+' || m > max) {
+        fprintf(stderr, "aztfs: -o %s: not an octal mode up to %04o\n", arg, max);
+        return -1;
+    }
+    *out = (unsigned)m;
+    return 0;
+}
+
 /* Keys that need code: help/version flags and positional arguments. */
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
@@ -91,6 +109,12 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     case KEY_DEFAULT_PERMISSIONS:
         o->default_permissions = 1;
         return 1;
+    case KEY_UMASK:
+        return parse_mode(arg, 0777, &o->umask);
+    case KEY_FILE_MODE:
+        return parse_mode(arg, 07777, &o->file_mode);
+    case KEY_DIR_MODE:
+        return parse_mode(arg, 07777, &o->dir_mode);
     case KEY_MANAGED:
         fprintf(stderr, "aztfs: -o %s: aztfs sets this itself; see aztfs --help for the "
                 "options that apply\n", arg);
@@ -131,21 +155,13 @@ static int permission_checks(struct fuse_args *args, struct aztfs_opts *o)
     return fuse_opt_add_arg(args, "-odefault_permissions") == -1 ? -ENOMEM : 0;
 }
 
-/* The modes files and directories show: see options.h. Returns 0 or -EINVAL. */
-static int modes(struct aztfs_opts *o)
+/* The modes files and directories show: see options.h. */
+static void modes(struct aztfs_opts *o)
 {
-    if ((o->umask != UINT_MAX && o->umask > 0777) ||
-        (o->file_mode != UINT_MAX && o->file_mode > 07777) ||
-        (o->dir_mode != UINT_MAX && o->dir_mode > 07777)) {
-        fprintf(stderr, "aztfs: umask must be octal up to 0777, file_mode and dir_mode "
-                "up to 07777\n");
-        return -EINVAL;
-    }
     if (o->file_mode == UINT_MAX)
         o->file_mode = o->umask == UINT_MAX ? 0644 : 0666 & ~o->umask;
     if (o->dir_mode == UINT_MAX)
         o->dir_mode = o->umask == UINT_MAX ? 0755 : 0777 & ~o->umask;
-    return 0;
 }
 
 /* Parse; see options.h. */
@@ -196,8 +212,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
                 SCRATCH_SIZE_MAX_MB);
         return -EINVAL;
     }
-    if ((rc = modes(o)) < 0)
-        return rc;
+    modes(o);
     if (o->metrics_interval < 1 || o->metrics_interval > 86400) {
         fprintf(stderr, "aztfs: metrics_interval must be between 1 and 86400 seconds\n");
         return -EINVAL;
