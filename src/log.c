@@ -140,18 +140,6 @@ void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...
     va_end(ap);
 }
 
-/* See log.h. */
-void log_failure(const struct logger *lg, const struct failure *f, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    log_vmsg(lg, LOG_LVL_ERROR, fmt, ap);
-    va_end(ap);
-    if (lg)
-        failring_add(lg->failures, f);
-}
-
 /* PATH made absolute against the current directory: malloc'd, or NULL. */
 static char *absolute(const char *path)
 {

@@ -1,6 +1,7 @@
 /* log.h - leveled logging to stderr (foreground), a log file (-o logfile=)
- * or syslog (daemon), secrets redacted by callers; failures also go to the
- * mount's ring of recent failures (failring.h). */
+ * or syslog (daemon), secrets redacted by callers. The logger also carries
+ * the mount's ring of recent failures (failring.h), which the code that logs
+ * a failure fills too. */
 #ifndef AZTFS_LOG_H
 #define AZTFS_LOG_H
 
@@ -17,7 +18,8 @@ struct logger {
     int use_file;           /* 1: lines are appended to fd (log_open_file) */
     int fd;                 /* the log file, when use_file */
     char *path;             /* its absolute path (log_reopen), malloc'd */
-    struct failring *failures;  /* borrowed; NULL: failures are only logged */
+    struct failring *failures;  /* borrowed; NULL: failures are only logged
+                                   (store_log_failure adds to it) */
 };
 
 /* Where a daemon's syslog(3) lines go; without a listener there, they are
@@ -34,11 +36,6 @@ int log_level_parse(const char *s, enum log_level *out);
  * The formatted message goes through log_escape, so file names, keys and
  * service messages in it can neither break the line nor forge an escape. */
 void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Log a failed operation: the line FMT... at error level, and F into
- * LG->failures (when set), so it can be read back later (user.aztfs.errors). */
-void log_failure(const struct logger *lg, const struct failure *f, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Send LG's lines to the file PATH from now on: opened for appending

@@ -270,10 +270,10 @@ static int write_keys(struct store *s, struct fspath *fp, const char *path,
     }
     return 0;
 bad:
-    log_failure(&s->log, &(struct failure){ "save", path, EINVAL, 0, NULL, "long-form name "
-                "without its keys in the content" },
-                "%s: not saved: this is a long-form name (doc/NAMES.md), so the "
-                "content must carry the PartitionKey and RowKey the name stands for", path);
+    failring_add(s->log.failures, &(struct failure){ "save", path, EINVAL, 0, NULL,
+                 "a long-form name without its keys in the content" });
+    log_error(&s->log, "%s: not saved: this is a long-form name (doc/NAMES.md), so the "
+              "content must carry the PartitionKey and RowKey the name stands for", path);
     return -EINVAL;
 }
 
@@ -286,12 +286,11 @@ static int parse_text(struct store *s, const char *path, const char *text, size_
     int rc = entity_parse(text, len, wire, pk_in, rk_in, &err);
 
     if (rc < 0 && rc != -ENOMEM) {
-        struct failure f = { "save", path, -rc, 0, NULL, err.text };
-
+        failring_add(s->log.failures, &(struct failure){ "save", path, -rc, 0, NULL, err.text });
         if (err.line > 0)
-            log_failure(&s->log, &f, "%s: not saved: line %d: %s", path, err.line, err.text);
+            log_error(&s->log, "%s: not saved: line %d: %s", path, err.line, err.text);
         else
-            log_failure(&s->log, &f, "%s: not saved: %s", path, err.text);
+            log_error(&s->log, "%s: not saved: %s", path, err.text);
     }
     return rc;
 }

@@ -111,15 +111,16 @@ void store_log_failure(struct store *s, const char *op, const char *path, int rc
     struct failure f = { op, path, -rc, st ? st->http_status : 0, st ? st->code : NULL,
                          reason };
 
+    failring_add(s->log.failures, &f);      /* user.aztfs.errors */
     if (!st || (st->http_status == 0 && st->attempts == 0))
-        log_failure(&s->log, &f, "%s %s failed: %s", op, path, reason);
+        log_error(&s->log, "%s %s failed: %s", op, path, reason);
     else if (st->http_status == 0)
-        log_failure(&s->log, &f, "%s %s failed: %s (no response: %s; attempts %d)", op,
-                    path, reason, st->message, st->attempts);
+        log_error(&s->log, "%s %s failed: %s (no response: %s; attempts %d)", op, path,
+                  reason, st->message, st->attempts);
     else
-        log_failure(&s->log, &f, "%s %s failed: %s (HTTP %ld %s%s%s; attempts %d)", op,
-                    path, reason, st->http_status, st->code[0] ? st->code : "-",
-                    st->message[0] ? ": " : "", st->message, st->attempts);
+        log_error(&s->log, "%s %s failed: %s (HTTP %ld %s%s%s; attempts %d)", op, path,
+                  reason, st->http_status, st->code[0] ? st->code : "-",
+                  st->message[0] ? ": " : "", st->message, st->attempts);
 }
 
 static int on_first_entity(void *p, json_t *value)
