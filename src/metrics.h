@@ -15,7 +15,9 @@ char *metrics_text(struct store *s, const char *mountpoint);
 
 /* Write metrics_text to PATH atomically: into PATH.tmp (mode 0644 before
  * the umask), then rename(2) over PATH, so a reader sees the old file or
- * the new one, never a part. Returns 0 or -errno. */
+ * the new one, never a part. No fsync: after a power loss the file may be
+ * lost or empty, and the next write (every interval) replaces it; metrics
+ * are not worth a disk flush each time. Returns 0 or -errno. */
 int metrics_write(struct store *s, const char *mountpoint, const char *path);
 
 /* Start a thread that calls metrics_write every INTERVAL seconds, the
