@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # demo.sh - try aztfs locally: install deps, build, start Azurite on 127.0.0.1:10002,
 # load a sample dataset and mount it at ./mnt. Safe to rerun.
-# Stop with:  fusermount3 -u mnt; scripts/azurite.sh stop
+# Stop with:  fusermount3 -u mnt; scripts/azurite.sh stop [PORT]
 # DEMO_PORT=N uses another port than 10002 (e.g. when 10002 is taken).
+# Installs only what builds and runs aztfs, Azurite and the seeding
+# (scripts/deps.sh; the test tools come with scripts/test.sh).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -32,7 +34,8 @@ scripts/azurite.sh start "$PORT" || {
 /usr/bin/python3 scripts/seed_sample.py
 
 mkdir -p "$MNT"
-./aztfs "$MNT"          # daemonizes once mounted
+LOG="$ROOT/aztfs-demo.log"
+./aztfs -o logfile="$LOG" "$MNT"    # daemonizes once mounted; logs to $LOG
 for _ in $(seq 1 50); do
     mountpoint -q "$MNT" && break
     sleep 0.1
@@ -53,6 +56,10 @@ Try:
   grep -rl '"Paid": true' mnt/orders
   find mnt/orders -type f | wc -l
   du -sh mnt/orders
+
+Saves are checked at close: use cp or tee (a bare '>' hides a refused save).
+Why a save failed: tail aztfs-demo.log, or
+  getfattr -n user.aztfs.errors --only-values mnt
 
 Stop:
   fusermount3 -u mnt; scripts/azurite.sh stop $PORT

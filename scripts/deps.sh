@@ -1,26 +1,69 @@
 #!/usr/bin/env bash
-# deps.sh - install what aztfs needs to build and test, idempotently.
-#   - Debian packages (apt-get), only when one of them is missing;
+# deps.sh [--test] - install what aztfs needs, idempotently.
+#   - Debian packages (apt-get), only when one of them is missing:
+#     without --test, what builds and runs aztfs, plus what the demo needs
+#     (Node.js for Azurite, the Azure SDK for Python to load the sample
+#     data); with --test, also the tools the test suite uses (scripts/test.sh);
 #   - the Azurite emulator (npm package azurite, pinned) into .deps-node/.
-# Safe to rerun: does nothing when everything is already there.
+# Safe to rerun: does nothing when everything is already there. When another
+# apt (unattended-upgrades, say) holds apt's lock, waits up to
+# DEPS_APT_WAIT seconds (120) for it, then says what to do.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 AZURITE_VERSION=3.35.0
+# build and run aztfs; run the demo (Azurite, seed_sample.py)
 APT_PACKAGES=(
     autoconf automake libtool pkg-config make gcc
     libfuse3-dev fuse3
     libcurl4-openssl-dev libssl-dev libjansson-dev
-    python3 python3-azure python3-pytest
-    rsync attr vim nano groff man-db util-linux openssl ca-certificates
-    clang libclang-rt-14-dev valgrind
+    ca-certificates
+    python3 python3-azure
     nodejs npm
 )
+# only the tests use these (scripts/test.sh runs deps.sh --test)
+TEST_PACKAGES=(
+    python3-pytest
+    rsync attr vim nano groff man-db util-linux openssl
+    clang libclang-rt-14-dev valgrind
+)
+APT_WAIT=${DEPS_APT_WAIT:-120}
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 die() { printf 'deps: error: %s\n' "$*" >&2; exit 1; }
+
+case ${1:-} in
+    --test) APT_PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+    "") ;;
+    *) die "usage: scripts/deps.sh [--test]" ;;
+esac
+
+# apt-get ARGS..., waiting (bounded) while another apt or dpkg holds the lock.
+apt_get() {
+    local start=$SECONDS waited out
+    while :; do
+        if out=$($SUDO apt-get -o DPkg::Lock::Timeout=10 "$@" 2>&1); then
+            printf '%s\n' "$out" >&2
+            return 0
+        fi
+        if ! grep -qE 'Could not get lock|Unable to lock|Unable to acquire the dpkg frontend lock' \
+                <<<"$out"; then
+            printf '%s\n' "$out" >&2
+            return 1
+        fi
+        waited=$((SECONDS - start))
+        if ((waited >= APT_WAIT)); then
+            die "apt's lock has been held by another process for ${APT_WAIT} s (often
+      unattended-upgrades after boot). See who holds it with:
+          ps -o pid,etime,args -C apt,apt-get,dpkg,unattended-upgr
+      then wait for it to finish and rerun, or rerun with DEPS_APT_WAIT=600."
+        fi
+        log "apt's lock is held by another process; waiting (${waited}/${APT_WAIT} s)"
+        sleep 5
+    done
+}
 
 # --- Debian packages -------------------------------------------------------
 missing=()
@@ -43,8 +86,8 @@ if ((${#missing[@]})); then
         SUDO=sudo
     fi
     export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -q
-    $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+    apt_get update -q
+    apt_get install -y -q --no-install-recommends "${missing[@]}"
 else
     log "Debian packages: all present"
 fi

@@ -43,8 +43,8 @@ section() { printf '\n==== %s ====\n' "$*"; }
 
 # --- 1. dependencies and build ------------------------------------------------
 section "dependencies"
-if ! scripts/deps.sh; then
-    echo "test.sh: scripts/deps.sh failed" >&2
+if ! scripts/deps.sh --test; then
+    echo "test.sh: scripts/deps.sh --test failed" >&2
     failed=$((failed + 1)); finish
 fi
 

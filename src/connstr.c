@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <openssl/crypto.h>
 
 #include "sharedkey.h"
@@ -178,54 +179,69 @@ static int valid_account_name(const char *name)
     return 1;
 }
 
-/* Fill acct->endpoint, scheme, host and base_path from the URL EP: it must
- * be http:// or https:// (any case), have a non-empty host, no query or
- * fragment, no user info and no whitespace or control characters. Trailing
- * '/' are dropped. The stored endpoint is rebuilt from the parts with the
- * scheme in lower case. Returns 0, -EINVAL or -ENOMEM. */
+/* Fill acct->endpoint, scheme, host and base_path from the URL EP, parsed
+ * by libcurl (curl_url): it must be http:// or https:// (any case), have a
+ * non-empty host right after the "//" (curl would take "https:///h" as
+ * host h), no query or fragment, no user info, and be a URL curl accepts
+ * (no whitespace or control characters, a numeric port). Trailing '/' are
+ * dropped. The stored endpoint is rebuilt from the parts with the scheme
+ * in lower case. Returns 0, -EINVAL or -ENOMEM. */
 static int set_endpoint(struct account *acct, const char *ep, const char *what,
                         char *errbuf, size_t errlen)
 {
-    const char *rest, *slash, *p;
-    size_t hlen, plen, elen;
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *extra = NULL;
+    const char *sep = strstr(ep, "://");
+    CURLUcode uc;
+    size_t plen;
+    int rc;
 
-    if (strncasecmp(ep, "https://", 8) == 0) {
-        acct->scheme = strdup("https");
-        rest = ep + 8;
-    } else if (strncasecmp(ep, "http://", 7) == 0) {
-        acct->scheme = strdup("http");
-        rest = ep + 7;
-    } else {
-        return seterr(-EINVAL, errbuf, errlen,
-                      "%s must be an http:// or https:// URL", what);
-    }
-    if (!acct->scheme)
+    if (!u)
         return seterr(-ENOMEM, errbuf, errlen, "out of memory");
-    for (p = ep; *p; p++) {
-        if (*p == '?' || *p == '#')
-            return seterr(-EINVAL, errbuf, errlen,
-                          "%s must not carry a query string or fragment", what);
-        if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p))
-            return seterr(-EINVAL, errbuf, errlen, "%s contains whitespace", what);
+    uc = curl_url_set(u, CURLUPART_URL, ep, CURLU_NON_SUPPORT_SCHEME);
+    if (uc == CURLUE_OK)
+        uc = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+    if (!sep || (uc == CURLUE_OK && strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0))
+        rc = seterr(-EINVAL, errbuf, errlen, "%s must be an http:// or https:// URL", what);
+    else if (sep[3] == '/' || uc == CURLUE_NO_HOST)
+        rc = seterr(-EINVAL, errbuf, errlen, "%s has no host", what);
+    else if (uc == CURLUE_OUT_OF_MEMORY)
+        rc = seterr(-ENOMEM, errbuf, errlen, "out of memory");
+    else if (uc != CURLUE_OK)
+        rc = seterr(-EINVAL, errbuf, errlen, "%s is not a valid URL: %s", what,
+                    curl_url_strerror(uc));
+    else if (curl_url_get(u, CURLUPART_QUERY, &extra, 0) == CURLUE_OK ||
+             curl_url_get(u, CURLUPART_FRAGMENT, &extra, 0) == CURLUE_OK)
+        rc = seterr(-EINVAL, errbuf, errlen,
+                    "%s must not carry a query string or fragment", what);
+    else if (curl_url_get(u, CURLUPART_USER, &extra, 0) == CURLUE_OK)
+        rc = seterr(-EINVAL, errbuf, errlen, "%s must not contain user information", what);
+    else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+             curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
+        rc = seterr(-ENOMEM, errbuf, errlen, "out of memory");
+    else {
+        curl_url_get(u, CURLUPART_PORT, &port, 0);      /* only when given */
+        for (plen = strlen(path); plen > 0 && path[plen - 1] == '/'; plen--)
+            ;
+        acct->scheme = strdup(scheme);
+        acct->base_path = dup_n(path, plen);
+        if (asprintf(&extra, "%s%s%s", host, port ? ":" : "", port ? port : "") < 0)
+            extra = NULL;
+        acct->host = extra;     /* taken */
+        if (extra && asprintf(&acct->endpoint, "%s://%s%s", scheme, extra,
+                              acct->base_path ? acct->base_path : "") < 0)
+            acct->endpoint = NULL;
+        extra = NULL;
+        rc = acct->scheme && acct->base_path && acct->endpoint ? 0 :
+             seterr(-ENOMEM, errbuf, errlen, "out of memory");
     }
-    slash = strchr(rest, '/');
-    hlen = slash ? (size_t)(slash - rest) : strlen(rest);
-    if (hlen == 0)
-        return seterr(-EINVAL, errbuf, errlen, "%s has no host", what);
-    if (memchr(rest, '@', hlen))
-        return seterr(-EINVAL, errbuf, errlen, "%s must not contain user information", what);
-    plen = slash ? strlen(slash) : 0;
-    while (plen > 0 && slash[plen - 1] == '/')
-        plen--;
-
-    acct->host = dup_n(rest, hlen);
-    acct->base_path = dup_n(plen ? slash : "", plen);
-    elen = strlen(acct->scheme) + 3 + hlen + plen + 1;
-    acct->endpoint = malloc(elen);
-    if (!acct->host || !acct->base_path || !acct->endpoint)
-        return seterr(-ENOMEM, errbuf, errlen, "out of memory");
-    snprintf(acct->endpoint, elen, "%s://%s%s", acct->scheme, acct->host, acct->base_path);
-    return 0;
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_free(extra);
+    curl_url_cleanup(u);
+    return rc;
 }
 
 /* Account name for a SAS without AccountName: the first path segment of a

@@ -69,55 +69,42 @@ int entity_wire_digest(const json_t *e, unsigned char out[ENTITY_DIGEST_LEN])
 /* Largest rendered file: a 1 MiB entity, even with every byte escaped
  * (\u00XX) and every property annotated, stays well below it. */
 #define ENTITY_RENDER_MAX (16 * 1024 * 1024)
-/* Append the N bytes of S JSON-escaped, without quotes: '"', '\\', \b \f \n
- * \r \t, other bytes below 0x20 as \u00XX; everything else (UTF-8) raw. */
-static void sb_add_escaped(struct buf *sb, const char *s, size_t n)
+/* json_dump_callback's sink: append to the struct buf DATA. */
+static int add_dumped(const char *bytes, size_t size, void *data)
 {
-    size_t start = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char u[8];
-        const char *esc;
-
-        switch (c) {
-        case '"':  esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        default:
-            if (c >= 0x20)
-                continue;
-            snprintf(u, sizeof(u), "\\u%04X", c);
-            esc = u;
-        }
-        buf_add(sb, s + start, i - start);
-        buf_adds(sb, esc);
-        start = i + 1;
-    }
-    buf_add(sb, s + start, n - start);
+    return buf_add(data, bytes, size) < 0 ? -1 : 0;
 }
 
-/* Append S (N bytes) as a quoted JSON string. */
-static void sb_add_string(struct buf *sb, const char *s, size_t n)
+/* Append JSON value V as jansson writes it. For a string that is the
+ * canonical form: '"', '\\', \b \f \n \r \t escaped, other bytes below
+ * 0x20 as \u00XX, everything else (UTF-8) raw. (Doubles are written by
+ * entity_format_double: jansson's "%.17g" is not the shortest form.) A
+ * failure (ENOMEM) is recorded in SB. Each call costs jansson a little set-up
+ * (a rendered entity of 14 members takes about 5 us instead of 2.8 us with
+ * the hand-written escaper it replaced: some 20 ms of a 10,000-entity
+ * listing that takes 400 ms). */
+static void sb_add_json(struct buf *sb, const json_t *v)
 {
-    buf_add(sb, "\"", 1);
-    sb_add_escaped(sb, s, n);
-    buf_add(sb, "\"", 1);
+    if ((!v || json_dump_callback(v, add_dumped, sb, JSON_ENCODE_ANY) < 0) && !sb->err)
+        sb->err = -ENOMEM;      /* sticky, as buf.h's own failures are */
 }
 
 /* Start the member NAME (+ SUFFIX, may be "") of the rendered object: a
  * separator unless *FIRST, the indent, the quoted name and ": ". */
 static void sb_member(struct buf *sb, int *first, const char *name, const char *suffix)
 {
-    buf_adds(sb, *first ? "  \"" : ",\n  \"");
+    char text[ANNOTATION_KEY_MAX];
+    int n = snprintf(text, sizeof(text), "%s%s", name, suffix);
+    /* names come from jansson (valid UTF-8) and are at most 255 bytes
+     * (entity_collect_props), so the copy is whole and needs no check */
+    json_t *key = n >= 0 && (size_t)n < sizeof(text) ? json_stringn_nocheck(text, (size_t)n)
+                                                     : NULL;
+
+    buf_adds(sb, *first ? "  " : ",\n  ");
     *first = 0;
-    sb_add_escaped(sb, name, strlen(name));
-    buf_adds(sb, suffix);
-    buf_adds(sb, "\": ");
+    sb_add_json(sb, key);
+    buf_adds(sb, ": ");
+    json_decref(key);
 }
 
 /* Format finite D as the shortest decimal that reads back to the same double
@@ -185,10 +172,10 @@ static void render_prop(struct buf *sb, int *first, const struct prop *p)
     case EDM_STRING:
     case EDM_GUID:
     case EDM_BINARY:
-        sb_add_string(sb, json_string_value(p->value), json_string_length(p->value));
+        sb_add_json(sb, p->value);
         break;
-    case EDM_DATETIME:
-        sb_add_string(sb, p->dt, strlen(p->dt));
+    case EDM_DATETIME:     /* canonical: digits and "-:.TZ", nothing to escape */
+        buf_addf(sb, "\"%s\"", p->dt);
         break;
     case EDM_BOOLEAN:
         buf_adds(sb, json_is_true(p->value) ? "true" : "false");
@@ -215,7 +202,7 @@ static void render_prop(struct buf *sb, int *first, const struct prop *p)
     if (p->type == EDM_STRING || p->type == EDM_INT32 || p->type == EDM_BOOLEAN)
         return;
     sb_member(sb, first, p->name, TYPE_SUFFIX);
-    sb_add_string(sb, edm_type_name(p->type), strlen(edm_type_name(p->type)));
+    buf_addf(sb, "\"%s\"", edm_type_name(p->type));     /* "Edm.Int64": plain ASCII */
 }
 
 /* entity_render: see entity.h. Also -EINVAL for a Timestamp that is neither
@@ -247,12 +234,12 @@ int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity
 
     buf_adds(&sb, "{\n");
     sb_member(&sb, &first, "PartitionKey", "");
-    sb_add_string(&sb, json_string_value(pk), json_string_length(pk));
+    sb_add_json(&sb, pk);
     sb_member(&sb, &first, "RowKey", "");
-    sb_add_string(&sb, json_string_value(rk), json_string_length(rk));
+    sb_add_json(&sb, rk);
     if (json_is_string(ts)) {
         sb_member(&sb, &first, "Timestamp", "");
-        sb_add_string(&sb, json_string_value(ts), json_string_length(ts));
+        sb_add_json(&sb, ts);
     }
     for (size_t i = 0; i < n; i++)
         render_prop(&sb, &first, &props[i]);

@@ -25,6 +25,9 @@ struct aztfs {
     time_t mount_time;           /* mtime of directories */
     uid_t uid;                   /* owner of every file */
     gid_t gid;
+    mode_t file_mode;            /* permission bits of entity files (-o file_mode=, umask=) */
+    mode_t dir_mode;             /* and of directories (-o dir_mode=, umask=) */
+    int ino32;                   /* -o ino32: inode numbers folded to 32 bits */
 };
 
 /* The mount a callback serves. */

@@ -386,12 +386,22 @@ int fs_conflict_take(struct fs_handles *h, const char *path)
 /* --- attributes ------------------------------------------------------------------ */
 
 /* See fscommon.h. */
+uint64_t fs_ino(const struct aztfs *a, uint64_t ino)
+{
+    uint64_t folded = (ino >> 32) ^ (ino & 0xFFFFFFFFu);
+
+    if (!a->ino32 || ino == 1)
+        return ino;
+    return folded < 2 ? folded + 2 : folded;
+}
+
+/* See fscommon.h. */
 void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len,
                        struct timespec mtime, struct stat *st)
 {
     memset(st, 0, sizeof(*st));
-    st->st_ino = fspath_ino(path);
-    st->st_mode = FILE_MODE;
+    st->st_ino = fs_ino(a, fspath_ino(path));
+    st->st_mode = S_IFREG | a->file_mode;
     /* 2 links: editors (vim's backupcopy=auto) then rewrite the file in
      * place, one guarded write, instead of renaming it away and creating
      * it anew (a delete and an insert). Inodes are unique, so cp -a, tar
@@ -409,7 +419,7 @@ void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len,
 void fs_fill_dir_stat(const struct aztfs *a, const char *path, struct stat *st)
 {
     fs_fill_file_stat(a, path, 0, (struct timespec){ a->mount_time, 0 }, st);
-    st->st_mode = DIR_MODE;
+    st->st_mode = S_IFDIR | a->dir_mode;
 }
 
 /* See fscommon.h. */

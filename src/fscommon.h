@@ -136,6 +136,11 @@ int fs_conflict_take(struct fs_handles *h, const char *path);
 
 /* Attributes of a directory, an entity file of LEN bytes, a scratch file. */
 void fs_fill_dir_stat(const struct aztfs *a, const char *path, struct stat *st);
+/* The inode number A shows for INO (fspath_ino): INO itself, or with
+ * -o ino32 its two halves XORed (never 0; 1 only for the root), so that
+ * 32-bit programs can stat every file. Two paths may then share a number. */
+uint64_t fs_ino(const struct aztfs *a, uint64_t ino);
+
 void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len,
                        struct timespec mtime, struct stat *st);
 void fs_fill_scratch_stat(const struct aztfs *a, const char *path,

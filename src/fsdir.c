@@ -132,7 +132,7 @@ static int partition_entry_stat(struct aztfs *a, const char *path,
         fs_fill_file_stat(a, path, (size_t)e->size, e->mtime, st);
     } else {
         memset(st, 0, sizeof(*st));
-        st->st_ino = fspath_ino(path);
+        st->st_ino = fs_ino(a, fspath_ino(path));
         st->st_mode = FILE_MODE;
         *plus = 0;
     }

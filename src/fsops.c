@@ -1,4 +1,4 @@
-/* fsops.c - FUSE read-side callbacks (getattr, open, read, release, statfs, xattr, init) and the operations table. */
+/* fsops.c - FUSE read-side callbacks (getattr, open, read, release, statfs, init) and the operations table. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -9,8 +9,8 @@
 #include "fscommon.h"
 #include "fsdir.h"
 #include "fswrite.h"
+#include "fsxattr.h"
 #include <fuse_lowlevel.h>     /* fuse_session_exited */
-#include "stats.h"
 #include "store.h"
 
 /* Should a read stop? When the FUSE request it serves was interrupted (the
@@ -56,8 +56,8 @@ static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 static void fill_handle_stat(const struct aztfs *a, struct open_file *of, struct stat *st)
 {
     memset(st, 0, sizeof(*st));
-    st->st_ino = of->ino;
-    st->st_mode = FILE_MODE;
+    st->st_ino = fs_ino(a, of->ino);
+    st->st_mode = S_IFREG | a->file_mode;
     st->st_nlink = 0;
     st->st_uid = a->uid;
     st->st_gid = a->gid;
@@ -226,48 +226,24 @@ static int aztfs_release(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
+/* The service tells no size, used or free, so df shows a file system of
+ * size 0 (as for proc or sysfs; plain `df` leaves it out, `df MOUNTPOINT`
+ * shows it), not made-up terabytes. No count of files either. */
 static int aztfs_statfs(const char *path, struct statvfs *sv)
 {
+    (void)path;
     memset(sv, 0, sizeof(*sv));
     sv->f_bsize = 4096;
     sv->f_frsize = 4096;
-    sv->f_blocks = sv->f_bfree = sv->f_bavail = (fsblkcnt_t)1 << 32;
-    sv->f_files = sv->f_ffree = sv->f_favail = (fsfilcnt_t)1 << 32;
     sv->f_namemax = 255;
     return 0;
 }
 
-/* Extended attributes: only the root's user.aztfs.stats (not listed, so
- * rsync -X and cp --preserve=xattr copy nothing). security.* and system.*
- * answer ENOTSUP, which ls asks once per run, not once per file. */
-static int aztfs_getxattr(const char *path, const char *name, char *value, size_t size)
-{
-    char *json;
-    size_t len;
-
-    if (strcmp(path, "/") != 0 || strcmp(name, STATS_XATTR) != 0)
-        return strncmp(name, "user.", 5) == 0 ? -ENODATA : -ENOTSUP;
-    if (!(json = stats_json(&fs_ctx()->store)))
-        return -ENOMEM;
-    len = strlen(json);
-    if (size > 0 && size < len) {
-        free(json);
-        return -ERANGE;
-    }
-    if (size > 0)
-        memcpy(value, json, len);
-    free(json);
-    return (int)len;
-}
-
-static int aztfs_listxattr(const char *path, char *list, size_t size)
-{
-    return 0;
-}
-
 const struct fuse_operations aztfs_ops = {
-    .getxattr = aztfs_getxattr,
-    .listxattr = aztfs_listxattr,
+    .getxattr = fs_getxattr,
+    .listxattr = fs_listxattr,
+    .setxattr = fs_setxattr,
+    .removexattr = fs_removexattr,
     .init = aztfs_init,
     .getattr = aztfs_getattr,
     .opendir = fs_opendir,

@@ -1,10 +1,17 @@
-/* log.c - leveled logging to stderr or syslog; one line per message. */
+/* log.c - leveled logging to stderr, a log file or syslog; one line per message. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "keycodec.h"
 #include "log.h"
@@ -78,8 +85,29 @@ size_t log_escape(char *out, size_t outlen, const char *in)
     return len;
 }
 
+/* Append LINE (level NAME) to LG's log file with one write(2), so that
+ * lines of concurrent threads never interleave (O_APPEND). */
+static void file_line(const struct logger *lg, const char *name, const char *line)
+{
+    char out[LOG_LINE_MAX + 96], when[40];
+    struct timespec now;
+    struct tm tm;
+    int n;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    gmtime_r(&now.tv_sec, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+    n = snprintf(out, sizeof(out), "%s.%03ldZ aztfs[%ld]: %s: %s\n", when,
+                 now.tv_nsec / 1000000, (long)getpid(), name, line);
+    if (n > (int)sizeof(out) - 1)
+        n = (int)sizeof(out) - 1;
+    if (n > 0 && write(lg->fd, out, (size_t)n) < 0)
+        return;             /* nowhere left to say so */
+}
+
 /* Write one message if LEVEL is enabled; syslog priorities map one to one. */
-void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...)
+static void log_vmsg(const struct logger *lg, enum log_level level, const char *fmt,
+                     va_list ap)
 {
     static const int prio[] = {
         [LOG_LVL_ERROR] = LOG_ERR,
@@ -89,16 +117,133 @@ void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...
     };
     enum log_level max = lg ? lg->level : LOG_LVL_INFO;
     char raw[LOG_LINE_MAX + 1], line[LOG_LINE_MAX + 1];
-    va_list ap;
 
     if (level > max)
         return;
-    va_start(ap, fmt);
     vsnprintf(raw, sizeof(raw), fmt, ap);
-    va_end(ap);
     log_escape(line, sizeof(line), raw);
-    if (lg && lg->use_syslog)
+    if (lg && lg->use_file)
+        file_line(lg, level_names[level], line);
+    else if (lg && lg->use_syslog)
         syslog(prio[level], "%s", line);
     else
         fprintf(stderr, "aztfs: %s: %s\n", level_names[level], line);
+}
+
+/* See log.h. */
+void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    log_vmsg(lg, level, fmt, ap);
+    va_end(ap);
+}
+
+/* PATH made absolute against the current directory: malloc'd, or NULL. */
+static char *absolute(const char *path)
+{
+    char cwd[PATH_MAX];
+    char *out = NULL;
+
+    if (path[0] == '/')
+        return strdup(path);
+    if (!getcwd(cwd, sizeof(cwd)) || asprintf(&out, "%s/%s", cwd, path) < 0)
+        return NULL;
+    return out;
+}
+
+static int open_append(const char *path)
+{
+    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+}
+
+/* See log.h. */
+int log_open_file(struct logger *lg, const char *path)
+{
+    char *abs = absolute(path);
+    int fd;
+
+    if (!abs) {
+        fprintf(stderr, "aztfs: logfile=%s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    if ((fd = open_append(abs)) < 0) {
+        int err = errno;
+
+        fprintf(stderr, "aztfs: cannot open the log file %s: %s\n", abs, strerror(err));
+        free(abs);
+        return -err;
+    }
+    log_close(lg);
+    lg->fd = fd;
+    lg->path = abs;
+    lg->use_file = 1;
+    return 0;
+}
+
+/* See log.h. */
+int log_reopen(struct logger *lg)
+{
+    int fd, err;
+
+    if (!lg->use_file)
+        return 0;
+    if ((fd = open_append(lg->path)) < 0) {
+        err = errno;
+        log_error(lg, "cannot reopen the log file %s: %s (still writing to the old one)",
+                  lg->path, strerror(err));
+        return -err;
+    }
+    err = dup3(fd, lg->fd, O_CLOEXEC) < 0 ? errno : 0;
+    close(fd);
+    if (err)
+        log_error(lg, "cannot reopen the log file %s: %s", lg->path, strerror(err));
+    return -err;
+}
+
+/* See log.h. */
+void log_close(struct logger *lg)
+{
+    if (lg->use_file)
+        close(lg->fd);
+    free(lg->path);
+    lg->path = NULL;
+    lg->use_file = 0;
+}
+
+/* Can a socket of TYPE connect to LOG_SYSLOG_SOCKET? */
+static int syslog_connects(int type)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0), ok;
+
+    if (fd < 0)
+        return 0;
+    memcpy(sa.sun_path, LOG_SYSLOG_SOCKET, sizeof(LOG_SYSLOG_SOCKET));
+    ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    close(fd);
+    return ok;
+}
+
+/* See log.h. syslog(3) tries a datagram socket, then a stream one. */
+int log_syslog_listening(void)
+{
+    return syslog_connects(SOCK_DGRAM) || syslog_connects(SOCK_STREAM);
+}
+
+/* See log.h. */
+void log_detach(struct logger *lg, const char *mountpoint)
+{
+    if (lg->use_file)
+        return;
+    if (log_syslog_listening()) {
+        openlog("aztfs", LOG_PID, LOG_DAEMON);
+        lg->use_syslog = 1;
+        return;
+    }
+    fprintf(stderr, "aztfs: warning: nothing listens on %s (no syslog daemon), so the "
+            "messages of this mount are lost: add -o logfile=PATH, or -f to keep them on "
+            "this terminal; the last failures stay readable with: getfattr -n "
+            "user.aztfs.errors %s\n", LOG_SYSLOG_SOCKET, mountpoint);
 }

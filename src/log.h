@@ -1,16 +1,30 @@
-/* log.h - leveled logging to stderr (foreground) or syslog (daemon), secrets redacted by callers. */
+/* log.h - leveled logging to stderr (foreground), a log file (-o logfile=)
+ * or syslog (daemon), secrets redacted by callers. The logger also carries
+ * the mount's ring of recent failures (failring.h), which the code that logs
+ * a failure fills too. */
 #ifndef AZTFS_LOG_H
 #define AZTFS_LOG_H
 
 #include <stddef.h>
+
+#include "failring.h"
 
 /* QUIET drops everything (while the mount-time check prints its own verdict). */
 enum log_level { LOG_LVL_QUIET = -1, LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 struct logger {
     enum log_level level;   /* messages above this level are dropped */
-    int use_syslog;         /* 0: stderr, 1: syslog(3) */
+    int use_syslog;         /* 0: stderr, 1: syslog(3) (unless use_file) */
+    int use_file;           /* 1: lines are appended to fd (log_open_file) */
+    int fd;                 /* the log file, when use_file */
+    char *path;             /* its absolute path (log_reopen), malloc'd */
+    struct failring *failures;  /* borrowed; NULL: failures are only logged
+                                   (store_log_failure adds to it) */
 };
+
+/* Where a daemon's syslog(3) lines go; without a listener there, they are
+ * lost (containers, minimal systems). */
+#define LOG_SYSLOG_SOCKET "/dev/log"
 
 /* Longest message log_msg emits, escapes included (longer ones are cut). */
 #define LOG_LINE_MAX 2047
@@ -23,6 +37,30 @@ int log_level_parse(const char *s, enum log_level *out);
  * service messages in it can neither break the line nor forge an escape. */
 void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Send LG's lines to the file PATH from now on: opened for appending
+ * (created with mode 0600), each line prefixed with the UTC time. A relative
+ * PATH is taken from the current directory now (a daemon changes to "/").
+ * Returns 0, or -errno after printing why on stderr. */
+int log_open_file(struct logger *lg, const char *path);
+
+/* Open LG's log file again by its path (after logrotate moved it) and put
+ * it in place of the old one atomically (dup3), so that threads logging
+ * meanwhile write to one or the other, never to a closed descriptor.
+ * Returns 0 or -errno (the old file stays in use; the failure is logged). */
+int log_reopen(struct logger *lg);
+
+/* Close LG's log file, if any; lines go to stderr again. */
+void log_close(struct logger *lg);
+
+/* Does something listen on LOG_SYSLOG_SOCKET? 1 or 0. */
+int log_syslog_listening(void);
+
+/* Choose where LG's lines go once the process detaches from the terminal
+ * (stderr is then /dev/null): the log file if there is one, else syslog if
+ * log_syslog_listening(), else nowhere, and then one line on stderr (still
+ * the terminal: call this before detaching) says so and how to keep them. */
+void log_detach(struct logger *lg, const char *mountpoint);
 
 /* Copy the NUL-terminated IN to OUT, a buffer of OUTLEN bytes, so that it is
  * printable text on one line:

@@ -7,11 +7,8 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <syslog.h>
 #include <malloc.h>
 #include <sys/prctl.h>
-
-#include <openssl/crypto.h>
 
 #include <curl/curl.h>
 
@@ -20,20 +17,18 @@
 
 #include "connstr.h"
 #include "fscommon.h"
+#include "metrics.h"
 #include "options.h"
 #include "scan.h"
+#include "secenv.h"
 #include "stats.h"
 
-/* Wipe AZURE_STORAGE_CONNECTION_STRING's value where the kernel shows it
- * (/proc/PID/environ, `ps e`: the process's original environment block)
- * and drop the variable. */
+/* Remove AZURE_STORAGE_CONNECTION_STRING, name and value, from the
+ * environment and from where the kernel shows it (/proc/PID/environ,
+ * `ps e`): env_scrub. */
 static void scrub_env_secret(void)
 {
-    char *v = getenv("AZURE_STORAGE_CONNECTION_STRING");
-
-    if (v)
-        OPENSSL_cleanse(v, strlen(v));
-    unsetenv("AZURE_STORAGE_CONNECTION_STRING");
+    env_scrub("AZURE_STORAGE_CONNECTION_STRING");
 }
 
 /* Load the account from -o config= or AZURE_STORAGE_CONNECTION_STRING, then
@@ -87,8 +82,10 @@ static int probe_account(struct aztfs *a, const struct account *acct)
     return rc;
 }
 
-/* The SIGUSR1 thread: logs the counters each time the signal arrives.
- * SIGUSR1 is blocked in every other thread (the mask is inherited). */
+/* The signal thread: logs the counters at each SIGUSR1 and, with -o
+ * logfile=, reopens the log file at each SIGHUP (logrotate) instead of
+ * libfuse's unmount. Both signals are blocked in every other thread (the
+ * mask is inherited), so no handler runs: the thread takes them (sigwait). */
 struct usr1 {
     struct aztfs *a;
     sigset_t set;
@@ -101,7 +98,14 @@ static void *usr1_thread(void *p)
     int sig;
 
     while (sigwait(&u->set, &sig) == 0 && !atomic_load(&u->stop)) {
-        char *json = stats_json(&u->a->store);
+        char *json;
+
+        if (sig == SIGHUP) {
+            if (log_reopen(&u->a->store.log) == 0)
+                log_info(&u->a->store.log, "log file reopened (SIGHUP)");
+            continue;
+        }
+        json = stats_json(&u->a->store);
 
         log_info(&u->a->store.log, "stats %s", json ? json : "(out of memory)");
         free(json);
@@ -119,13 +123,15 @@ static void warn_unchecked(struct aztfs *a)
 }
 
 /* Mount and serve until unmounted; returns the process exit status.
- * UNCHECKED: allow_other without default_permissions (logged). */
+ * O: the options (o->unchecked: allow_other without default_permissions,
+ * logged; o->metrics_file). */
 static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_cmdline_opts *cmd,
-                    int unchecked)
+                    const struct aztfs_opts *o)
 {
     struct fuse *f;
     struct fuse_loop_config *lc = NULL;
     struct usr1 u = { .a = a };
+    struct metrics *metrics = NULL;
     pthread_t usr1_tid;
     int rc = 1, have_usr1 = 0;
 
@@ -134,22 +140,25 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         return 1;
     if (fuse_mount(f, cmd->mountpoint) != 0)
         goto out_destroy;
+    if (!cmd->foreground)
+        log_detach(&a->store.log, cmd->mountpoint);
     if (fuse_daemonize(cmd->foreground) != 0)
         goto out_unmount;
-    if (!cmd->foreground) {
-        openlog("aztfs", LOG_PID, LOG_DAEMON);
-        a->store.log.use_syslog = 1;
-    }
     if (fuse_set_signal_handlers(fuse_get_session(f)) != 0)
         goto out_unmount;
     sigemptyset(&u.set);
     sigaddset(&u.set, SIGUSR1);
+    if (a->store.log.use_file)
+        sigaddset(&u.set, SIGHUP);
     if (pthread_sigmask(SIG_BLOCK, &u.set, NULL) == 0 &&
         pthread_create(&usr1_tid, NULL, usr1_thread, &u) == 0)
         have_usr1 = 1;
     log_info(&a->store.log, "mounted %s", cmd->mountpoint);
-    if (unchecked)
+    if (o->unchecked)
         warn_unchecked(a);
+    if (o->metrics_file)
+        metrics = metrics_start(&a->store, cmd->mountpoint, o->metrics_file,
+                                o->metrics_interval);
     if (cmd->singlethread) {
         rc = fuse_loop(f) < 0 ? 1 : 0;   /* > 0: ended by a signal: clean */
     } else {
@@ -166,6 +175,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         fuse_loop_cfg_destroy(lc);
     }
 out_signals:
+    metrics_stop(metrics);
     if (have_usr1) {
         atomic_store(&u.stop, 1);
         pthread_kill(usr1_tid, SIGUSR1);
@@ -200,6 +210,9 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, const struct 
     a->attr_timeout = o->attr_timeout;
     a->uid = getuid();
     a->gid = getgid();
+    a->file_mode = o->file_mode;
+    a->dir_mode = o->dir_mode;
+    a->ino32 = o->ino32;
     a->handles = fs_handles_new();
     a->scratch = scratch_new((size_t)o->scratch_size_mb * 1024 * 1024, &a->store.log);
     if (!a->handles || !a->scratch ||
@@ -250,9 +263,6 @@ int main(int argc, char *argv[])
     }
     if (cmd.show_help || o.show_help) {
         options_usage(argv[0]);
-        printf("FUSE options:\n");
-        fuse_cmdline_help();
-        fuse_lib_help(&args);
         rc = 0;
         goto out;
     }
@@ -266,6 +276,9 @@ int main(int argc, char *argv[])
                 o.loglevel);
         goto out;
     }
+    if ((o.logfile && log_open_file(&a.store.log, o.logfile) < 0) ||
+        !(a.store.log.failures = failring_new()))
+        goto out;
     if (load_account(&o, &acct) < 0)
         goto out;
     if (strcmp(acct.scheme, "http") == 0 && !account_is_loopback(&acct) && !o.allow_http) {
@@ -281,7 +294,7 @@ int main(int argc, char *argv[])
         fprintf(stderr, "aztfs: libcurl could not be initialised\n");
         goto out;
     }
-    rc = open_mount(&a, &o, &acct) < 0 ? 1 : run_fuse(&args, &a, &cmd, o.unchecked);
+    rc = open_mount(&a, &o, &acct) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o);
     store_free(&a.store);
     scratch_free(a.scratch);
     fs_handles_free(a.handles);
@@ -291,6 +304,8 @@ out:
     free(cmd.mountpoint);
     options_free(&o);
     options_free_tables(a.store.tables);
+    failring_free(a.store.log.failures);
+    log_close(&a.store.log);
     fuse_opt_free_args(&args);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* options.c - aztfs's own command-line options (the rest go to libfuse). */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,7 +13,8 @@
 
 #define OPT(t, p) { t, offsetof(struct aztfs_opts, p), 1 }
 
-enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS };
+enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS, KEY_MANAGED,
+       KEY_UMASK, KEY_FILE_MODE, KEY_DIR_MODE };
 
 #define SCRATCH_SIZE_MAX_MB (1024UL * 1024)   /* 1 TiB: any bigger is a typo */
 
@@ -33,6 +35,27 @@ static const struct fuse_opt opt_spec[] = {
     OPT("allow_http", allow_http),
     OPT("tables=%s", tables),
     OPT("no_default_permissions", no_default_permissions),
+    OPT("logfile=%s", logfile),
+    OPT("metrics_file=%s", metrics_file),
+    OPT("metrics_interval=%u", metrics_interval),
+    FUSE_OPT_KEY("umask=", KEY_UMASK),
+    FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE),
+    FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
+    OPT("ino32", ino32),
+    /* libfuse's, but aztfs sets them itself (fsops.c: aztfs_init) */
+    FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED),
+    FUSE_OPT_KEY("negative_timeout=", KEY_MANAGED),
+    FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
+    FUSE_OPT_KEY("kernel_cache", KEY_MANAGED),
+    FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
+    FUSE_OPT_KEY("noauto_cache", KEY_MANAGED),
+    FUSE_OPT_KEY("direct_io", KEY_MANAGED),
+    FUSE_OPT_KEY("use_ino", KEY_MANAGED),
+    FUSE_OPT_KEY("readdir_ino", KEY_MANAGED),
+    FUSE_OPT_KEY("hard_remove", KEY_MANAGED),
+    FUSE_OPT_KEY("nullpath_ok", KEY_MANAGED),
+    FUSE_OPT_KEY("modules=", KEY_MANAGED),
+    FUSE_OPT_KEY("subdir=", KEY_MANAGED),
     /* libfuse's: seen here, and kept for it */
     FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
     FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
@@ -52,6 +75,23 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_END
 };
 
+/* Parse the octal mode after the '=' of ARG ("umask=027") into *out, up
+ * to MAX. Returns 0, or -1 after a message (libfuse's %o would take
+ * "0888" as 0). */
+static int parse_mode(const char *arg, unsigned max, unsigned *out)
+{
+    const char *v = strchr(arg, '=') + 1;
+    char *end;
+    unsigned long m = strtoul(v, &end, 8);
+
+    if (!*v || *end || *v == '-' || *v == '+' || m > max) {
+        fprintf(stderr, "aztfs: -o %s: not an octal mode up to %04o\n", arg, max);
+        return -1;
+    }
+    *out = (unsigned)m;
+    return 0;
+}
+
 /* Keys that need code: help/version flags and positional arguments. */
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
@@ -70,6 +110,16 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     case KEY_DEFAULT_PERMISSIONS:
         o->default_permissions = 1;
         return 1;
+    case KEY_UMASK:
+        return parse_mode(arg, 0777, &o->umask);
+    case KEY_FILE_MODE:
+        return parse_mode(arg, 07777, &o->file_mode);
+    case KEY_DIR_MODE:
+        return parse_mode(arg, 07777, &o->dir_mode);
+    case KEY_MANAGED:
+        fprintf(stderr, "aztfs: -o %s: aztfs sets this itself; see aztfs --help for the "
+                "options that apply\n", arg);
+        return -1;
     case FUSE_OPT_KEY_NONOPT:
         if (o->n_positional == 2) {
             fprintf(stderr, "aztfs: too many arguments: '%s'\n", arg);
@@ -106,6 +156,15 @@ static int permission_checks(struct fuse_args *args, struct aztfs_opts *o)
     return fuse_opt_add_arg(args, "-odefault_permissions") == -1 ? -ENOMEM : 0;
 }
 
+/* The modes files and directories show: see options.h. */
+static void modes(struct aztfs_opts *o)
+{
+    if (o->file_mode == UINT_MAX)
+        o->file_mode = o->umask == UINT_MAX ? 0644 : 0666 & ~o->umask;
+    if (o->dir_mode == UINT_MAX)
+        o->dir_mode = o->umask == UINT_MAX ? 0755 : 0777 & ~o->umask;
+}
+
 /* Parse; see options.h. */
 int options_parse(struct fuse_args *args, struct aztfs_opts *o)
 {
@@ -121,6 +180,8 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     o->timeout = 60;
     o->retries = 4;
     o->retry_time = 120;
+    o->metrics_interval = 60;
+    o->umask = o->file_mode = o->dir_mode = UINT_MAX;
     if (fuse_opt_parse(args, o, opt_spec, opt_proc) == -1)
         return -EINVAL;
     if (o->n_positional == 2) {
@@ -161,6 +222,11 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
                 SCRATCH_SIZE_MAX_MB);
         return -EINVAL;
     }
+    modes(o);
+    if (o->metrics_interval < 1 || o->metrics_interval > 86400) {
+        fprintf(stderr, "aztfs: metrics_interval must be between 1 and 86400 seconds\n");
+        return -EINVAL;
+    }
     if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retry_time <= 0 ||
         o->retries < 0) {
         fprintf(stderr, "aztfs: timeouts must be positive and retries not negative\n");
@@ -175,6 +241,8 @@ void options_free(struct aztfs_opts *o)
     free(o->loglevel);
     free(o->cafile);
     free(o->tables);
+    free(o->logfile);
+    free(o->metrics_file);
     free(o->positional[0]);
     free(o->positional[1]);
     memset(o, 0, sizeof(*o));
@@ -246,11 +314,40 @@ void options_usage(const char *progname)
            "    -o allow_http           allow plain http to a host that is not loopback\n"
            "    -o tables=A:B           show only these tables (for a SAS that cannot\n"
            "                            list the account's tables)\n"
-           "    -o uid=N,gid=N,umask=M  owner and permissions of every file\n"
+           "    -o logfile=PATH         append log lines to PATH (created 0600), reopened\n"
+           "                            on SIGHUP (logrotate); default: stderr with -f,\n"
+           "                            else syslog (if nothing listens on /dev/log,\n"
+           "                            aztfs says so before it detaches)\n"
+           "    -o metrics_file=PATH    write the counters there in the Prometheus text\n"
+           "                            format (node_exporter's textfile collector)\n"
+           "    -o metrics_interval=SECS  how often metrics_file is rewritten (60)\n"
+           "    -o uid=N,gid=N          owner of every file (default: the mounting user)\n"
+           "    -o umask=M              files 0666 & ~M, directories 0777 & ~M (octal)\n"
+           "    -o file_mode=M          permission bits of files (octal; default 0644)\n"
+           "    -o dir_mode=M           permission bits of directories (octal; default 0755)\n"
+           "    -o ino32                inode numbers below 2^32, for 32-bit programs\n"
+           "                            (two files may then share one: doc/USAGE.md)\n"
            "    -o allow_other          let other users in; the kernel then checks the\n"
            "                            modes above (default_permissions is implied)\n"
            "    -o no_default_permissions\n"
            "                            with allow_other: no checks, every local user\n"
-           "                            acts with the mounter's credentials\n\n",
+           "                            acts with the mounter's credentials\n\n"
+           "FUSE options that apply:\n"
+           "    -h   --help             print this help\n"
+           "    -V   --version          print the version\n"
+           "    -f                      stay in the foreground (log to stderr)\n"
+           "    -d   -o debug           FUSE debug output (implies -f)\n"
+           "    -s                      serve one request at a time\n"
+           "    -o max_threads=N        at most N threads serve requests (10)\n"
+           "    -o max_idle_threads=N   idle threads kept (default: libfuse's)\n"
+           "    -o clone_fd             one /dev/fuse descriptor per thread\n"
+           "    -o allow_root           let root in (not other users)\n"
+           "    -o default_permissions  the kernel checks the modes above\n"
+           "    -o auto_unmount         unmount when aztfs exits\n"
+           "    -o ro                   read-only mount\n"
+           "    -o fsname=NAME          the name df and mount show\n\n"
+           "aztfs sets the rest of libfuse's options itself (entry_timeout,\n"
+           "negative_timeout, kernel_cache, auto_cache, direct_io, use_ino, modules=,\n"
+           "subdir=, ...) and refuses them.\n",
            progname);
 }

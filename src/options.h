@@ -28,6 +28,13 @@ struct aztfs_opts {
     int default_permissions;  /* -o default_permissions seen (kept for libfuse) */
     int no_default_permissions;   /* -o no_default_permissions: the opt-out */
     int unchecked;            /* allow_other without permission checks: warn */
+    char *logfile;            /* -o logfile=PATH */
+    char *metrics_file;       /* -o metrics_file=PATH */
+    unsigned metrics_interval;    /* -o metrics_interval=SECONDS */
+    unsigned umask;           /* -o umask=OCTAL (UINT_MAX: not given) */
+    unsigned file_mode;       /* -o file_mode=OCTAL; after parsing, the mode of files */
+    unsigned dir_mode;        /* -o dir_mode=OCTAL; after parsing, the mode of directories */
+    int ino32;                /* -o ino32: inode numbers below 2^32 */
     char *positional[2];      /* non-option arguments, in order */
     int n_positional;
     int show_help;
@@ -41,6 +48,11 @@ struct aztfs_opts {
  * allow_other brings default_permissions into ARGS (the kernel checks modes,
  * so other users do not act with the mounter's credentials unchecked) unless
  * no_default_permissions is given; then o->unchecked is set for a warning.
+ * file_mode and dir_mode come out as the permission bits to show: as given,
+ * else 0666 & ~umask and 0777 & ~umask when umask= is given (umask is
+ * aztfs's, not libfuse's, which would give files x bits), else 0644, 0755.
+ * FUSE options aztfs sets itself (entry_timeout, kernel_cache, modules=,
+ * ...) are refused.
  * Returns 0, or -EINVAL with a message on stderr. Strings in *o are malloc'd;
  * release with options_free. */
 int options_parse(struct fuse_args *args, struct aztfs_opts *o);
@@ -53,7 +65,7 @@ void options_free(struct aztfs_opts *o);
 int options_split_tables(const char *spec, char ***out);
 void options_free_tables(char **tables);
 
-/* Print aztfs's own option summary to stdout. */
+/* Print the usage: aztfs's options, then the FUSE options that apply. */
 void options_usage(const char *progname);
 
 #endif

@@ -2,6 +2,7 @@
 #include "sharedkey.h"
 
 #include <errno.h>
+#include <locale.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,33 +12,22 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-/* Fixed English names: RFC 1123 dates must not depend on the locale. */
-static const char *const day_names[7] = {
-    "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"
-};
-static const char *const month_names[12] = {
-    "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"
-};
-
-/* Format T as "Sun, 22 Nov 2026 08:26:34 GMT". A time that gmtime_r cannot
- * represent, or whose year is outside 0..9999 (the format has four year
- * digits), yields the epoch "Thu, 01 Jan 1970 00:00:00 GMT". */
+/* Format T as "Sun, 22 Nov 2026 08:26:34 GMT": strftime_l in the C locale,
+ * so the names are English whatever the process's locale. A time that
+ * gmtime_r cannot represent, or whose year has other than four digits
+ * (before 1000 or after 9999), yields the epoch "Thu, 01 Jan 1970 00:00:00
+ * GMT" (only a broken clock gives such a time). */
 void sharedkey_rfc1123(time_t t, char out[RFC1123_LEN])
 {
+    static const char epoch[] = "Thu, 01 Jan 1970 00:00:00 GMT";
+    locale_t c = newlocale(LC_ALL_MASK, "C", (locale_t)0);
     struct tm tm;
 
-    if (!gmtime_r(&t, &tm) || tm.tm_year < -1900 || tm.tm_year > 9999 - 1900 ||
-        tm.tm_wday < 0 || tm.tm_wday > 6 || tm.tm_mon < 0 || tm.tm_mon > 11) {
-        memcpy(out, "Thu, 01 Jan 1970 00:00:00 GMT", RFC1123_LEN);
-        return;
-    }
-    /* The modulos are no-ops on gmtime_r's ranges; they let the compiler
-     * prove that the result fits. */
-    snprintf(out, RFC1123_LEN, "%.3s, %02u %.3s %04u %02u:%02u:%02u GMT",
-             day_names[tm.tm_wday], (unsigned)tm.tm_mday % 100u, month_names[tm.tm_mon],
-             (unsigned)(tm.tm_year + 1900) % 10000u, (unsigned)tm.tm_hour % 100u,
-             (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u);
+    if (!c || !gmtime_r(&t, &tm) || tm.tm_year < 1000 - 1900 || tm.tm_year > 9999 - 1900 ||
+        strftime_l(out, RFC1123_LEN, "%a, %d %b %Y %H:%M:%S GMT", &tm, c) != RFC1123_LEN - 1)
+        memcpy(out, epoch, sizeof(epoch));
+    if (c)
+        freelocale(c);
 }
 
 /* Build "VERB\nMD5\nTYPE\nDATE\n/ACCOUNT PATH[?comp=COMP]". VERB, DATE,
@@ -150,80 +140,47 @@ char *sharedkey_b64encode(const unsigned char *in, size_t len)
     return out;
 }
 
-/* Value of one base64 alphabet character, or -1. */
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
 /* Strict decode: length a multiple of 4, only alphabet characters, '='
  * only as the last one or two characters, and the unused bits before the
  * padding zero (so every byte string has exactly one accepted encoding).
  * "" decodes to a zero-length (but non-NULL) buffer. Returns 0, -EINVAL
- * or -ENOMEM; *out and *out_len are set only on success. */
+ * or -ENOMEM; *out and *out_len are set only on success.
+ * OpenSSL's EVP_DecodeBlock does the decoding; it takes '=' anywhere as a
+ * zero digit and skips blanks, so the shape is checked first, and the
+ * result is encoded again: only the canonical spelling gives back IN. */
 int sharedkey_b64decode(const char *in, unsigned char **out, size_t *out_len)
 {
-    size_t len, pad = 0, olen, i, o = 0;
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t len, pad;
     unsigned char *buf;
-    int rc = -EINVAL;
+    char *again = NULL;
+    int n, rc = -EINVAL;
 
     if (!in || !out || !out_len)
         return -EINVAL;
     len = strlen(in);
-    if (len % 4 != 0)
+    if (len % 4 != 0 || len > (size_t)INT32_MAX)
         return -EINVAL;
-    if (len >= 4 && in[len - 1] == '=')
-        pad = in[len - 2] == '=' ? 2 : 1;
-    olen = len / 4 * 3 - pad;
-    buf = malloc(olen ? olen : 1);
-    if (!buf)
+    pad = len >= 2 && in[len - 1] == '=' ? (in[len - 2] == '=' ? 2 : 1) : 0;
+    if (strspn(in, alphabet) != len - pad)
+        return -EINVAL;
+    if (!(buf = malloc(len / 4 * 3 + 1)))
         return -ENOMEM;
-
-    for (i = 0; i < len; i += 4) {
-        int v[4], k, nd = (i + 4 == len) ? 4 - (int)pad : 4;
-        unsigned long w = 0;
-
-        for (k = 0; k < 4; k++) {
-            if (k >= nd) {
-                v[k] = 0;       /* a padding '=' (checked above) */
-                continue;
-            }
-            v[k] = b64_value((unsigned char)in[i + k]);
-            if (v[k] < 0)
-                goto fail;
-            w = (w << 6) | (unsigned long)v[k];
-        }
-        w <<= 6 * (4 - nd);
-        if (nd == 4) {
-            buf[o++] = (unsigned char)(w >> 16);
-            buf[o++] = (unsigned char)(w >> 8);
-            buf[o++] = (unsigned char)w;
-        } else if (nd == 3) {
-            if (w & 0xff)
-                goto fail;      /* non-zero bits under the padding */
-            buf[o++] = (unsigned char)(w >> 16);
-            buf[o++] = (unsigned char)(w >> 8);
-        } else {
-            if (w & 0xffff)
-                goto fail;
-            buf[o++] = (unsigned char)(w >> 16);
-        }
+    n = EVP_DecodeBlock(buf, (const unsigned char *)in, (int)len);
+    if (n == (int)(len / 4 * 3)) {
+        again = sharedkey_b64encode(buf, (size_t)n - pad);
+        rc = !again ? -ENOMEM : strcmp(again, in) == 0 ? 0 : -EINVAL;
     }
-    *out = buf;
-    *out_len = olen;
-    return 0;
-fail:
-    OPENSSL_cleanse(buf, olen ? olen : 1);
+    if (again)
+        OPENSSL_cleanse(again, len);
+    free(again);
+    if (rc == 0) {
+        *out = buf;
+        *out_len = (size_t)n - pad;
+        return 0;
+    }
+    OPENSSL_cleanse(buf, len / 4 * 3 + 1);
     free(buf);
     return rc;
 }

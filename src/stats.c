@@ -10,12 +10,11 @@ static json_int_t load(atomic_ulong *v)
 }
 
 /* Build the JSON document; see stats.h. */
-char *stats_json(struct store *s)
+json_t *stats_object(struct store *s)
 {
     struct http_stats *h = &s->stats;
     struct cache_stats cs;
     json_t *root, *kinds;
-    char *out = NULL;
 
     cache_get_stats(s->cache, &cs);
     kinds = json_object();
@@ -36,8 +35,20 @@ char *stats_json(struct store *s)
                      "expirations", (json_int_t)cs.expirations,
                      "entries", (json_int_t)cs.entries, "bytes", (json_int_t)cs.bytes,
                      "max_bytes", (json_int_t)cs.max_bytes);
-    if (root)
-        out = json_dumps(root, JSON_COMPACT);
+    if (root && json_object_set_new(root, "failures", json_integer(s->log.failures ?
+            (json_int_t)failring_count(s->log.failures) : 0)) < 0) {
+        json_decref(root);
+        root = NULL;
+    }
+    return root;
+}
+
+/* See stats.h. */
+char *stats_json(struct store *s)
+{
+    json_t *root = stats_object(s);
+    char *out = root ? json_dumps(root, JSON_COMPACT) : NULL;
+
     json_decref(root);
     return out;
 }

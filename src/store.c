@@ -413,6 +413,8 @@ static int write_keys(struct store *s, struct fspath *fp, const char *path,
     }
     return 0;
 bad:
+    failring_add(s->log.failures, &(struct failure){ "save", path, EINVAL, 0, NULL,
+                 "a long-form name without its keys in the content" });
     log_error(&s->log, "%s: not saved: this is a long-form name (doc/NAMES.md), so the "
               "content must carry the PartitionKey and RowKey the name stands for", path);
     return -EINVAL;
@@ -427,6 +429,7 @@ static int parse_text(struct store *s, const char *path, const char *text, size_
     int rc = entity_parse(text, len, wire, pk_in, rk_in, &err);
 
     if (rc < 0 && rc != -ENOMEM) {
+        failring_add(s->log.failures, &(struct failure){ "save", path, -rc, 0, NULL, err.text });
         if (err.line > 0)
             log_error(&s->log, "%s: not saved: line %d: %s", path, err.line, err.text);
         else

@@ -112,7 +112,10 @@ void store_log_failure(struct store *s, const char *op, const char *path, int rc
                        const struct az_status *st, const char *why)
 {
     const char *reason = why ? why : strerror(-rc);
+    struct failure f = { op, path, -rc, st ? st->http_status : 0, st ? st->code : NULL,
+                         reason };
 
+    failring_add(s->log.failures, &f);      /* user.aztfs.errors */
     if (!st || (st->http_status == 0 && st->attempts == 0))
         log_error(&s->log, "%s %s failed: %s", op, path, reason);
     else if (st->http_status == 0)

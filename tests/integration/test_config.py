@@ -259,4 +259,5 @@ def test_key_not_in_environ_or_cmdline_and_no_core_dumps():
         assert frag.encode() not in environ, "key in /proc/PID/environ"
         assert frag.encode() not in cmdline
     assert b"AccountKey" not in environ
+    assert b"AZURE_STORAGE_CONNECTION_STRING" not in environ, "the name stays in the block"
     assert owner == 0, "dumpable: /proc/PID/environ belongs to uid %d" % owner

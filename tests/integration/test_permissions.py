@@ -199,12 +199,13 @@ def test_documented_options_check_permissions(opts, setpriv, tables, sdk, shared
 
 def test_modes_shown_are_enforced(setpriv, tables, sdk, shared):
     """uid=, gid= and umask= mean what they show: umask=077 keeps other users
-    out; owner uid 65534 may write; umask=022 (modes 0755) lets them read
-    only; umask=000 lets anyone change anything."""
+    out (files 0600, directories 0700); owner uid 65534 may write; umask=022
+    (files 0644) lets them read only; umask=000 lets anyone change anything."""
     r1 = lambda m: os.path.join(str(m), TABLE, "p", "r1.json")   # noqa: E731
 
     private = shared.mount(options=["-o", "allow_other,umask=077"])
-    assert os.stat(r1(private)).st_mode & 0o777 == 0o700
+    assert os.stat(r1(private)).st_mode & 0o777 == 0o600
+    assert os.stat(os.path.dirname(r1(private))).st_mode & 0o777 == 0o700
     assert_denied(as_nobody(setpriv, "read", r1(private))[0], "read with umask=077")
     assert_denied(as_nobody(setpriv, "list", os.path.join(str(private), TABLE))[0],
                   "list with umask=077")
@@ -221,7 +222,7 @@ def test_modes_shown_are_enforced(setpriv, tables, sdk, shared):
     assert sdk.get_table_client(TABLE).get_entity("p", "n1")["v"] == "new by nobody"
 
     libfuse = shared.mount(options=["-o", "allow_other,umask=022"])
-    assert os.stat(r1(libfuse)).st_mode & 0o777 == 0o755      # replaced, not masked
+    assert os.stat(r1(libfuse)).st_mode & 0o777 == 0o644      # 0666 & ~umask: no x bits
     assert as_nobody(setpriv, "read", r1(libfuse))[0] == "OK"
     assert_denied(as_nobody(setpriv, "write", r1(libfuse))[0], "write with umask=022")
 

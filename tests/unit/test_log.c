@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "keycodec.h"
 #include "log.h"
@@ -215,6 +216,73 @@ static void test_log_msg(void)
     free(big);
 }
 
+/* The whole content of PATH (malloc'd), or NULL. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char *text = calloc(1, 65536);
+    size_t n = 0;
+
+    if (f && text)
+        n = fread(text, 1, 65535, f);
+    if (f)
+        fclose(f);
+    if (text)
+        text[n] = '\0';
+    return text;
+}
+
+/* -o logfile=: created 0600, appended to, a failure recorded in the ring,
+ * reopened by path after a rename (logrotate). */
+static void test_log_file(void)
+{
+    char dir[] = "/tmp/aztfs-logtest-XXXXXX", path[128], moved[160];
+    struct logger lg = { .level = LOG_LVL_INFO };
+    struct failure f = { "save", "/t/p/a.json", 22, 0, NULL, "line 1: bad" };
+    struct stat st;
+    char *text, *json;
+
+    if (!mkdtemp(dir)) {
+        ok(0, "mkdtemp");
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/a.log", dir);
+    snprintf(moved, sizeof(moved), "%s/a.log.1", dir);
+    lg.failures = failring_new();
+    is_int(log_open_file(&lg, path), 0, "log_open_file");
+    ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "created 0600");
+    log_info(&lg, "first");
+    failring_add(lg.failures, &f);
+    log_error(&lg, "%s: not saved: %s", f.path, f.message);
+    log_debug(&lg, "dropped at info");
+    text = slurp(path);
+    ok(text && strstr(text, "]: info: first\n") &&
+       strstr(text, "]: error: /t/p/a.json: not saved: line 1: bad\n") &&
+       !strstr(text, "dropped"), "lines appended with their level");
+    ok(text && text[4] == '-' && text[10] == 'T' && strstr(text, "Z aztfs["),
+       "each line starts with the UTC time");
+    free(text);
+    json = failring_json(lg.failures, 65536);
+    ok(json && strstr(json, "\"failures\":1") && strstr(json, "\"path\":\"/t/p/a.json\"") &&
+       strstr(json, "\"error\":\"EINVAL\""), "the logger's ring holds the failure");
+    free(json);
+    ok(rename(path, moved) == 0, "rotate: rename");
+    is_int(log_reopen(&lg), 0, "log_reopen");
+    log_info(&lg, "second");
+    text = slurp(path);
+    ok(text && strstr(text, "second") && !strstr(text, "first"), "new lines in the new file");
+    free(text);
+    text = slurp(moved);
+    ok(text && !strstr(text, "second"), "the old file keeps the old lines only");
+    free(text);
+    log_close(&lg);
+    ok(!lg.use_file && !lg.path, "log_close");
+    failring_free(lg.failures);
+    unlink(path);
+    unlink(moved);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_passes();
@@ -224,5 +292,6 @@ int main(void)
     test_cut();
     test_random();
     test_log_msg();
+    test_log_file();
     return done_testing();
 }

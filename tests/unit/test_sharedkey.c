@@ -81,6 +81,8 @@ static void test_rfc1123(void)
     is_int(strlen(buf), RFC1123_LEN - 1, "rfc1123: length is RFC1123_LEN - 1");
     sharedkey_rfc1123((time_t)253402300800LL, buf);
     is_str(buf, "Thu, 01 Jan 1970 00:00:00 GMT", "rfc1123: year 10000 falls back to epoch");
+    sharedkey_rfc1123((time_t)-30610224001LL, buf);   /* 0999-12-31T23:59:59Z */
+    is_str(buf, "Thu, 01 Jan 1970 00:00:00 GMT", "rfc1123: year 999 falls back to epoch");
 }
 
 static void test_string_to_sign(void)

@@ -1,0 +1,132 @@
+"""Options that shape what the mount shows: umask=, file_mode=, dir_mode=
+(checked with stat(1)), ino32, df's numbers, --help listing only the FUSE
+options that apply, and the connection string gone from /proc/PID/environ."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import AZTFS
+from harness import aztfs_env
+
+T = "optsTbl"
+
+
+@pytest.fixture
+def table(sdk, seed):
+    t = seed.table(sdk, T)
+    for i in range(20):
+        t.upsert_entity({"PartitionKey": "p", "RowKey": "r%02d" % i, "v": i})
+    return t
+
+
+def stat_modes(sh, mnt):
+    """(file mode, dir mode) as stat(1) prints them (%a, octal)."""
+    f = sh(["stat", "-c", "%a %A", os.path.join(str(mnt), T, "p", "r00.json")]).stdout.split()
+    d = sh(["stat", "-c", "%a %A", os.path.join(str(mnt), T, "p")]).stdout.split()
+    r = sh(["stat", "-c", "%a", str(mnt)]).stdout.strip()
+    t = sh(["stat", "-c", "%a", os.path.join(str(mnt), T)]).stdout.strip()
+    assert r == t == d[0], (r, t, d)
+    return f, d
+
+
+@pytest.mark.parametrize("opts, fmode, dmode", [
+    ("", "644", "755"),
+    ("umask=027", "640", "750"),
+    ("umask=077", "600", "700"),
+    ("umask=000", "666", "777"),
+    ("file_mode=0600,dir_mode=0711", "600", "711"),
+    ("umask=022,file_mode=0444", "444", "755"),
+])
+def test_modes(table, mounter, sh, opts, fmode, dmode):
+    mnt = mounter.mount(options=["-o", opts] if opts else [])
+    (f, fsym), (d, dsym) = stat_modes(sh, mnt)
+    assert (f, d) == (fmode, dmode), (opts, fsym, dsym)
+    assert fsym.startswith("-") and dsym.startswith("d")
+    # a listing's stat (readdirplus) shows the same
+    line = [l for l in sh(["ls", "-l", os.path.join(str(mnt), T, "p")]).lines()
+            if l.endswith("r01.json")][0]
+    assert line.split()[0] == fsym, line
+
+
+def test_bad_modes_are_refused(azurite, aztfs_run, tmp_path):
+    for opt in ("umask=0888", "umask=1777", "file_mode=17777", "dir_mode=x", "umask="):
+        res = aztfs_run(["-f", "-o", opt, str(tmp_path)], aztfs_env(azurite.conn_str))
+        assert res.returncode != 0, (opt, res)
+        assert "not an octal mode" in res.stderr, (opt, res)
+
+
+def inodes(sh, mnt):
+    out = sh(["ls", "-i1", os.path.join(str(mnt), T, "p")]).lines()
+    listed = {l.split()[1]: int(l.split()[0]) for l in out}
+    for name, ino in listed.items():
+        assert os.stat(os.path.join(str(mnt), T, "p", name)).st_ino == ino, name
+    return listed
+
+
+def test_ino32(table, mounter, sh):
+    wide = inodes(sh, mounter.mount())
+    assert any(i >= 2 ** 32 for i in wide.values()), wide
+    m = mounter.mount(options=["-o", "ino32"])
+    narrow = inodes(sh, m)
+    assert all(1 < i < 2 ** 32 for i in narrow.values()), narrow
+    assert len(set(narrow.values())) == len(narrow)
+    assert os.stat(str(m)).st_ino == 1
+    assert all(os.stat(os.path.join(str(m), T, *p)).st_ino < 2 ** 32
+               for p in [(), ("p",)])
+    # the folding is the documented one: the two halves XORed
+    for name, ino in wide.items():
+        assert narrow[name] == (ino >> 32) ^ (ino & 0xFFFFFFFF), name
+
+
+def test_df_shows_a_zero_sized_file_system(table, mounter, sh):
+    mnt = mounter.mount()
+    sv = os.statvfs(str(mnt))
+    assert (sv.f_blocks, sv.f_bfree, sv.f_bavail, sv.f_files, sv.f_ffree) == (0, 0, 0, 0, 0)
+    assert sv.f_namemax == 255
+    line = sh(["df", "-P", str(mnt)]).lines()[-1].split()
+    assert line[1:4] == ["0", "0", "0"] and line[-1] == str(mnt), line
+    # plain df leaves zero-sized file systems out, as it does proc and sysfs
+    assert str(mnt) not in sh(["df", "-P"], check=False).stdout
+
+
+FUSE_MANAGED = ("entry_timeout", "negative_timeout", "kernel_cache", "auto_cache",
+                "ac_attr_timeout", "modules=", "subdir", "iconv", "from_code",
+                "rellinks", "noforget", "remember=", "no_rofd_flush")
+
+
+def test_help_lists_only_options_that_apply(aztfs_run):
+    res = aztfs_run(["--help"], aztfs_env(None))
+    assert res.returncode == 0, res
+    out = res.stdout
+    options = re.findall(r"^\s+(?:-\w\s+)?(?:--\w+\s+)?-o ([a-z_]+)", out, re.M)
+    assert len(options) == len(set(options)), "listed twice: %s" % sorted(
+        o for o in options if options.count(o) > 1)
+    assert out.count("attr_timeout=") == 1, out
+    listed = out.split("aztfs sets the rest")[0]
+    for name in FUSE_MANAGED:
+        assert name not in listed, name
+    for name in ("allow_other", "max_threads", "auto_unmount", "logfile", "metrics_file",
+                 "umask", "file_mode", "dir_mode", "ino32"):
+        assert "-o " + name in out, name
+
+
+@pytest.mark.parametrize("opt", ["entry_timeout=5", "kernel_cache", "auto_cache",
+                                 "negative_timeout=1", "modules=subdir,subdir=/x"])
+def test_options_aztfs_sets_itself_are_refused(azurite, aztfs_run, tmp_path, opt):
+    res = aztfs_run(["-o", opt, str(tmp_path)], aztfs_env(azurite.conn_str))
+    assert res.returncode != 0, res
+    assert "aztfs sets this itself" in res.stderr, res
+
+
+def test_connection_string_name_gone_from_environ(table, mounter):
+    """The variable is gone from the block the kernel shows, name and value;
+    the rest of the environment is intact."""
+    m = mounter.mount(env_extra={"AZTFS_TEST_NEIGHBOUR": "still-here"})
+    with open("/proc/%d/environ" % m.proc.pid, "rb") as f:
+        env = f.read()
+    assert b"AZURE_STORAGE_CONNECTION_STRING" not in env
+    assert b"AccountKey" not in env
+    assert b"AZTFS_TEST_NEIGHBOUR=still-here" in env.split(b"\0")
