@@ -8,6 +8,7 @@
 #include "fsdir.h"
 #include "scan.h"
 #include "store.h"
+#include "storedir.h"
 
 /* An open directory. Offsets: 1 and 2 follow "." and "..", 3 + i follows
  * remote entry i, and local names (mkdir'd directories, scratch files)

@@ -12,6 +12,7 @@
 #include "fsxattr.h"
 #include <fuse_lowlevel.h>     /* fuse_session_exited */
 #include "store.h"
+#include "storedir.h"
 
 /* Should a read stop? When the FUSE request it serves was interrupted (the
  * process waiting for it got a signal: ^C, SIGKILL), or the mount is going

@@ -44,7 +44,6 @@ static const struct fuse_opt opt_spec[] = {
     OPT("ino32", ino32),
     /* libfuse's, but aztfs sets them itself (fsops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED),
-    FUSE_OPT_KEY("negative_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED),
     FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
@@ -347,7 +346,7 @@ void options_usage(const char *progname)
            "    -o ro                   read-only mount\n"
            "    -o fsname=NAME          the name df and mount show\n\n"
            "aztfs sets the rest of libfuse's options itself (entry_timeout,\n"
-           "negative_timeout, kernel_cache, auto_cache, direct_io, use_ino, modules=,\n"
-           "subdir=, ...) and refuses them.\n",
+           "kernel_cache, auto_cache, direct_io, use_ino, modules=, subdir=, ...)\n"
+           "and refuses them; negative_timeout is aztfs's own (above).\n",
            progname);
 }

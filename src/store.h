@@ -1,7 +1,7 @@
-/* store.h - entities and directories by key: loaded from the cache or the
- * service (with read-ahead), saved, deleted and renamed with their ETag
- * guards, and what the cache must drop after each change or conflict;
- * the existence of tables and partitions. Part of the store layer
+/* store.h - entities by key: loaded from the cache or the service (with
+ * read-ahead), saved, deleted and renamed with their ETag guards, and what
+ * the cached listings learn from each change or must drop after a conflict
+ * (tables and partitions: storedir.h). Part of the store layer
  * (storecore.h): no FUSE, requests through table.h (and, to resolve a
  * long-form name by listing, scan.h).
  *
@@ -55,17 +55,6 @@ int store_cached_attr(struct store *s, const char *path, size_t *len, struct tim
 int store_entity_attr(struct store *s, struct fspath *fp, const char *path, size_t *len,
                       struct timespec *mtime);
 
-/* Does table TABLE exist (and, with -o tables=, is it one of them)? The
- * cached root listing when it names it, or what the mount knows of the
- * table itself; else a query (a table not in the list may be new), whose
- * "no" is believed for the negative lifetime. 0, -ENOENT, or -errno. */
-int store_table_exists(struct store *s, const char *table);
-
-/* Does partition FP->pk of FP->table hold at least one entity? 1, 0 or
- * -errno. Known when a listing names it; known absent when the table's
- * listing is one the mount made, or the service said so within the
- * negative lifetime; else a one-entity query. FRESH: always ask. */
-int store_partition_exists(struct store *s, struct fspath *fp, int fresh);
 
 /* --- changing ---------------------------------------------------------------- */
 
@@ -105,17 +94,5 @@ int store_delete(struct store *s, struct fspath *fp, const char *path);
 int store_rename(struct store *s, const char *from, struct fspath *ff, const char *to,
                  struct fspath *tf, char **from_etag, char **to_etag);
 
-/* Create table TABLE (-EEXIST in any case; -EINVAL: a name the service
- * refuses). PATH names it in log lines. The mount then knows it is empty:
- * names looked up in it cost nothing until cache_timeout after the last
- * change the mount makes in it. */
-int store_create_table(struct store *s, const char *path, const char *table);
-
-/* The mount made partition directory FP (mkdir; it holds no entity): like
- * a table it made, names looked up in it cost nothing. Returns 0. */
-int store_partition_made(struct store *s, const struct fspath *fp);
-
-/* Delete table TABLE if it holds no entity (-ENOTEMPTY). */
-int store_remove_table(struct store *s, const char *path, const char *table);
 
 #endif

@@ -92,7 +92,7 @@ def test_df_shows_a_zero_sized_file_system(table, mounter, sh):
     assert str(mnt) not in sh(["df", "-P"], check=False).stdout
 
 
-FUSE_MANAGED = ("entry_timeout", "negative_timeout", "kernel_cache", "auto_cache",
+FUSE_MANAGED = ("entry_timeout", "kernel_cache", "auto_cache",
                 "ac_attr_timeout", "modules=", "subdir", "iconv", "from_code",
                 "rellinks", "noforget", "remember=", "no_rofd_flush")
 
@@ -109,12 +109,12 @@ def test_help_lists_only_options_that_apply(aztfs_run):
     for name in FUSE_MANAGED:
         assert name not in listed, name
     for name in ("allow_other", "max_threads", "auto_unmount", "logfile", "metrics_file",
-                 "umask", "file_mode", "dir_mode", "ino32"):
+                 "umask", "file_mode", "dir_mode", "ino32", "negative_timeout"):
         assert "-o " + name in out, name
 
 
 @pytest.mark.parametrize("opt", ["entry_timeout=5", "kernel_cache", "auto_cache",
-                                 "negative_timeout=1", "modules=subdir,subdir=/x"])
+                                 "modules=subdir,subdir=/x"])
 def test_options_aztfs_sets_itself_are_refused(azurite, aztfs_run, tmp_path, opt):
     res = aztfs_run(["-o", opt, str(tmp_path)], aztfs_env(azurite.conn_str))
     assert res.returncode != 0, res
