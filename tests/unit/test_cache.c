@@ -1,5 +1,6 @@
 /* test_cache.c - unit tests for the entity/listing cache: freshness, LRU bound, copies. */
 #include <errno.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -297,6 +298,72 @@ static void test_put_exists_race(void)
     cache_free(r.c);
 }
 
+/* The negative lifetime: a listing says "absent" only while it is young
+ * or owned; absence markers; edits of a cached listing; walk activity. */
+static void test_negative_lifetime(void)
+{
+    static const char *const names[] = { "a.json", "c.json" };
+    static const char *const keys[] = { "a", "c" };
+    struct cache *c = cache_new(1 << 20, 60);
+    struct listing *l = make_listing(names, keys, 2, 1), *got, *empty = listing_new();
+    struct timespec mt = { 1700000000, 0 };
+    struct listing_ent e;
+    size_t len;
+
+    cache_set_negative_ttl(c, 0.05);
+    cache_put_listing(c, "/t/p", l, 0);
+    is_int(cache_dir_lookup(c, "/t/p", "b.json", NULL), -ENOENT, "young listing: absent");
+    usleep(80000);
+    is_int(cache_dir_lookup(c, "/t/p", "b.json", NULL), -EAGAIN, "older: ask the service");
+    is_int(cache_dir_lookup(c, "/t/p", "a.json", NULL), 0, "older: still names what it has");
+    is_int(cache_dir_attr(c, "/t/p", "b.json", &len, &mt), -EAGAIN, "attr: ask too");
+    ok(!cache_dir_active(c, "/t/p"), "no walk after the lifetime");
+    cache_dir_touch(c, "/t/p");
+    ok(cache_dir_active(c, "/t/p"), "touched: a walk");
+    /* edits: added in key order, replaced, removed; freshness kept */
+    is_int(cache_dir_edit(c, "/t/p", "b.json", "b", 1, 5, mt, 0), 0, "add b");
+    got = cache_get_listing(c, "/t/p");
+    ok(got && listing_count(got) == 3, "three names");
+    if (got) {
+        listing_get(got, 1, &e);
+        is_str(e.name, "b.json", "b between a and c");
+        ok(e.has_attr && e.size == 5, "with its size");
+    }
+    listing_unref(got);
+    is_int(cache_dir_edit(c, "/t/p", "a.json", "a", 0, 0, mt, 1), 0, "remove a");
+    is_int(cache_dir_lookup(c, "/t/p", "a.json", NULL), -EAGAIN, "a gone (old listing)");
+    is_int(cache_dir_edit(c, "/t/none", "x.json", "x", 0, 0, mt, 0), -EAGAIN,
+           "no listing: nothing to edit");
+    /* owned: answers absence for its life, renewed by edits */
+    cache_put_listing(c, "/t/q", empty, CACHE_OWNED);
+    ok(cache_dir_owned(c, "/t/q") && !cache_dir_owned(c, "/t/p"), "owned");
+    usleep(80000);
+    is_int(cache_dir_lookup(c, "/t/q", "x.json", NULL), -ENOENT, "owned: absent still");
+    ok(cache_known_dir(c, "/t/q"), "an empty listing is a known directory");
+    /* absence markers last the negative lifetime */
+    cache_put_absent(c, "/t/p/z.json");
+    ok(cache_absent(c, "/t/p/z.json"), "absent");
+    usleep(80000);
+    ok(!cache_absent(c, "/t/p/z.json"), "absence forgotten after the lifetime");
+    /* a short listing (the table list) expires with the negative lifetime */
+    cache_put_listing(c, "/", l, CACHE_SHORT);
+    ok(cache_known_dir(c, "/"), "short listing there");
+    usleep(80000);
+    ok(!cache_known_dir(c, "/"), "short listing gone");
+    /* a file's age and origin */
+    {
+        struct cache_file f;
+
+        cache_put_file(c, "/t/p/a.json", "{}", 2, "e", mt, CACHE_LISTED);
+        is_int(cache_get_file(c, "/t/p/a.json", &f), 0, "get");
+        ok(f.listed && f.age >= 0 && f.age < 1, "listed, young");
+        cache_file_clear(&f);
+    }
+    listing_unref(l);
+    listing_unref(empty);
+    cache_free(c);
+}
+
 int main(void)
 {
     test_files();
@@ -308,5 +375,6 @@ int main(void)
     test_expiry();
     test_many();
     test_put_exists_race();
+    test_negative_lifetime();
     return done_testing();
 }

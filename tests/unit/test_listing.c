@@ -90,9 +90,41 @@ static void test_many(void)
     listing_unref(l);
 }
 
+static void test_edit(void)
+{
+    struct listing *l = listing_new(), *e1, *e2, *e3;
+    struct timespec mt = { 5, 6 };
+    struct listing_ent e;
+
+    listing_add(l, "a.json", "a", 1, 1, mt);
+    listing_add(l, "c.json", "c", 1, 3, mt);
+    listing_seal(l);
+    e1 = listing_edit(l, "b.json", "b", 1, 2, mt, 0);
+    ok(e1 && listing_count(e1) == 3 && listing_count(l) == 2, "added; the original kept");
+    listing_get(e1, 1, &e);
+    is_str(e.name, "b.json", "in key order");
+    e2 = listing_edit(e1, "b.json", "b", 0, 0, mt, 0);
+    listing_get(e2, 1, &e);
+    ok(listing_count(e2) == 3 && !e.has_attr, "replaced, not doubled");
+    e3 = listing_edit(e2, "a.json", "a", 0, 0, mt, 1);
+    ok(listing_count(e3) == 2 && listing_find(e3, "a.json") < 0 &&
+       listing_find(e3, "c.json") == 1, "removed, index rebuilt");
+    listing_unref(e3);
+    e3 = listing_edit(e2, "zz.json", "zz", 0, 0, mt, 0);
+    ok(listing_find(e3, "zz.json") == 3, "a key after all goes last");
+    listing_unref(e3);
+    e3 = listing_edit(e2, "%2E.json", ".", 0, 0, mt, 0);
+    ok(listing_find(e3, "%2E.json") == 0, "a key before all goes first");
+    listing_unref(e3);
+    listing_unref(e2);
+    listing_unref(e1);
+    listing_unref(l);
+}
+
 int main(void)
 {
     test_basic();
     test_many();
+    test_edit();
     return done_testing();
 }
