@@ -111,3 +111,26 @@ def test_rsync_comparison_and_parallel_reads_are_reported(report):
     for r in reads:
         positive_time(r)
         int(r["requests"])
+
+
+def test_restore_benchmark_smoke(tmp_path):
+    """bench/restore.py on a tiny backup at two delays: the report has a row
+    per delay, aztfs stays within N + P + 5 requests with no point read, and
+    restoring the same backup again writes nothing."""
+    out = tmp_path / "restore.md"
+    env = dict(os.environ, AZTFS_BIN=str(AZTFS))
+    env.pop("AZURE_STORAGE_CONNECTION_STRING", None)
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "restore.py"), "--entities", "60",
+                        "--partitions", "3", "--delays", "0,5", "--out", str(out)],
+                       capture_output=True, text=True, timeout=SMOKE_TIMEOUT, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr[-6000:]
+    rows = section(parse_report(out.read_text()), "Restore")
+    assert [r["delay ms"] for r in rows] == ["0", "5"], rows
+    for r in rows:
+        n, parts = int(r["N"]), int(r["P"])
+        assert (n, parts) == (60, 3)
+        assert int(r["aztfs requests"]) <= n + parts + 5, r
+        assert int(r["point reads"]) == 0, r
+        assert r["again: writes / all"].startswith("0 /"), r
+        assert float(r["aztfs s"]) > 0 and float(r["x SDK batch"]) > 0, r
