@@ -31,6 +31,8 @@ static const struct fuse_opt opt_spec[] = {
     OPT("merge", merge),
     OPT("allow_http", allow_http),
     OPT("tables=%s", tables),
+    OPT("auth=%s", auth),
+    OPT("client_id=%s", client_id),
     OPT("no_default_permissions", no_default_permissions),
     /* libfuse's: seen here, and kept for it */
     FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
@@ -165,6 +167,8 @@ void options_free(struct aztfs_opts *o)
     free(o->loglevel);
     free(o->cafile);
     free(o->tables);
+    free(o->auth);
+    free(o->client_id);
     free(o->positional[0]);
     free(o->positional[1]);
     memset(o, 0, sizeof(*o));
@@ -234,6 +238,11 @@ void options_usage(const char *progname)
            "    -o allow_http           allow plain http to a host that is not loopback\n"
            "    -o tables=A:B           show only these tables (for a SAS that cannot\n"
            "                            list the account's tables)\n"
+           "    -o auth=METHOD          key, sas, or a Microsoft Entra ID sign-in: secret,\n"
+           "                            certificate, workload, managed, cli (default: the\n"
+           "                            key or SAS, else those in DefaultAzureCredential's\n"
+           "                            order; see aztfs(1), AUTHENTICATION)\n"
+           "    -o client_id=ID         client ID of a user-assigned managed identity\n"
            "    -o uid=N,gid=N,umask=M  owner and permissions of every file\n"
            "    -o allow_other          let other users in; the kernel then checks the\n"
            "                            modes above (default_permissions is implied)\n"
