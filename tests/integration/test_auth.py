@@ -1,0 +1,198 @@
+"""Microsoft Entra ID sign-in (bearer tokens) against Azurite started with
+``--oauth basic`` over https: it checks each token's nbf/exp, issuer and
+audience, not its signature. Tokens come from tests/idp.py, an identity
+provider of our own on loopback (client secret; client assertion whose
+RS256 signature it verifies; federated token; instance metadata and App
+Service managed identity endpoints) and from tests/fakeaz/az (the Azure
+CLI). Nothing is sent beyond 127.0.0.1: the token endpoint is set with
+AZURE_AUTHORITY_HOST, the instance metadata endpoint with
+AZTFS_IMDS_ENDPOINT. The official SDK (with the account key) checks what
+the mounts wrote; every mount logs at debug, and its log must hold no
+secret and no token."""
+
+import json
+import os
+import re
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from conftest import ACCOUNT, KEY, ROOT, Azurite, loud, free_port
+
+sys.path.insert(0, str(ROOT / "tests"))
+from idp import IdentityProvider  # noqa: E402
+
+TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+CLIENT = "0e5e5a5e-1111-4222-8333-944445555666"
+SECRET = "Sup3r~Secret.Value_for-tests"
+FEDERATED = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2EifQ.federated-token-sig"
+ID_HEADER = "identity-header-secret-7f3a"
+MI_CLIENT = "9d9d9d9d-aaaa-4bbb-8ccc-dddddddddddd"
+CERT_PASSWORD = "cert-pa55word"
+TABLE = "authProbe"
+FAKEAZ = ROOT / "tests" / "fakeaz"
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    """A CA and a server certificate for 127.0.0.1 (Azurite's https), and the
+    service principal's certificate with its key (plain and encrypted)."""
+    d = tmp_path_factory.mktemp("authcerts")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=aztfs auth test CA", cwd=d)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key",
+            "-out", "server.csr", "-subj", "/CN=127.0.0.1", cwd=d)
+    (d / "server.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-days", "2", "-out", "server.pem", "-extfile", "server.ext",
+            cwd=d)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            "-keyout", "sp.key", "-out", "sp.crt", "-subj", "/CN=aztfs test principal", cwd=d)
+    (d / "sp.pem").write_text((d / "sp.crt").read_text() + (d / "sp.key").read_text())
+    openssl("pkey", "-in", "sp.key", "-aes256", "-passout", "pass:" + CERT_PASSWORD,
+            "-out", "sp-enc.key", cwd=d)
+    (d / "sp-enc.pem").write_text((d / "sp.crt").read_text() + (d / "sp-enc.key").read_text())
+    for f in ("sp.pem", "sp-enc.pem", "sp.key", "sp-enc.key"):
+        os.chmod(d / f, 0o600)
+    return d
+
+
+@pytest.fixture(scope="module")
+def oauth_azurite(tmp_path_factory, certs):
+    """Azurite over https with --oauth basic."""
+    az = loud(Azurite(tmp_path_factory.mktemp("oauth-azurite"),
+                      extra_args=["--oauth", "basic", "--cert", certs / "server.pem",
+                                  "--key", certs / "server.key"]).start)
+    yield az
+    az.stop()
+
+
+@pytest.fixture(scope="module")
+def endpoint(oauth_azurite):
+    return "https://127.0.0.1:%d/%s" % (oauth_azurite.port, ACCOUNT)
+
+
+@pytest.fixture(scope="module")
+def key_sdk(oauth_azurite, certs, endpoint):
+    """The official SDK on the oauth Azurite, signed with the account key."""
+    from azure.core.credentials import AzureNamedKeyCredential
+    from azure.data.tables import TableServiceClient
+    return TableServiceClient(endpoint=endpoint, credential=AzureNamedKeyCredential(ACCOUNT, KEY),
+                              connection_verify=str(certs / "ca.pem"))
+
+
+@pytest.fixture(scope="module")
+def table(key_sdk):
+    try:
+        key_sdk.delete_table(TABLE)
+    except Exception:
+        pass
+    t = key_sdk.create_table(TABLE)
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "r", "via": "entra"})
+    return t
+
+
+@pytest.fixture
+def idp(certs):
+    p = IdentityProvider(TENANT, CLIENT, secret=SECRET,
+                         cert_pem=(certs / "sp.crt").read_bytes(),
+                         federated_token=FEDERATED, identity_header=ID_HEADER,
+                         mi_client_ids=[MI_CLIENT])
+    yield p
+    p.close()
+
+
+def conn_str(endpoint):
+    """The account without key or SAS: it signs in with Entra ID."""
+    return "DefaultEndpointsProtocol=https;AccountName=%s;TableEndpoint=%s;" % (ACCOUNT, endpoint)
+
+
+def base_env(idp, **more):
+    """What every Entra mount of these tests gets: the loopback endpoints,
+    and a PATH without a real az."""
+    env = {"AZURE_AUTHORITY_HOST": idp.url, "AZTFS_IMDS_ENDPOINT": idp.url,
+           "PATH": "/usr/bin:/bin", "FAKEAZ_IDP": idp.url}
+    for k in ("AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET",
+              "AZURE_CLIENT_CERTIFICATE_PATH", "AZURE_CLIENT_CERTIFICATE_PASSWORD",
+              "AZURE_FEDERATED_TOKEN_FILE", "IDENTITY_ENDPOINT", "IDENTITY_HEADER"):
+        os.environ.pop(k, None)
+    env.update(more)
+    return env
+
+
+def credential_setups(certs, tmp_path, idp):
+    """name -> (env, options, idp counter the grant shows in)."""
+    fed = tmp_path / "federated-token"
+    fed.write_text(FEDERATED + "\n")
+    sp = {"AZURE_TENANT_ID": TENANT, "AZURE_CLIENT_ID": CLIENT}
+    return {
+        "secret": (dict(sp, AZURE_CLIENT_SECRET=SECRET), ["-o", "auth=secret"], "secret"),
+        "certificate": (dict(sp, AZURE_CLIENT_CERTIFICATE_PATH=str(certs / "sp.pem")),
+                        ["-o", "auth=certificate"], "assertion"),
+        "certificate-password": (dict(sp, AZURE_CLIENT_CERTIFICATE_PATH=str(certs / "sp-enc.pem"),
+                                      AZURE_CLIENT_CERTIFICATE_PASSWORD=CERT_PASSWORD),
+                                 ["-o", "auth=certificate"], "assertion"),
+        "workload": (dict(sp, AZURE_FEDERATED_TOKEN_FILE=str(fed)), ["-o", "auth=workload"],
+                     "federated"),
+        "managed-imds": ({}, ["-o", "auth=managed"], "imds:system"),
+        "managed-imds-user": ({}, ["-o", "auth=managed", "-o", "client_id=" + MI_CLIENT],
+                              "imds:user"),
+        "managed-appservice": ({"IDENTITY_ENDPOINT": idp.url + "/msi/token",
+                                "IDENTITY_HEADER": ID_HEADER}, ["-o", "auth=managed"],
+                               "appservice:system"),
+        "cli": ({"PATH": "%s:/usr/bin:/bin" % FAKEAZ}, ["-o", "auth=cli"], "cli"),
+    }
+
+
+SECRETS = [SECRET, FEDERATED, ID_HEADER, CERT_PASSWORD]
+
+
+def assert_no_secret_in(text, idp):
+    """No secret, no token (and no part of one), no assertion in TEXT."""
+    for s in SECRETS + idp.issued:
+        assert s not in text, "a secret or token is in the log"
+    for tok in idp.issued:                       # not even the signature part
+        assert tok.split(".")[2] + "." not in text and tok.split(".")[1] not in text
+    assert "BEGIN" not in text and "client_assertion=" not in text
+
+
+def mount_entra(mounter, endpoint, certs, env, options=(), level="debug"):
+    return mounter.mount(conn_str=conn_str(endpoint),
+                         options=["-o", "cafile=%s" % (certs / "ca.pem"),
+                                  "-o", "loglevel=" + level] + list(options),
+                         env_extra=env)
+
+
+@pytest.mark.parametrize("name", ["secret", "certificate", "certificate-password", "workload",
+                                  "managed-imds", "managed-imds-user", "managed-appservice",
+                                  "cli"])
+def test_each_credential_mounts_lists_reads_writes(name, table, key_sdk, endpoint, certs, idp,
+                                                   mounter, tmp_path):
+    env, opts, counter = credential_setups(certs, tmp_path, idp)[name]
+    m = mount_entra(mounter, endpoint, certs, base_env(idp, **env), opts)
+    assert TABLE in os.listdir(m)
+    assert "r.json" in os.listdir(os.path.join(m, TABLE, "p"))
+    with open(os.path.join(m, TABLE, "p", "r.json")) as f:
+        assert '"via": "entra"' in f.read()
+    row = "w-" + name
+    with open(os.path.join(m, TABLE, "p", row + ".json"), "w") as f:
+        f.write('{"by": "%s"}\n' % name)
+    assert key_sdk.get_table_client(TABLE).get_entity("p", row)["by"] == name
+    assert idp.counts.get(counter, 0) >= 1, idp.counts
+    assert not idp.errors, idp.errors
+    stderr = m.unmount()
+    assert "Authorization: Bearer" not in stderr
+    assert_no_secret_in(stderr, idp)
