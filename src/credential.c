@@ -23,7 +23,9 @@
 
 #define ANSWER_MAX (64 * 1024)          /* largest token answer read */
 #define ASSERTION_FILE_MAX (64 * 1024)  /* largest federated token file */
-#define CLI_TIMEOUT_MS 30000            /* az account get-access-token */
+#define TOKEN_TIMEOUT_MS 30000          /* cap of one token request, and of az */
+#define TOKEN_RETRIES 2                 /* cap of the retries of one */
+#define TOKEN_DEADLINE_MS 60000         /* no retry starts later than this */
 #define DEFAULT_AUTHORITY "https://login.microsoftonline.com"
 #define DEFAULT_IMDS "http://169.254.169.254"
 #define STORAGE_SCOPE "https://storage.azure.com/.default"
@@ -39,6 +41,7 @@ struct credential {
     struct http_pool *pool;
     struct http_stats stats;
     const struct logger *lg;
+    long timeout_ms;            /* of one request, and of az */
 };
 
 const char *const cred_secret_env[] = {
@@ -312,7 +315,15 @@ int credential_new(struct credential **out, enum cred_kind kind, const struct cr
     c->lg = lg;
     if (n > 9 && strcmp(scope + n - 9, "/.default") == 0)
         n -= 9;
+    /* a token request is small: bound it tighter than a table request */
     cfg.body_max = ANSWER_MAX;
+    if (cfg.request_timeout_ms <= 0 || cfg.request_timeout_ms > TOKEN_TIMEOUT_MS)
+        cfg.request_timeout_ms = TOKEN_TIMEOUT_MS;
+    if (cfg.max_retries == 0 || cfg.max_retries > TOKEN_RETRIES)
+        cfg.max_retries = TOKEN_RETRIES;
+    if (cfg.retry_deadline_ms <= 0 || cfg.retry_deadline_ms > TOKEN_DEADLINE_MS)
+        cfg.retry_deadline_ms = TOKEN_DEADLINE_MS;
+    c->timeout_ms = cfg.request_timeout_ms;
     if ((rc = settings_copy(&c->s, s)) < 0 || !(c->resource = strndup(scope, n)) ||
         http_pool_new(&c->pool, &cfg, lg, &c->stats) < 0) {
         rc = fail(e, -ENOMEM, "out of memory");
@@ -507,6 +518,9 @@ static int request_token(struct credential *c, const char *body, size_t len, cha
     }
     if (rc == -ENOMEM)
         rc = fail(e, rc, "out of memory");
+    else if (rc < 0 && strstr(resp.transport_error, "response body over"))
+        rc = fail(e, -EPROTO, "the identity endpoint %s answered more than %d bytes: no "
+                  "token", c->url, ANSWER_MAX);
     else if (rc < 0)
         rc = fail(e, -EHOSTUNREACH, "cannot reach the identity endpoint %s: %s", c->url,
                   resp.transport_error);
@@ -532,7 +546,7 @@ static int request_token(struct credential *c, const char *body, size_t len, cha
 static int cli_token(struct credential *c, char **token, time_t *exp, struct cred_error *e)
 {
     char *out = NULL, err[400];
-    int rc = azcli_get_token(c->resource, NULL, CLI_TIMEOUT_MS, &out, err, sizeof(err));
+    int rc = azcli_get_token(c->resource, NULL, c->timeout_ms, &out, err, sizeof(err));
 
     if (rc == -ENOENT)
         return fail(e, -ENODATA, "%s", err);
@@ -633,8 +647,8 @@ int credential_default(struct credential **out, const struct cred_settings *s,
         if (!e->unavailable)
             return rc;
         if (n < sizeof(tried))
-            n += (size_t)snprintf(tried + n, sizeof(tried) - n, "%s%s (%s)", n ? "; " : "",
-                                  kind_names[order[i]], e->msg);
+            n += (size_t)snprintf(tried + n, sizeof(tried) - n, "%s%s (%.160s)",
+                                  n ? "; " : "", kind_names[order[i]], e->msg);
     }
     return fail(e, -ENOENT, "no credential found: give AccountKey or SharedAccessSignature, "
                 "or set up a sign-in (aztfs(1), AUTHENTICATION). Tried: %s", tried);

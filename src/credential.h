@@ -75,12 +75,14 @@ struct cred_error {
     int unavailable;        /* not set up here (settings missing, no az, no
                                managed identity endpoint answering): the
                                DefaultAzureCredential order tries the next */
-    char msg[512];          /* one line naming the fix; never a secret */
+    char msg[1024];         /* one line naming the fix; never a secret */
 };
 
 /* Make a credential of KIND for SCOPE (static, as cred_scope_for_host) from
  * S (copied). HC: timeouts, retries and CA file of its token requests
- * (libcurl, through http.c; answers are capped at 64 KiB); LG borrowed.
+ * (libcurl, through http.c), capped for them: one request (and one run of
+ * az) at most 30 s, at most 2 retries within 60 s, answers at most 64 KiB;
+ * LG borrowed.
  * Returns 0 and *OUT, or -errno with E filled: -ENODATA (unavailable: a
  * required setting is missing, named in E), -EINVAL (a setting is
  * unusable: an http:// authority that is not loopback, a certificate file

@@ -26,7 +26,7 @@ struct token_cache {
     int refreshing;                 /* one thread is fetching */
     time_t failed_at;               /* last failed refresh, 0: none */
     int failed_rc;
-    char failed_msg[512];
+    char failed_msg[1024];
     unsigned long fetched, failures;
 };
 

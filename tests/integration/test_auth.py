@@ -196,3 +196,170 @@ def test_each_credential_mounts_lists_reads_writes(name, table, key_sdk, endpoin
     stderr = m.unmount()
     assert "Authorization: Bearer" not in stderr
     assert_no_secret_in(stderr, idp)
+
+
+def raw_tables(endpoint, certs, token=None):
+    """GET /Tables on the oauth Azurite with TOKEN (None: no Authorization);
+    returns (status, body)."""
+    ctx = ssl.create_default_context(cafile=str(certs / "ca.pem"))
+    hdrs = {"x-ms-version": "2019-02-02", "Accept": "application/json;odata=nometadata",
+            "x-ms-date": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime())}
+    if token:
+        hdrs["Authorization"] = "Bearer " + token
+    req = urllib.request.Request(endpoint + "/Tables", headers=hdrs)
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_azurite_refuses_requests_without_a_valid_token(table, endpoint, certs, idp):
+    """The emulator really checks: no token, an expired one, one for another
+    audience or issuer are refused; a fresh one from the idp is accepted."""
+    status, body = raw_tables(endpoint, certs)
+    assert status in (401, 403), (status, body)
+    good, _ = idp.mint()
+    assert raw_tables(endpoint, certs, good)[0] == 200
+    idp.lifetime = -60
+    expired, _ = idp.mint()
+    status, body = raw_tables(endpoint, certs, expired)
+    assert status == 403 and "expired" in body, (status, body)
+    idp.lifetime = 3600
+    idp.audience = "https://vault.azure.net"
+    wrong_aud, _ = idp.mint()
+    assert raw_tables(endpoint, certs, wrong_aud)[0] == 403
+    idp.audience = "https://storage.azure.com"
+    idp.tenant = "x"
+    tok, _ = idp.mint()
+    assert raw_tables(endpoint, certs, tok)[0] == 200       # any tenant, right prefix
+
+
+def refused_mount(aztfs_run, endpoint, certs, tmp_path, env, options=(), conn=None):
+    """Run aztfs expecting it to refuse the mount; returns (rc, stderr, seconds)."""
+    from conftest import aztfs_env
+    mnt = tmp_path / "mnt"
+    mnt.mkdir(exist_ok=True)
+    t0 = time.monotonic()
+    r = aztfs_run(["-f", "-o", "cafile=%s" % (certs / "ca.pem"), "-o", "loglevel=debug"]
+                  + list(options) + [mnt],
+                  aztfs_env(conn if conn is not None else conn_str(endpoint), env), timeout=20)
+    return r.returncode, r.stderr, time.monotonic() - t0
+
+
+SP = {"AZURE_TENANT_ID": TENANT, "AZURE_CLIENT_ID": CLIENT}
+
+
+@pytest.mark.parametrize("case,env,want", [
+    ("wrong secret", dict(SP, AZURE_CLIENT_SECRET="not-the-secret"),
+     "the client secret is wrong: check AZURE_CLIENT_SECRET"),
+    ("unknown tenant", dict(SP, AZURE_TENANT_ID="no-such-tenant", AZURE_CLIENT_SECRET=SECRET),
+     "AADSTS90002: Tenant 'no-such-tenant' not found.; the tenant is unknown: check "
+     "AZURE_TENANT_ID"),
+    ("unknown client", dict(SP, AZURE_CLIENT_ID="other", AZURE_CLIENT_SECRET=SECRET),
+     "the application (client) is unknown in this tenant: check AZURE_CLIENT_ID"),
+])
+def test_sign_in_refusals_fail_the_mount_naming_the_fix(case, env, want, table, endpoint, certs,
+                                                         idp, aztfs_run, tmp_path):
+    rc, err, _ = refused_mount(aztfs_run, endpoint, certs, tmp_path, base_env(idp, **env))
+    assert rc != 0
+    assert want in err, err
+    assert "not-the-secret" not in err and SECRET not in err
+
+
+def test_unreachable_identity_endpoint_is_named(table, endpoint, certs, idp, aztfs_run,
+                                                tmp_path):
+    port = free_port()
+    env = base_env(idp, AZURE_AUTHORITY_HOST="http://127.0.0.1:%d" % port,
+                   AZURE_CLIENT_SECRET=SECRET, **SP)
+    rc, err, _ = refused_mount(aztfs_run, endpoint, certs, tmp_path, env,
+                               ["-o", "auth=secret", "-o", "retries=0"])
+    assert rc != 0
+    assert ("cannot reach the identity endpoint http://127.0.0.1:%d/%s/oauth2/v2.0/token"
+            % (port, TENANT)) in err, err
+    env = base_env(idp, AZTFS_IMDS_ENDPOINT="http://127.0.0.1:%d" % port)
+    rc, err, _ = refused_mount(aztfs_run, endpoint, certs, tmp_path, env,
+                               ["-o", "auth=managed", "-o", "retries=0"])
+    assert rc != 0
+    assert "cannot reach the identity endpoint http://127.0.0.1:%d/metadata/identity" % port \
+        in err, err
+
+
+@pytest.mark.parametrize("mode,want", [
+    ("garbage", "answered HTTP 200 with no usable token: the answer is not a JSON object"),
+    ("huge", "answered more than 65536 bytes"),
+    ("hang", "cannot reach the identity endpoint"),
+])
+def test_bad_token_endpoint_cannot_crash_or_hang_the_mount(mode, want, table, endpoint, certs,
+                                                           idp, aztfs_run, tmp_path):
+    idp.mode = mode
+    env = base_env(idp, AZURE_CLIENT_SECRET=SECRET, **SP)
+    rc, err, secs = refused_mount(aztfs_run, endpoint, certs, tmp_path, env,
+                                  ["-o", "auth=secret", "-o", "timeout=2", "-o", "retries=1"])
+    assert rc == 1, (rc, err)
+    assert want in err, err
+    assert secs < 12, secs
+    assert idp.counts.get(mode, 0) >= 1
+
+
+def test_no_credential_found_says_what_was_tried(table, endpoint, certs, idp, aztfs_run,
+                                                 tmp_path):
+    env = base_env(idp, AZTFS_IMDS_ENDPOINT="http://127.0.0.1:%d" % free_port())
+    rc, err, _ = refused_mount(aztfs_run, endpoint, certs, tmp_path, env)
+    assert rc != 0
+    line = [l for l in err.splitlines() if "no credential found" in l]
+    assert line, err
+    for what in ("secret (AZURE_CLIENT_SECRET is not set)",
+                 "certificate (AZURE_CLIENT_CERTIFICATE_PATH is not set)",
+                 "workload (AZURE_FEDERATED_TOKEN_FILE is not set)",
+                 "managed (cannot reach the identity endpoint", "cli (az not found on PATH)"):
+        assert what in line[0], line[0]
+
+
+def test_cli_not_signed_in_and_hanging(table, endpoint, certs, idp, aztfs_run, tmp_path):
+    env = base_env(idp, PATH="%s:/usr/bin:/bin" % FAKEAZ, FAKEAZ_MODE="login")
+    rc, err, _ = refused_mount(aztfs_run, endpoint, certs, tmp_path, env, ["-o", "auth=cli"])
+    assert rc != 0 and "Please run 'az login' to setup account." in err, err
+    env["FAKEAZ_MODE"] = "hang"
+    rc, err, secs = refused_mount(aztfs_run, endpoint, certs, tmp_path, env,
+                                  ["-o", "auth=cli", "-o", "timeout=2"])
+    assert rc != 0 and "az did not answer within 2000 ms" in err, err
+    assert secs < 10
+
+
+class Forbidden(BaseHTTPRequestHandler):
+    """A Table endpoint that knows the token but not the role: 403
+    AuthorizationPermissionMismatch, as Azure answers an identity without a
+    data role."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        body = json.dumps({"odata.error": {"code": "AuthorizationPermissionMismatch", "message": {
+            "lang": "en-US", "value": "This request is not authorized to perform this "
+            "operation using this permission."}}}).encode()
+        self.send_response(403)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("x-ms-error-code", "AuthorizationPermissionMismatch")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_missing_data_role_names_the_roles(certs, idp, aztfs_run, tmp_path):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Forbidden)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        conn = ("DefaultEndpointsProtocol=http;AccountName=%s;TableEndpoint=http://127.0.0.1:%d/%s;"
+                % (ACCOUNT, srv.server_address[1], ACCOUNT))
+        env = base_env(idp, AZURE_CLIENT_SECRET=SECRET, **SP)
+        rc, err, _ = refused_mount(aztfs_run, None, certs, tmp_path, env, conn=conn)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert rc != 0
+    assert "no data role on account 'devstoreaccount1' (HTTP 403 " \
+           "AuthorizationPermissionMismatch): assign it Storage Table Data Reader" in err, err
+    assert "Storage Table Data Contributor" in err
