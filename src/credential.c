@@ -481,8 +481,8 @@ static int refused(struct credential *c, long status, int prc, const char *perr,
     if (prc != -EACCES && status < 400)
         return fail(e, -EPROTO, "the identity endpoint %s answered HTTP %ld with no usable "
                     "token: %s", c->url, status, desc);
-    fail(e, -EACCES, "%s: sign-in refused (HTTP %ld): %s; %s", cred_kind_describe(c->kind),
-         status, desc, hint(c, status, desc));
+    fail(e, -EACCES, "sign-in refused (HTTP %ld): %s; %s", status, desc,
+         hint(c, status, desc));
     /* managed identity: IMDS answers 400 when no identity is assigned */
     e->unavailable = c->kind == CRED_MANAGED && status == 400;
     return -EACCES;
@@ -644,8 +644,14 @@ int credential_default(struct credential **out, const struct cred_settings *s,
                      cred_kind_describe(order[i]));
             return 0;
         }
-        if (!e->unavailable)
+        if (!e->unavailable) {          /* set up, but failed: say which */
+            char msg[sizeof(e->msg)];
+
+            snprintf(msg, sizeof(msg), "%s", e->msg);
+            snprintf(e->msg, sizeof(e->msg), "%.64s: %.900s", cred_kind_describe(order[i]),
+                     msg);
             return rc;
+        }
         if (n < sizeof(tried))
             n += (size_t)snprintf(tried + n, sizeof(tried) - n, "%s%s (%.160s)",
                                   n ? "; " : "", kind_names[order[i]], e->msg);

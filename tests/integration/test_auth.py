@@ -363,3 +363,75 @@ def test_missing_data_role_names_the_roles(certs, idp, aztfs_run, tmp_path):
     assert "no data role on account 'devstoreaccount1' (HTTP 403 " \
            "AuthorizationPermissionMismatch): assign it Storage Table Data Reader" in err, err
     assert "Storage Table Data Contributor" in err
+
+
+@pytest.mark.parametrize("name,env,counter,described", [
+    ("secret", dict(SP, AZURE_CLIENT_SECRET=SECRET), "secret",
+     "service principal with a client secret"),
+    ("managed", {}, "imds:system", "managed identity"),
+    ("cli", {"PATH": "%s:/usr/bin:/bin" % FAKEAZ}, "cli", "Azure CLI"),
+])
+def test_default_order_without_auth_option(name, env, counter, described, table, key_sdk,
+                                           endpoint, certs, idp, mounter, aztfs_run, tmp_path):
+    """No -o auth= and no key or SAS: DefaultAzureCredential's order. With
+    nothing else set up, the managed identity (here: the idp's instance
+    metadata endpoint) answers; with az on PATH and no managed identity,
+    the CLI."""
+    e = base_env(idp, **env)
+    if name == "cli":
+        e["AZTFS_IMDS_ENDPOINT"] = "http://127.0.0.1:%d" % free_port()
+    m = mount_entra(mounter, endpoint, certs, e)
+    with open(os.path.join(m, TABLE, "p", "d-%s.json" % name), "w") as f:
+        f.write('{"order": "%s"}\n' % name)
+    assert key_sdk.get_table_client(TABLE).get_entity("p", "d-" + name)["order"] == name
+    assert idp.counts.get(counter, 0) >= 1, idp.counts
+    stderr = m.unmount()
+    assert "signed in with the %s (DefaultAzureCredential order)" % described in stderr
+    assert_no_secret_in(stderr, idp)
+
+
+def test_default_order_stops_at_a_refused_credential(table, endpoint, certs, idp, aztfs_run,
+                                                     tmp_path):
+    """A service principal that is set up but refused ends the search with
+    its error (as the SDKs do), instead of falling through to a managed
+    identity that happens to answer."""
+    env = base_env(idp, AZURE_CLIENT_SECRET="wrong", **SP)
+    rc, err, _ = refused_mount(aztfs_run, endpoint, certs, tmp_path, env)
+    assert rc != 0 and "the client secret is wrong" in err, err
+    assert not any(k.startswith("imds") for k in idp.counts), idp.counts
+
+
+def test_settings_in_the_config_file(table, key_sdk, endpoint, certs, idp, mounter, aztfs_run,
+                                     tmp_path):
+    cfg = tmp_path / "account.conf"
+    cfg.write_text("# Entra ID sign-in\nAccountName=%s\nTableEndpoint=%s\nAuth=secret\n"
+                   "AZURE_TENANT_ID=%s\nAZURE_CLIENT_ID=%s\nAZURE_CLIENT_SECRET=%s\n"
+                   "AZURE_AUTHORITY_HOST=%s\n" % (ACCOUNT, endpoint, TENANT, CLIENT, SECRET,
+                                                  idp.url))
+    os.chmod(cfg, 0o644)
+    rc, err, _ = refused_mount(aztfs_run, endpoint, certs, tmp_path, base_env(idp),
+                               ["-o", "config=%s" % cfg])
+    assert rc != 0 and "chmod 600" in err and SECRET not in err, err
+    os.chmod(cfg, 0o600)
+    m = mounter.mount(conn_str="", env_extra=base_env(idp), options=[
+        "-o", "config=%s" % cfg, "-o", "cafile=%s" % (certs / "ca.pem"), "-o", "loglevel=debug"])
+    with open(os.path.join(m, TABLE, "p", "cfg.json"), "w") as f:
+        f.write('{"from": "config"}\n')
+    assert key_sdk.get_table_client(TABLE).get_entity("p", "cfg")["from"] == "config"
+    assert idp.counts.get("secret", 0) >= 1
+    assert_no_secret_in(m.unmount(), idp)
+
+
+def test_secrets_leave_the_daemon_environment(table, endpoint, certs, idp, mounter):
+    env = base_env(idp, AZURE_CLIENT_SECRET=SECRET, IDENTITY_ENDPOINT=idp.url + "/msi/token",
+                   IDENTITY_HEADER=ID_HEADER, AZURE_CLIENT_CERTIFICATE_PASSWORD=CERT_PASSWORD)
+    m = mount_entra(mounter, endpoint, certs, env, ["-o", "auth=managed"])
+    environ = Path("/proc/%d/environ" % m.proc.pid).read_bytes()
+    for s in (SECRET, ID_HEADER, CERT_PASSWORD):
+        assert s.encode() not in environ
+    # the kernel keeps showing the original block: the names stay, the values are wiped
+    assert b"AZURE_CLIENT_SECRET=\0" in environ and b"IDENTITY_HEADER=\0" in environ
+    cmdline = Path("/proc/%d/cmdline" % m.proc.pid).read_bytes()
+    assert SECRET.encode() not in cmdline
+    assert idp.counts.get("appservice:system") == 1
+    assert_no_secret_in(m.unmount(), idp)
