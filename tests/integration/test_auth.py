@@ -435,3 +435,102 @@ def test_secrets_leave_the_daemon_environment(table, endpoint, certs, idp, mount
     assert SECRET.encode() not in cmdline
     assert idp.counts.get("appservice:system") == 1
     assert_no_secret_in(m.unmount(), idp)
+
+
+def rsync_rounds(m, tmp_path, seconds):
+    """Back the table up with rsync (mount -> local) and push a changed local
+    copy back (local -> mount) in rounds for SECONDS; returns the rsync
+    results and the number of rounds."""
+    results, rounds = [], 0
+    src = tmp_path / "push"
+    src.mkdir(exist_ok=True)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        rounds += 1
+        for i in range(20):
+            (src / ("f%02d.json" % i)).write_text('{"round": %d}\n' % rounds)
+        results.append(subprocess.run(["rsync", "-a", str(src) + "/",
+                                       os.path.join(m, TABLE, "rs") + "/"],
+                                      capture_output=True, timeout=60))
+        results.append(subprocess.run(["rsync", "-a", os.path.join(m, TABLE) + "/",
+                                       str(tmp_path / ("backup%d" % rounds)) + "/"],
+                                      capture_output=True, timeout=60))
+        time.sleep(0.3)
+    return results, rounds
+
+
+@pytest.mark.parametrize("told", ["truth", "longer"])
+def test_token_expiring_during_rsync_is_refreshed(told, table, key_sdk, endpoint, certs, idp,
+                                                  mounter, tmp_path):
+    """Tokens live 4 s. Told the truth, aztfs refreshes before expiry (half
+    the lifetime ahead); told an hour, it learns from the service's refusal
+    ("The token is expired") and refreshes at once, once. Either way no
+    rsync fails and every file arrives."""
+    idp.lifetime = 4
+    if told == "longer":
+        idp.claimed_lifetime = 3600
+    fed = tmp_path / "federated"
+    fed.write_text(FEDERATED)
+    env = base_env(idp, AZURE_FEDERATED_TOKEN_FILE=str(fed), **SP)
+    m = mount_entra(mounter, endpoint, certs, env, ["-o", "auth=workload",
+                                                    "-o", "cache_timeout=0"])
+    os.makedirs(os.path.join(m, TABLE, "rs"), exist_ok=True)
+    results, rounds = rsync_rounds(m, tmp_path, 12)
+    failed = [r for r in results if r.returncode != 0]
+    assert not failed, failed[0].stderr.decode()[-2000:]
+    got = {e["RowKey"]: e["round"] for e in
+           key_sdk.get_table_client(TABLE).query_entities("PartitionKey eq 'rs'")}
+    assert got == {"f%02d" % i: rounds for i in range(20)}
+    assert len(idp.issued) >= 3, idp.counts
+    stderr = m.unmount()
+    if told == "longer":
+        assert "the service refused the bearer token as expired: fetching a new one" in stderr
+    assert_no_secret_in(stderr, idp)
+
+
+def test_concurrent_requests_share_one_refresh(table, endpoint, certs, idp, mounter, tmp_path):
+    """Eight readers for 8 s on 3 s tokens: the refreshes come from the
+    lifetime (about one per 1.5 s), not from the number of readers."""
+    idp.lifetime = 3
+    m = mount_entra(mounter, endpoint, certs, base_env(idp, AZURE_CLIENT_SECRET=SECRET, **SP),
+                    ["-o", "auth=secret", "-o", "cache_timeout=0", "-o", "attr_timeout=0"],
+                    level="info")
+    errors = []
+    stop = time.monotonic() + 8
+
+    def reader():
+        while time.monotonic() < stop:
+            try:
+                with open(os.path.join(m, TABLE, "p", "r.json")) as f:
+                    assert "entra" in f.read()
+                os.listdir(os.path.join(m, TABLE, "p"))
+            except (OSError, AssertionError) as e:
+                errors.append(e)
+    threads = [threading.Thread(target=reader) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    grants = idp.counts.get("secret", 0)
+    assert 4 <= grants <= 10, idp.counts
+    m.unmount()
+
+
+def test_workload_token_file_is_read_at_each_refresh(table, endpoint, certs, idp, mounter,
+                                                     tmp_path):
+    """Kubernetes rotates the projected token: the new one is sent."""
+    idp.lifetime = 3
+    fed = tmp_path / "federated"
+    fed.write_text(FEDERATED)
+    m = mount_entra(mounter, endpoint, certs, base_env(idp, AZURE_FEDERATED_TOKEN_FILE=str(fed),
+                                                       **SP),
+                    ["-o", "auth=workload", "-o", "cache_timeout=0"])
+    rotated = FEDERATED.replace("federated-token-sig", "rotated-token-sig")
+    idp.federated_token = rotated
+    fed.write_text(rotated)
+    time.sleep(3.5)
+    os.listdir(os.path.join(m, TABLE, "p"))
+    assert idp.counts.get("federated", 0) >= 2 and not idp.errors, (idp.counts, idp.errors)
+    stderr = m.unmount()
+    assert rotated not in stderr
