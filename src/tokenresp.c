@@ -113,8 +113,10 @@ static int error_answer(const json_t *root, char *err, size_t errlen)
         strcat(prefix, ": ");
         copy_line(err, errlen, prefix, d ? d : "(no description)");
     } else {
-        copy_line(err, errlen, "", m);
+        copy_line(err, errlen, "", *m ? m : "(an error answer without a message)");
     }
+    if (errlen && !err[0])
+        snprintf(err, errlen, "an error answer");
     return -EACCES;
 }
 
