@@ -534,3 +534,39 @@ def test_workload_token_file_is_read_at_each_refresh(table, endpoint, certs, idp
     assert idp.counts.get("federated", 0) >= 2 and not idp.errors, (idp.counts, idp.errors)
     stderr = m.unmount()
     assert rotated not in stderr
+
+
+def test_failed_refresh_keeps_the_old_token_then_recovers(table, endpoint, certs, idp, mounter):
+    """Tokens of 6 s (refreshed from 3 s on). The token endpoint breaks
+    right after the mount: reads go on with the old token while it is
+    valid, fail once it has expired (the mount stays up), and work again
+    once the endpoint is back (within the 5 s a failure is held)."""
+    idp.lifetime = 6
+    m = mount_entra(mounter, endpoint, certs, base_env(idp, AZURE_CLIENT_SECRET=SECRET, **SP),
+                    ["-o", "auth=secret", "-o", "cache_timeout=0", "-o", "attr_timeout=0",
+                     "-o", "retries=0"], level="info")
+    t0 = time.monotonic()
+    idp.mode = "garbage"
+
+    def read():
+        with open(os.path.join(m, TABLE, "p", "r.json")) as f:
+            return f.read()
+    while time.monotonic() - t0 < 4.5:          # fresh, then within the margin
+        assert "entra" in read()
+        time.sleep(0.3)
+    assert idp.counts.get("garbage", 0) >= 1    # a refresh was tried and failed
+    time.sleep(max(0, 7 - (time.monotonic() - t0)))
+    with pytest.raises(OSError):                # expired, no new one
+        read()
+    idp.mode = "ok"
+    deadline = time.monotonic() + 8
+    while True:
+        try:
+            assert "entra" in read()
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "no recovery"
+            time.sleep(0.5)
+    stderr = m.unmount()
+    assert "bearer token refresh failed: the identity endpoint" in stderr
+    assert_no_secret_in(stderr, idp)
