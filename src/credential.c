@@ -179,8 +179,10 @@ static int fail(struct cred_error *e, int rc, const char *fmt, ...)
 }
 
 /* Check that URL is http(s)://HOST[...] with no user info, query or
- * whitespace, and https unless HOST is loopback. WHAT names it. */
-static int check_url(const char *url, const char *what, struct cred_error *e)
+ * whitespace, and https unless HOST is loopback or ANY_HTTP is set (the
+ * instance metadata service is plain http on a link-local address). WHAT
+ * names it. */
+static int check_url(const char *url, const char *what, int any_http, struct cred_error *e)
 {
     struct account a = { 0 };
     const char *rest;
@@ -197,7 +199,7 @@ static int check_url(const char *url, const char *what, struct cred_error *e)
     if (!host[0] || strchr(host, '@'))
         return fail(e, -EINVAL, "%s has no host, or user information", what);
     a.host = host;
-    if (!https && !account_is_loopback(&a))
+    if (!https && !any_http && !account_is_loopback(&a))
         return fail(e, -EINVAL, "%s must use https (plain http is accepted for loopback "
                     "addresses only): %s", what, url);
     return 0;
@@ -227,7 +229,7 @@ static int entra_url(struct credential *c, struct cred_error *e)
         return fail(e, -ENODATA, "AZURE_CLIENT_ID is not set");
     if (!tenant_ok(c->s.tenant_id))
         return fail(e, -EINVAL, "AZURE_TENANT_ID must be a tenant ID or domain name");
-    if ((rc = check_url(auth, "AZURE_AUTHORITY_HOST", e)) < 0)
+    if ((rc = check_url(auth, "AZURE_AUTHORITY_HOST", 0, e)) < 0)
         return rc;
     while (n > 0 && auth[n - 1] == '/')
         n--;
@@ -249,9 +251,9 @@ static int managed_url(struct credential *c, struct cred_error *e)
     if (!res || (c->s.client_id && !cid))
         rc = fail(e, -ENOMEM, "out of memory");
     else if (app)
-        rc = check_url(c->s.identity_endpoint, "IDENTITY_ENDPOINT", e);
+        rc = check_url(c->s.identity_endpoint, "IDENTITY_ENDPOINT", 0, e);
     else
-        rc = check_url(base, "AZTFS_IMDS_ENDPOINT", e);
+        rc = check_url(base, "AZTFS_IMDS_ENDPOINT", 1, e);
     if (rc == 0 &&
         asprintf(&c->url, "%s%s?api-version=%s&resource=%s%s%s",
                  app ? c->s.identity_endpoint : base,
