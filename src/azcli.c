@@ -111,6 +111,7 @@ static int spawn(const char *path, char *const argv[], pid_t *pid, int fds[2])
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
+    sigset_t none;
     int po[2], pe[2], rc;
 
     if (pipe2(po, O_CLOEXEC) < 0)
@@ -126,7 +127,9 @@ static int spawn(const char *path, char *const argv[], pid_t *pid, int fds[2])
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, po[1], 1);
     posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    sigemptyset(&none);                 /* the daemon blocks SIGUSR1: az need not */
+    posix_spawnattr_setsigmask(&at, &none);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
     posix_spawnattr_setpgroup(&at, 0);
     rc = -posix_spawn(pid, path, &fa, &at, argv, environ);
     posix_spawn_file_actions_destroy(&fa);

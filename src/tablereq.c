@@ -297,8 +297,12 @@ static int auth_header(const struct account *a, const struct table_req *rq,
     int rc;
 
     *line = NULL;
-    if (a->tokens)
-        return token_cache_header(a->tokens, line, gen, st->message, sizeof(st->message));
+    if (a->tokens) {
+        /* no token: the errno of a failed transport (EIO), EACCES when the
+         * identity was refused, like the service's own refusals */
+        rc = token_cache_header(a->tokens, line, gen, st->message, sizeof(st->message));
+        return rc == 0 || rc == -ENOMEM || rc == -EACCES ? rc : -EIO;
+    }
     if (!a->key)
         return 0;
     rc = sharedkey_authorization(a->name, a->key, a->key_len, rq->method, rq->content_type,

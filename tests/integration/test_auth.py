@@ -10,6 +10,7 @@ AZTFS_IMDS_ENDPOINT. The official SDK (with the account key) checks what
 the mounts wrote; every mount logs at debug, and its log must hold no
 secret and no token."""
 
+import errno
 import json
 import os
 import re
@@ -558,8 +559,9 @@ def test_failed_refresh_keeps_the_old_token_then_recovers(table, endpoint, certs
         time.sleep(0.3)
     assert idp.counts.get("garbage", 0) >= 1    # a refresh was tried and failed
     time.sleep(max(0, 7 - (time.monotonic() - t0)))
-    with pytest.raises(OSError):                # expired, no new one
+    with pytest.raises(OSError) as ei:          # expired, no new one
         read()
+    assert ei.value.errno == errno.EIO
     idp.mode = "ok"
     deadline = time.monotonic() + 8
     while True:
