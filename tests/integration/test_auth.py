@@ -267,7 +267,8 @@ def test_sign_in_refusals_fail_the_mount_naming_the_fix(case, env, want, table, 
     rc, err, _ = refused_mount(aztfs_run, endpoint, certs, tmp_path, base_env(idp, **env))
     assert rc != 0
     assert want in err, err
-    assert "not-the-secret" not in err and SECRET not in err
+    assert "not-the-secret" not in err
+    assert_no_secret_in(err, idp)
 
 
 def test_unreachable_identity_endpoint_is_named(table, endpoint, certs, idp, aztfs_run,
@@ -302,6 +303,7 @@ def test_bad_token_endpoint_cannot_crash_or_hang_the_mount(mode, want, table, en
     assert rc == 1, (rc, err)
     assert want in err, err
     assert secs < 12, secs
+    assert_no_secret_in(err, idp)
     assert idp.counts.get(mode, 0) >= 1
 
 
@@ -383,6 +385,7 @@ def test_default_order_without_auth_option(name, env, counter, described, table,
     e = base_env(idp, **env)
     if name == "cli":
         e["AZTFS_IMDS_ENDPOINT"] = "http://127.0.0.1:%d" % free_port()
+        e["FAKEAZ_LOG"] = str(tmp_path / "az-args")
     m = mount_entra(mounter, endpoint, certs, e)
     with open(os.path.join(m, TABLE, "p", "d-%s.json" % name), "w") as f:
         f.write('{"order": "%s"}\n' % name)
@@ -391,6 +394,10 @@ def test_default_order_without_auth_option(name, env, counter, described, table,
     stderr = m.unmount()
     assert "signed in with the %s (DefaultAzureCredential order)" % described in stderr
     assert_no_secret_in(stderr, idp)
+    if name == "cli":       # the arguments az was run with: no shell, no secret
+        runs = [json.loads(l) for l in (tmp_path / "az-args").read_text().splitlines()]
+        assert runs and all(r == ["account", "get-access-token", "--output", "json",
+                                  "--resource", "https://storage.azure.com"] for r in runs)
 
 
 def test_default_order_stops_at_a_refused_credential(table, endpoint, certs, idp, aztfs_run,
