@@ -30,6 +30,13 @@ struct fields {
     const char *suffix;         /* EndpointSuffix */
     const char *sas;            /* SharedAccessSignature */
     const char *devstore;       /* UseDevelopmentStorage */
+    const char *auth[AS_COUNT]; /* sign-in settings (auth_setting_names) */
+};
+
+const char *const auth_setting_names[AS_COUNT] = {
+    "Auth", "AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET",
+    "AZURE_CLIENT_CERTIFICATE_PATH", "AZURE_CLIENT_CERTIFICATE_PASSWORD",
+    "AZURE_FEDERATED_TOKEN_FILE", "AZURE_AUTHORITY_HOST",
 };
 
 /* printf into ERRBUF (if any); always returns RC so callers can
@@ -66,6 +73,8 @@ void account_free(struct account *acct)
         free(acct->key);
     }
     free_secret_str(acct->sas);
+    for (int i = 0; i < AS_COUNT; i++)
+        free_secret_str(acct->auth[i]);
     free(acct->name);
     free(acct->endpoint);
     free(acct->scheme);
@@ -129,6 +138,15 @@ static int set_field(struct fields *f, const char *key, const char *value,
             return seterr(-EINVAL, errbuf, errlen, "%s is given more than once",
                           known[i].name);
         *slot = value;
+        return 0;
+    }
+    for (i = 0; i < AS_COUNT; i++) {
+        if (strcasecmp(key, auth_setting_names[i]) != 0)
+            continue;
+        if (f->auth[i])
+            return seterr(-EINVAL, errbuf, errlen, "%s is given more than once",
+                          auth_setting_names[i]);
+        f->auth[i] = value;
         return 0;
     }
     return 1;
@@ -308,8 +326,9 @@ static int use_devstore(const struct fields *f, struct account *acct,
                         errbuf, errlen);
 }
 
-/* Check and store the credentials (AccountKey or SharedAccessSignature,
- * exactly one). Returns 0, -EINVAL or -ENOMEM; never quotes a secret. */
+/* Check and store the credentials (AccountKey or SharedAccessSignature, at
+ * most one: with neither, requests are signed in with Microsoft Entra ID).
+ * Returns 0, -EINVAL or -ENOMEM; never quotes a secret. */
 static int set_credentials(const struct fields *f, struct account *acct,
                            char *errbuf, size_t errlen)
 {
@@ -320,8 +339,7 @@ static int set_credentials(const struct fields *f, struct account *acct,
         return seterr(-EINVAL, errbuf, errlen,
                       "give either AccountKey or SharedAccessSignature, not both");
     if (!f->key && !f->sas)
-        return seterr(-EINVAL, errbuf, errlen,
-                      "no credentials: set AccountKey or SharedAccessSignature");
+        return 0;
     if (f->key) {
         if (!*f->key)
             return seterr(-EINVAL, errbuf, errlen, "AccountKey is empty");
@@ -445,6 +463,11 @@ int connstr_parse(const char *s, struct account *acct, char *errbuf, size_t errl
     rc = set_address(&f, acct, errbuf, errlen);
     if (rc < 0)
         goto fail;
+    for (int i = 0; i < AS_COUNT; i++)
+        if (f.auth[i] && *f.auth[i] && !(acct->auth[i] = strdup(f.auth[i]))) {
+            rc = seterr(-ENOMEM, errbuf, errlen, "out of memory");
+            goto fail;
+        }
 out:
     OPENSSL_cleanse(buf, len);
     free(buf);
@@ -466,7 +489,8 @@ fail:
  * "UseDevelopmentStorage=false" next to a real key). */
 static int holds_secret(const struct account *acct)
 {
-    return acct->sas || (acct->key && !acct->devstore);
+    return acct->sas || (acct->key && !acct->devstore) || acct->auth[AS_CLIENT_SECRET] ||
+           acct->auth[AS_CERTIFICATE_PASSWORD];
 }
 
 /* Read all of FD (a regular file) into a malloc'd NUL-terminated buffer of

@@ -9,6 +9,19 @@
 #define DEVSTORE_KEY      "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 #define DEVSTORE_ENDPOINT "http://127.0.0.1:10002/devstoreaccount1"
 
+/* Sign-in settings a config file may hold besides a connection string's
+ * fields, named as the environment variables they stand for ("Auth" is
+ * -o auth=). AS_CLIENT_SECRET and AS_CERTIFICATE_PASSWORD are secrets. */
+enum auth_setting {
+    AS_AUTH, AS_TENANT_ID, AS_CLIENT_ID, AS_CLIENT_SECRET, AS_CERTIFICATE_PATH,
+    AS_CERTIFICATE_PASSWORD, AS_FEDERATED_TOKEN_FILE, AS_AUTHORITY_HOST, AS_COUNT
+};
+
+/* Their names: "Auth", "AZURE_TENANT_ID", "AZURE_CLIENT_ID", ... */
+extern const char *const auth_setting_names[AS_COUNT];
+
+struct token_cache;
+
 /* One storage account, as needed to address and sign requests.
  * Every string is owned by the struct (malloc'd); release with account_free(). */
 struct account {
@@ -25,6 +38,12 @@ struct account {
                               "/devstoreaccount1" for path-style */
     int devstore;          /* from UseDevelopmentStorage=true: the key is
                               the emulator's published one, no secret */
+    char *auth[AS_COUNT];  /* sign-in settings of the config file, by
+                              enum auth_setting; NULL when not given */
+    struct token_cache *tokens;   /* Microsoft Entra ID bearer tokens, when
+                              requests carry one instead of the key or
+                              SAS: set and freed by the mount, not by
+                              account_free */
 };
 
 /* Parse an Azure connection string ("Key=Value;Key=Value...") into *acct

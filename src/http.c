@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include <curl/curl.h>
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
 
 #include "buf.h"
@@ -82,6 +83,8 @@ int http_pool_new(struct http_pool **out, const struct http_config *cfg,
         p->cfg.retry_max_ms = 10000;
     if (p->cfg.retry_deadline_ms <= 0)
         p->cfg.retry_deadline_ms = 120000;
+    if (p->cfg.body_max == 0)
+        p->cfg.body_max = HTTP_BODY_MAX;
     p->lg = lg;
     p->stats = stats;
     if (pthread_mutex_init(&p->lock, NULL) != 0) {
@@ -409,7 +412,7 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
                         struct curl_slist *hdrs, struct http_response *resp,
                         struct send_count *sc)
 {
-    struct buf body = BUF_INIT(HTTP_BODY_MAX);
+    struct buf body = BUF_INIT(pool->cfg.body_max);
     struct header_sink hs = { resp, req->capture };
     char errbuf[CURL_ERROR_SIZE] = "";
     CURLcode rc;
@@ -451,7 +454,7 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
 
     rc = curl_easy_perform(h);
     if (body.err == -EFBIG) {
-        snprintf(errbuf, sizeof(errbuf), "response body over %u bytes", HTTP_BODY_MAX);
+        snprintf(errbuf, sizeof(errbuf), "response body over %zu bytes", pool->cfg.body_max);
         rc = CURLE_WRITE_ERROR;
     }
     if (!(resp->body = buf_take(&body, &resp->body_len))) {
@@ -661,6 +664,9 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
         else
             curl_easy_cleanup(h);
     }
+    /* libcurl's copies of the header lines may hold a bearer token */
+    for (struct curl_slist *n = p.hdrs; n; n = n->next)
+        OPENSSL_cleanse(n->data, strlen(n->data));
     curl_slist_free_all(p.hdrs);
     return rc;
 }

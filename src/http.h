@@ -21,6 +21,8 @@ struct http_config {
     long retry_deadline_ms;    /* no retry starts later than this after the
                                   first attempt started, default 120000 */
     const char *ca_file;       /* CA bundle for https, NULL = system default */
+    size_t body_max;           /* largest response body, default 256 MiB
+                                  (over it: a transport error) */
 };
 
 #define HTTP_KINDS 16   /* request kinds counted separately (the protocol's,

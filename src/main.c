@@ -16,25 +16,50 @@
 #include <fuse_lowlevel.h>
 
 #include "connstr.h"
+#include "credential.h"
 #include "fscommon.h"
 #include "metrics.h"
 #include "options.h"
 #include "scan.h"
 #include "secenv.h"
 #include "stats.h"
+#include "token.h"
 
-/* Remove AZURE_STORAGE_CONNECTION_STRING, name and value, from the
+/* Remove the secret environment variable NAME, name and value, from the
  * environment and from where the kernel shows it (/proc/PID/environ,
  * `ps e`): env_scrub. */
-static void scrub_env_secret(void)
+static void scrub_env(const char *name)
 {
-    env_scrub("AZURE_STORAGE_CONNECTION_STRING");
+    env_scrub(name);
 }
 
-/* Load the account from -o config= or AZURE_STORAGE_CONNECTION_STRING, then
- * scrub the variable (see scrub_env_secret) either way.
+/* Scrub AZURE_STORAGE_CONNECTION_STRING and the sign-in secrets
+ * (AZURE_CLIENT_SECRET, ...). */
+static void scrub_env_secret(void)
+{
+    scrub_env("AZURE_STORAGE_CONNECTION_STRING");
+    for (const char *const *n = cred_secret_env; *n; n++)
+        scrub_env(*n);
+}
+
+/* A sign-in setting of the config file by its variable's name (for
+ * cred_settings_load; CTX is the account). */
+static const char *config_setting(void *ctx, const char *name)
+{
+    const struct account *a = ctx;
+
+    for (int i = 0; i < AS_COUNT; i++)
+        if (strcmp(auth_setting_names[i], name) == 0)
+            return a->auth[i];
+    return NULL;
+}
+
+/* Load the account from -o config= or AZURE_STORAGE_CONNECTION_STRING, and
+ * the sign-in settings into *CS; then scrub the secret variables (see
+ * scrub_env_secret) either way.
  * Returns 0 or -errno after printing one line that says what to fix. */
-static int load_account(const struct aztfs_opts *o, struct account *acct)
+static int load_account(const struct aztfs_opts *o, struct account *acct,
+                        struct cred_settings *cs)
 {
     char err[256] = "";
     const char *env = getenv("AZURE_STORAGE_CONNECTION_STRING");
@@ -54,8 +79,78 @@ static int load_account(const struct aztfs_opts *o, struct account *acct)
         if (rc < 0)
             fprintf(stderr, "aztfs: AZURE_STORAGE_CONNECTION_STRING: %s\n", err);
     }
+    if (rc == 0 && cred_settings_load(cs, config_setting, acct, o->client_id) < 0) {
+        fprintf(stderr, "aztfs: out of memory\n");
+        rc = -ENOMEM;
+    }
     scrub_env_secret();
     return rc;
+}
+
+/* Drop the key and SAS of ACCT, wiped: requests carry a bearer token. */
+static void drop_shared_secrets(struct account *acct)
+{
+    if (acct->key) {
+        OPENSSL_cleanse(acct->key, acct->key_len);
+        free(acct->key);
+        acct->key = NULL;
+    }
+    if (acct->sas) {
+        OPENSSL_cleanse(acct->sas, strlen(acct->sas));
+        free(acct->sas);
+        acct->sas = NULL;
+    }
+}
+
+/* Sign in with Microsoft Entra ID when AUTH (-o auth=, else the config's
+ * Auth=) names a credential, or when it is unset and ACCT has neither key
+ * nor SAS (then in DefaultAzureCredential's order): get the first token
+ * now, so a wrong setting fails the mount, and hang the token cache on
+ * ACCT. "key" and "sas" demand that credential of the config. Returns 0 or
+ * -1 after printing one line that names the fix. */
+static int sign_in(struct account *acct, const char *auth, const struct cred_settings *cs,
+                   const struct http_config *hc, const struct logger *lg)
+{
+    const char *scope = cred_scope_for_host(acct->host);
+    struct credential *cred = NULL;
+    struct cred_error e = { 0 };
+    enum cred_kind kind = CRED_SECRET;
+    char *tok = NULL;
+    time_t exp = 0;
+    int rc;
+
+    if (auth && (strcmp(auth, "key") == 0 || strcmp(auth, "sas") == 0)) {
+        if (auth[0] == 'k' ? acct->key != NULL : acct->sas != NULL)
+            return 0;
+        fprintf(stderr, "aztfs: auth=%s, but the account has no %s\n", auth,
+                auth[0] == 'k' ? "AccountKey" : "SharedAccessSignature");
+        return -1;
+    }
+    if (!auth && (acct->key || acct->sas))
+        return 0;
+    if (auth && cred_kind_parse(auth, &kind) < 0) {
+        fprintf(stderr, "aztfs: unknown auth=%s (key, sas, secret, certificate, workload, "
+                "managed, cli)\n", auth);
+        return -1;
+    }
+    if (!auth)
+        rc = credential_default(&cred, cs, scope, hc, lg, &tok, &exp, &e);
+    else if ((rc = credential_new(&cred, kind, cs, scope, hc, lg, &e)) == 0 &&
+             (rc = credential_token(cred, &tok, &exp, &e)) < 0)
+        credential_free(cred);
+    if (rc < 0) {
+        fprintf(stderr, "aztfs: %s%s%s\n", auth ? cred_kind_describe(kind) : "",
+                auth ? ": " : "", e.msg);
+        return -1;
+    }
+    if (token_cache_new(&acct->tokens, cred, tok, exp, lg) < 0) {
+        fprintf(stderr, "aztfs: out of memory\n");
+        return -1;
+    }
+    drop_shared_secrets(acct);
+    log_debug(lg, "signed in with the %s, scope %s", cred_kind_describe(credential_kind(cred)),
+              scope);
+    return 0;
 }
 
 /* Try the endpoint and credentials once, so a bad account fails the mount
@@ -70,6 +165,17 @@ static int probe_account(struct aztfs *a, const struct account *acct)
     if (st.http_status == 0)
         fprintf(stderr, "aztfs: cannot reach the table endpoint %s: %s\n",
                 acct->endpoint, st.message);
+    else if (acct->tokens && st.http_status == 403 &&
+             strncmp(st.code, "AuthorizationPermission", 23) == 0)
+        fprintf(stderr, "aztfs: the signed-in identity has no data role on account '%s' "
+                "(HTTP 403 %s): assign it Storage Table Data Reader (read only) or Storage "
+                "Table Data Contributor on the storage account, then wait a few minutes\n",
+                acct->name ? acct->name : "?", st.code);
+    else if (acct->tokens && (st.http_status == 403 || st.http_status == 401))
+        fprintf(stderr, "aztfs: the service refused the bearer token for account '%s' "
+                "(HTTP %ld %s: %s): check that the token's tenant and audience fit the "
+                "account\n", acct->name ? acct->name : "?", st.http_status, st.code,
+                st.message);
     else if (st.http_status == 403 || st.http_status == 401)
         fprintf(stderr, "aztfs: the service refused the credentials for account '%s' "
                 "(HTTP %ld %s): check AccountKey or SharedAccessSignature%s\n",
@@ -192,7 +298,8 @@ out_destroy:
 /* Set up mount A from the options O and account ACCT (borrowed: both
  * outlive the mount): its store, scratch files and handles; then try the
  * account once (probe_account). Returns 0, or -1 after printing why. */
-static int open_mount(struct aztfs *a, const struct aztfs_opts *o, const struct account *acct)
+static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct account *acct,
+                      const struct cred_settings *cs)
 {
     struct http_config hc = { 0 };
     enum log_level lvl = a->store.log.level;
@@ -203,6 +310,8 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, const struct 
     hc.max_retries = o->retries > 0 ? o->retries : -1;
     hc.retry_deadline_ms = o->retry_time * 1000;
     hc.ca_file = o->cafile;
+    if (sign_in(acct, o->auth ? o->auth : acct->auth[AS_AUTH], cs, &hc, &a->store.log) < 0)
+        return -1;
     a->store.cache_timeout = o->cache_timeout;
     a->store.negative_timeout = o->negative_timeout;
     a->store.merge = o->merge;
@@ -239,6 +348,7 @@ int main(int argc, char *argv[])
     struct fuse_cmdline_opts cmd = { 0 };
     struct aztfs_opts o;
     struct account acct;
+    struct cred_settings cs = { 0 };
     struct aztfs a = { 0 };
     int rc = 1;
 
@@ -279,7 +389,7 @@ int main(int argc, char *argv[])
     if ((o.logfile && log_open_file(&a.store.log, o.logfile) < 0) ||
         !(a.store.log.failures = failring_new()))
         goto out;
-    if (load_account(&o, &acct) < 0)
+    if (load_account(&o, &acct, &cs) < 0)
         goto out;
     if (strcmp(acct.scheme, "http") == 0 && !account_is_loopback(&acct) && !o.allow_http) {
         fprintf(stderr, "aztfs: refusing plain http to %s: requests and keys would cross the "
@@ -294,13 +404,15 @@ int main(int argc, char *argv[])
         fprintf(stderr, "aztfs: libcurl could not be initialised\n");
         goto out;
     }
-    rc = open_mount(&a, &o, &acct) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o);
+    rc = open_mount(&a, &o, &acct, &cs) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o);
     store_free(&a.store);
+    token_cache_free(acct.tokens);
     scratch_free(a.scratch);
     fs_handles_free(a.handles);
     curl_global_cleanup();
 out:
     account_free(&acct);
+    cred_settings_free(&cs);
     free(cmd.mountpoint);
     options_free(&o);
     options_free_tables(a.store.tables);

@@ -34,6 +34,8 @@ static const struct fuse_opt opt_spec[] = {
     OPT("merge", merge),
     OPT("allow_http", allow_http),
     OPT("tables=%s", tables),
+    OPT("auth=%s", auth),
+    OPT("client_id=%s", client_id),
     OPT("no_default_permissions", no_default_permissions),
     OPT("logfile=%s", logfile),
     OPT("metrics_file=%s", metrics_file),
@@ -242,6 +244,8 @@ void options_free(struct aztfs_opts *o)
     free(o->tables);
     free(o->logfile);
     free(o->metrics_file);
+    free(o->auth);
+    free(o->client_id);
     free(o->positional[0]);
     free(o->positional[1]);
     memset(o, 0, sizeof(*o));
@@ -313,6 +317,11 @@ void options_usage(const char *progname)
            "    -o allow_http           allow plain http to a host that is not loopback\n"
            "    -o tables=A:B           show only these tables (for a SAS that cannot\n"
            "                            list the account's tables)\n"
+           "    -o auth=METHOD          key, sas, or a Microsoft Entra ID sign-in: secret,\n"
+           "                            certificate, workload, managed, cli (default: the\n"
+           "                            key or SAS, else those in DefaultAzureCredential's\n"
+           "                            order; see aztfs(1), AUTHENTICATION)\n"
+           "    -o client_id=ID         client ID of a user-assigned managed identity\n"
            "    -o logfile=PATH         append log lines to PATH (created 0600), reopened\n"
            "                            on SIGHUP (logrotate); default: stderr with -f,\n"
            "                            else syslog (if nothing listens on /dev/log,\n"

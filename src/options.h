@@ -24,6 +24,8 @@ struct aztfs_opts {
     int merge;                /* -o merge */
     int allow_http;           /* -o allow_http: plain http beyond loopback */
     char *tables;             /* -o tables=A:B:C (as given) */
+    char *auth;               /* -o auth=key|sas|secret|certificate|workload|managed|cli */
+    char *client_id;          /* -o client_id=ID: a user-assigned managed identity */
     int allow_other;          /* -o allow_other seen (kept for libfuse) */
     int default_permissions;  /* -o default_permissions seen (kept for libfuse) */
     int no_default_permissions;   /* -o no_default_permissions: the opt-out */

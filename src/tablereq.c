@@ -11,6 +11,7 @@
 #include "sharedkey.h"
 #include "tableint.h"
 #include "tablereq.h"
+#include "token.h"
 
 #define API_VERSION "2019-02-02"
 #define MAX_HEADERS 16
@@ -284,15 +285,47 @@ static char *request_url(const struct account *a, const char *full_path, const c
     return url;
 }
 
-/* The header lines every request of RQ's shape carries, signed with the
- * account's key when it has one (Shared Key over FULL_PATH), into LINES
- * (each malloc'd; the caller frees them, also on error). Returns their
- * count, or -errno. */
+/* The Authorization header of a request with A's credentials (Shared Key
+ * over FULL_PATH with DATE, or the bearer token; a SAS is in the URL) into
+ * *LINE (NULL: none), with the token's generation in *GEN. Returns 0 or
+ * -errno (ST->message: why no token could be had). */
+static int auth_header(const struct account *a, const struct table_req *rq,
+                       const char *full_path, const char *date, char **line,
+                       unsigned long *gen, struct az_status *st)
+{
+    char *auth = NULL;
+    int rc;
+
+    *line = NULL;
+    if (a->tokens) {
+        /* no token: the errno of a failed transport (EIO), EACCES when the
+         * identity was refused, like the service's own refusals */
+        rc = token_cache_header(a->tokens, line, gen, st->message, sizeof(st->message));
+        return rc == 0 || rc == -ENOMEM || rc == -EACCES ? rc : -EIO;
+    }
+    if (!a->key)
+        return 0;
+    rc = sharedkey_authorization(a->name, a->key, a->key_len, rq->method, rq->content_type,
+                                 date, full_path, NULL, &auth);
+    if (rc < 0)
+        return rc;
+    if (asprintf(line, "Authorization: %s", auth) < 0) {
+        *line = NULL;
+        rc = -ENOMEM;
+    }
+    free(auth);
+    return rc;
+}
+
+/* The header lines every request of RQ's shape carries, with its
+ * Authorization (auth_header), into LINES (each malloc'd; the caller wipes
+ * and frees them, also on error). Returns their count, or -errno. */
 static int request_headers(const struct account *a, const struct table_req *rq,
-                           const char *full_path, char *lines[MAX_HEADERS])
+                           const char *full_path, char *lines[MAX_HEADERS],
+                           unsigned long *gen, struct az_status *st)
 {
     const char *ct = rq->content_type;
-    char date[RFC1123_LEN], *auth = NULL;
+    char date[RFC1123_LEN];
     int nh = 0, rc;
 
     sharedkey_rfc1123(time(NULL), date);
@@ -306,39 +339,35 @@ static int request_headers(const struct account *a, const struct table_req *rq,
         lines[nh - 1] = NULL;
         return -ENOMEM;
     }
-    if (!a->key)
-        return nh;
-    rc = sharedkey_authorization(a->name, a->key, a->key_len, rq->method, ct, date,
-                                 full_path, NULL, &auth);
-    if (rc < 0)
+    if ((rc = auth_header(a, rq, full_path, date, &lines[nh], gen, st)) < 0)
         return rc;
-    if (asprintf(&lines[nh++], "Authorization: %s", auth) < 0) {
-        lines[nh - 1] = NULL;
-        nh = -ENOMEM;
-    }
-    free(auth);
-    return nh;
+    return lines[nh] ? nh + 1 : nh;
 }
 
-/* See tableint.h. */
-int table_send(struct table_client *tc, const struct table_req *rq,
-               struct http_response *resp, struct az_status *st)
+/* Did the service refuse RESP's bearer token as expired or invalid? A 401
+ * (InvalidAuthenticationInfo), or a 403 whose text says the token expired
+ * (AuthenticationFailed: "Lifetime validation failed. The token is
+ * expired."). Such a request was not applied: it may be sent again. */
+static int token_refused(const struct http_response *resp)
 {
-    const struct account *a = tc->acct;
-    char *full_path = NULL, *url = NULL, *lines[MAX_HEADERS] = { 0 };
+    return resp->status == 401 ||
+           (resp->status == 403 && resp->body && strcasestr(resp->body, "expired"));
+}
+
+/* Sign and send RQ to URL once (see table_send). *GEN: the bearer token's
+ * generation used. */
+static int send_once(struct table_client *tc, const struct table_req *rq,
+                     const char *full_path, const char *url, struct http_response *resp,
+                     struct az_status *st, unsigned long *gen)
+{
+    char *lines[MAX_HEADERS] = { 0 };
     const char *headers[MAX_HEADERS + 1] = { 0 };
     struct http_request req;
-    int nh, rc = -ENOMEM;
+    int nh, rc;
 
     memset(st, 0, sizeof(*st));
     memset(resp, 0, sizeof(*resp));
-    if (asprintf(&full_path, "%s%s", a->base_path, rq->path) < 0) {
-        full_path = NULL;
-        goto out;
-    }
-    if (!(url = request_url(a, full_path, rq->query)))
-        goto out;
-    if ((nh = rc = request_headers(a, rq, full_path, lines)) < 0)
+    if ((nh = rc = request_headers(tc->acct, rq, full_path, lines, gen, st)) < 0)
         goto out;
     for (int i = 0; i < nh; i++)
         headers[i] = lines[i];
@@ -364,7 +393,41 @@ int table_send(struct table_client *tc, const struct table_req *rq,
     }
 out:
     for (int i = 0; i < MAX_HEADERS; i++)
-        free(lines[i]);
+        if (lines[i]) {
+            OPENSSL_cleanse(lines[i], strlen(lines[i]));   /* a bearer token */
+            free(lines[i]);
+        }
+    return rc;
+}
+
+/* See tableint.h. A bearer token the service refuses as expired is dropped
+ * and the request sent once more with a new one. */
+int table_send(struct table_client *tc, const struct table_req *rq,
+               struct http_response *resp, struct az_status *st)
+{
+    const struct account *a = tc->acct;
+    char *full_path = NULL, *url = NULL;
+    unsigned long gen = 0;
+    int rc = -ENOMEM;
+
+    memset(st, 0, sizeof(*st));
+    memset(resp, 0, sizeof(*resp));
+    if (asprintf(&full_path, "%s%s", a->base_path, rq->path) < 0) {
+        full_path = NULL;
+        goto out;
+    }
+    if (!(url = request_url(a, full_path, rq->query)))
+        goto out;
+    for (int again = 1;; again = 0) {
+        rc = send_once(tc, rq, full_path, url, resp, st, &gen);
+        if (rc < 0 || !again || !a->tokens || !token_refused(resp))
+            break;
+        log_debug(tc->lg, "%s: HTTP %ld %s: the bearer token was refused, once more with a "
+                  "new one", rq->what, st->http_status, st->code);
+        token_cache_rejected(a->tokens, gen);
+        http_response_clear(resp);
+    }
+out:
     if (url && a->sas)
         OPENSSL_cleanse(url, strlen(url));      /* it carries the SAS */
     free(url);

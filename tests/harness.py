@@ -158,6 +158,9 @@ def aztfs_env(conn_str=None, extra=None):
     env.pop("AZURE_STORAGE_CONNECTION_STRING", None)
     if conn_str is not None:
         env["AZURE_STORAGE_CONNECTION_STRING"] = conn_str
+    # a mount without key or SAS signs in with Entra ID: never let its
+    # managed identity probe leave the machine (169.254.169.254)
+    env.setdefault("AZTFS_IMDS_ENDPOINT", "http://127.0.0.1:9")
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")
     env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
     if extra:
@@ -186,11 +189,13 @@ class Azurite:
     with LOCATION (a directory) persisting in, and starting from, the
     database file there. Its log goes to LOGDIR/azurite-PORT.log. TIMEOUT:
     seconds to wait for it to answer (loading a big database file takes a
-    while); ATTEMPTS: fresh ports to try before giving up."""
+    while); ATTEMPTS: fresh ports to try before giving up; EXTRA_ARGS: more
+    Azurite options (e.g. --oauth basic --cert F --key F for bearer tokens)."""
 
     def __init__(self, logdir, location=None, timeout=AZURITE_TIMEOUT,
-                 attempts=AZURITE_ATTEMPTS):
+                 attempts=AZURITE_ATTEMPTS, extra_args=()):
         self.logdir = Path(logdir)
+        self.extra_args = [str(a) for a in extra_args]   # e.g. --oauth basic --cert ...
         self.location = location
         self.timeout = timeout
         self.attempts = attempts
@@ -229,7 +234,7 @@ class Azurite:
         with open(self.log_path, "wb") as log:
             return subprocess.Popen(
                 [str(AZURITE_BIN)] + persistence + ["--tableHost", "127.0.0.1",
-                 "--tablePort", str(self.port), "--disableTelemetry"],
+                 "--tablePort", str(self.port), "--disableTelemetry"] + self.extra_args,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True)
 

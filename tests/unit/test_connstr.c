@@ -93,7 +93,7 @@ static void test_devstore(void)
     parse_fails("UseDevelopmentStorage=true;AccountName=x", -EINVAL, NULL, NULL,
                 "devstore: combined with AccountName");
     parse_fails("UseDevelopmentStorage=false", -EINVAL,
-                "no credentials: set AccountKey or SharedAccessSignature", NULL,
+                "AccountName or TableEndpoint is required", NULL,
                 "devstore: false means not set");
 }
 
@@ -252,14 +252,22 @@ static void test_sas(void)
 
 static void test_errors(void)
 {
+    struct account a;
+    char err[256] = "";
+
     parse_fails("AccountName=a;AccountKey=NotBase64!!TopSecretKeyMaterial", -EINVAL,
                 "AccountKey is not valid base64", "TopSecretKeyMaterial", "bad base64 key");
     parse_fails("AccountName=a;AccountKey=c2VjcmV0LWtleS1mb3ItdGVzdHM", -EINVAL,
                 "AccountKey is not valid base64", "c2VjcmV0", "key missing padding");
     parse_fails("AccountName=a;AccountKey=", -EINVAL, "AccountKey is empty", NULL, "empty key");
-    parse_fails("AccountName=a", -EINVAL,
-                "no credentials: set AccountKey or SharedAccessSignature", NULL, "missing credentials");
-    parse_fails("", -EINVAL, "no credentials: set AccountKey or SharedAccessSignature", NULL,
+    /* no key and no SAS: a Microsoft Entra ID sign-in (credential.h) */
+    memset(&a, 0, sizeof(a));
+    is_int(connstr_parse("AccountName=a", &a, err, sizeof(err)), 0,
+           "no key, no SAS: parses (Entra ID sign-in)");
+    ok(a.key == NULL && a.sas == NULL && a.name && strcmp(a.name, "a") == 0,
+       "no key, no SAS: account without shared secrets");
+    account_free(&a);
+    parse_fails("", -EINVAL, "AccountName or TableEndpoint is required", NULL,
                 "empty string");
     parse_fails("DefaultEndpointsProtocol=ftp;AccountName=a;AccountKey=" TEST_KEY64, -EINVAL,
                 "DefaultEndpointsProtocol must be http or https", NULL, "bad protocol");
@@ -267,9 +275,11 @@ static void test_errors(void)
                 "segment 2 has no '='", "c2VjcmV0", "segment without '=' (empty ones not counted)");
     /* A padded key pasted without "=" still has one: the segment becomes an
      * unknown (ignored) field, and the secret must not show up either. */
-    parse_fails("AccountName=a;AccountKey" TEST_KEY64, -EINVAL,
-                "no credentials: set AccountKey or SharedAccessSignature", "c2VjcmV0",
-                "key pasted without '=' but with padding");
+    memset(&a, 0, sizeof(a));
+    is_int(connstr_parse("AccountName=a;AccountKey" TEST_KEY64, &a, err, sizeof(err)), 0,
+           "key pasted without '=' but with padding: an ignored field");
+    ok(a.key == NULL && a.sas == NULL, "key pasted without '=': no key kept");
+    account_free(&a);
     parse_fails("AccountName=a;x=1;TopSecretKeyMaterial", -EINVAL, "segment 3 has no '='",
                 "TopSecretKeyMaterial", "segment 3 without '='");
     parse_fails("=abc;AccountName=a", -EINVAL, "segment 1 has an empty name", NULL, "empty name");
@@ -383,7 +393,30 @@ static void test_files(void)
 
     rc = load_tmp("", 0600, &a, err, sizeof(err));
     is_int(rc, -EINVAL, "file: empty file -> -EINVAL");
-    ok(strstr(err, "no credentials") != NULL, "file: empty file message (%s)", err);
+    ok(strstr(err, "AccountName or TableEndpoint is required") != NULL,
+       "file: empty file message (%s)", err);
+
+    /* sign-in settings: kept by name; a secret among them demands mode 0600 */
+    rc = load_tmp("AccountName=a\nAuth=secret\nazure_tenant_id=t1\nAZURE_CLIENT_ID=c1\n"
+                  "AZURE_CLIENT_SECRET=TopSecretClientValue\n", 0600, &a, err, sizeof(err));
+    is_int(rc, 0, "file: sign-in settings parse");
+    is_str(a.auth[AS_AUTH], "secret", "file: Auth kept");
+    is_str(a.auth[AS_TENANT_ID], "t1", "file: AZURE_TENANT_ID kept (name case-insensitive)");
+    is_str(a.auth[AS_CLIENT_SECRET], "TopSecretClientValue", "file: AZURE_CLIENT_SECRET kept");
+    account_free(&a);
+    rc = load_tmp("AccountName=a\nAZURE_CLIENT_SECRET=TopSecretClientValue\n", 0644, &a, err,
+                  sizeof(err));
+    is_int(rc, -EACCES, "file: client secret in a 0644 file -> -EACCES");
+    ok(strstr(err, "chmod 600") && !strstr(err, "TopSecret"), "file: chmod message (%s)", err);
+    rc = load_tmp("AccountName=a\nAZURE_CLIENT_CERTIFICATE_PASSWORD=pw\n", 0640, &a, err,
+                  sizeof(err));
+    is_int(rc, -EACCES, "file: certificate password in a 0640 file -> -EACCES");
+    rc = load_tmp("AccountName=a\nAZURE_CLIENT_ID=c1\nAZURE_TENANT_ID=t\n", 0644, &a, err,
+                  sizeof(err));
+    is_int(rc, 0, "file: IDs alone are no secret: 0644 is fine");
+    account_free(&a);
+    parse_fails("AccountName=a;AZURE_CLIENT_ID=x;azure_client_id=y", -EINVAL,
+                "AZURE_CLIENT_ID is given more than once", NULL, "sign-in setting twice");
 
     rc = load_tmp("AccountName=a\nAccountKey=NotBase64!!TopSecretKeyMaterial\n", 0600, &a, err,
                   sizeof(err));
