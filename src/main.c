@@ -14,6 +14,7 @@
 
 #include "fs.h"      /* defines FUSE_USE_VERSION before fuse headers */
 #include <fuse_lowlevel.h>
+#include <openssl/crypto.h>
 
 #include "connstr.h"
 #include "credential.h"
