@@ -511,6 +511,10 @@ int cache_dir_edit(struct cache *c, const char *dirpath, const char *name, const
         c->dir_bytes += e->charge;
         if (e->flags & CACHE_OWNED)     /* the mount keeps it complete: renewed */
             e->expires = e->neg_until = mono_now() + c->ttl;
+        for (struct entry *v; c->bytes > c->max_bytes && (v = victim(c)) != e;) {
+            c->evictions++;             /* it grew: make room as insert does */
+            remove_entry(c, v);
+        }
     }
     pthread_mutex_unlock(&c->lock);
     return rc;

@@ -63,12 +63,12 @@ static void shown_in_listing(struct store *s, const struct fspath *fp,
         return;
     }
     if (cache_dir_edit(s->cache, fp->parent, fp->file_name, fp->rk, f != NULL,
-                       f ? f->len : 0, f ? f->mtime : none, !exists) < 0) {
-        if (!exists)
-            store_forget(s, tdir);  /* the partition may be empty now: unknown */
-    } else if (exists) {
-        if (cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL) != 0)
-            (void)cache_dir_edit(s->cache, tdir, fp->pk_name, fp->pk, 0, 0, none, 0);
+                       f ? f->len : 0, f ? f->mtime : none, !exists) < 0 && !exists) {
+        store_forget(s, tdir);      /* the partition may be empty now: unknown */
+    } else if (exists) {            /* the partition exists now */
+        if (cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL) != 0 &&
+            cache_dir_edit(s->cache, tdir, fp->pk_name, fp->pk, 0, 0, none, 0) == -ENOMEM)
+            store_forget(s, tdir);
     } else if ((l = cache_get_listing(s->cache, fp->parent))) {
         if (listing_count(l) == 0)  /* its last entity: the partition is gone */
             (void)cache_dir_edit(s->cache, tdir, fp->pk_name, fp->pk, 0, 0, none, 1);
