@@ -16,7 +16,9 @@
  * a larger one is dropped instead (an edit copies the listing). */
 #define DIR_EDIT_MAX 10000
 
-enum entry_kind { ENTRY_FILE, ENTRY_DIR, ENTRY_MARK, ENTRY_ABSENT };
+/* ENTRY_MADE: the listing of a directory the mount made expired; what is
+ * left says to list it again rather than ask name by name. */
+enum entry_kind { ENTRY_FILE, ENTRY_DIR, ENTRY_MARK, ENTRY_ABSENT, ENTRY_MADE };
 
 struct entry {
     char *path;
@@ -143,7 +145,25 @@ static struct entry *victim(struct cache *c)
     return c->tail;
 }
 
-/* Find the entry for PATH; expired entries are removed. Lock held. */
+/* Owned listing E expired: keep only that the mount made its directory
+ * (ENTRY_MADE, fresh for another TTL), so that the next miss in it lists it
+ * again (a restore that made every directory first reaches the last one
+ * long after). Lock held. */
+static void made_from_owned(struct cache *c, struct entry *e)
+{
+    size_t charge = ENTRY_OVERHEAD + strlen(e->path);
+
+    c->bytes -= e->charge - charge;
+    c->dir_bytes -= e->charge;
+    e->charge = charge;
+    listing_unref(e->dir);
+    e->dir = NULL;
+    e->kind = ENTRY_MADE;
+    e->expires = mono_now() + c->ttl;
+}
+
+/* Find the entry for PATH; expired entries are removed (an owned listing
+ * becomes ENTRY_MADE). Lock held. */
 static struct entry *find(struct cache *c, const char *path)
 {
     uint64_t h = hash_fnv1a(path);
@@ -153,7 +173,10 @@ static struct entry *find(struct cache *c, const char *path)
             continue;
         if (e->expires <= mono_now()) {
             c->expirations++;
-            remove_entry(c, e);
+            if (e->kind == ENTRY_DIR && (e->flags & CACHE_OWNED))
+                made_from_owned(c, e);
+            else
+                remove_entry(c, e);
             return NULL;
         }
         return e;
@@ -564,6 +587,25 @@ int cache_absent(struct cache *c, const char *path)
 int cache_known_dir(struct cache *c, const char *path)
 {
     return has_kind(c, path, ENTRY_DIR) || has_kind(c, path, ENTRY_MARK);
+}
+
+/* Made by the mount, listing expired? See cache.h. */
+int cache_dir_made(struct cache *c, const char *dirpath)
+{
+    return has_kind(c, dirpath, ENTRY_MADE);
+}
+
+/* Own a listing; see cache.h. */
+void cache_dir_own(struct cache *c, const char *dirpath)
+{
+    struct entry *e;
+
+    pthread_mutex_lock(&c->lock);
+    if ((e = find(c, dirpath)) && e->kind == ENTRY_DIR) {
+        e->flags |= CACHE_OWNED;
+        e->neg_until = e->expires;
+    }
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* Made by the mount? See cache.h. */

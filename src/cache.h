@@ -118,6 +118,15 @@ int cache_known_dir(struct cache *c, const char *path);
 /* Is the fresh listing of DIRPATH one the mount made (CACHE_OWNED)? 1 or 0. */
 int cache_dir_owned(struct cache *c, const char *dirpath);
 
+/* Did the mount make directory DIRPATH, whose owned listing expired since
+ * (nothing else cached for it)? Then a name missing from it is best found
+ * by listing it again (cache_dir_own). 1 or 0. */
+int cache_dir_made(struct cache *c, const char *dirpath);
+
+/* Make the fresh listing of DIRPATH an owned one (it was just fetched
+ * whole, of a directory the mount made). */
+void cache_dir_own(struct cache *c, const char *dirpath);
+
 /* Note that a reader went through directory DIRPATH now (readdir, an open
  * of a file in it, a read of its entities in order). With nothing cached
  * for DIRPATH, an existence marker is made to hold the note. */

@@ -343,6 +343,15 @@ static int scan_dir(struct store *s, const struct fspath *fp, const char *dir,
 }
 
 /* See scan.h. */
+int scan_list_partition(struct store *s, const struct fspath *fp, const char *dir)
+{
+    struct fspath dfp = { .kind = FSP_PARTITION, .table = fp->table, .pk = fp->pk };
+    struct az_status st = { 0 };
+
+    return scan_dir(s, &dfp, dir, NULL, NULL, &st);
+}
+
+/* See scan.h. */
 int scan_list_root(struct store *s, struct az_status *st)
 {
     struct fspath fp = { .kind = FSP_ROOT };

@@ -18,6 +18,10 @@
  * listing. Returns 0 or -errno, details in *st. */
 int scan_list_root(struct store *s, struct az_status *st);
 
+/* List partition FP->pk of FP->table (keys known) to its end into the
+ * cache as directory DIR. Returns 0 or -errno (logged). */
+int scan_list_partition(struct store *s, const struct fspath *fp, const char *dir);
+
 /* Fill in FP->pk (and FP->rk for entities) when the names are long-form
  * (doc/NAMES.md), from the fresh listing of the directory, else by listing
  * it (which fills the cache). Returns 0, -ENOENT (not listed), or -errno. */

@@ -154,6 +154,14 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
     rc = cache_dir_lookup(s->cache, fp->parent, fp->file_name, NULL);
     if (rc == -ENOENT)
         return rc;
+    if (rc == -EAGAIN && fp->pk && cache_dir_made(s->cache, fp->parent) &&
+        scan_list_partition(s, fp, fp->parent) == 0) {
+        /* the mount made it and its listing expired: one listing again, the
+         * mount's own from now on, rather than a query per name */
+        cache_dir_own(s->cache, fp->parent);
+        if ((rc = cache_dir_lookup(s->cache, fp->parent, fp->file_name, NULL)) == -ENOENT)
+            return rc;
+    }
     listed = rc == 0;
     /* not listed, but the last entity read from this partition was read
      * moments ago: a reader going through it (rsync's lookups) */

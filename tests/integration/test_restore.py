@@ -8,6 +8,7 @@ import datetime
 import json
 import os
 import subprocess
+import time
 import uuid
 
 from azure.data.tables import EdmType, EntityProperty
@@ -145,3 +146,37 @@ def test_save_of_what_the_entity_holds_sends_nothing_but_a_type_change_does(
     assert delta(before, kinds(mnt)).get("replace") == 1
     e = WriteHelpers(sdk).get(T, "p", "a")
     assert WriteHelpers.typed(e)["n"] == ("Edm.Int64", 5)
+
+
+def test_restore_slower_than_cache_timeout_still_reads_nothing(sdk, seed, mounter, azurite,
+                                                               tmp_path):
+    """rsync makes every directory first and fills them one after the
+    other, so at a distance the last ones are reached long after they were
+    made: their listings have expired by then. A directory the mount made
+    is listed once more (one request) instead of asked name by name."""
+    from harness import FaultProxy, conn_str_for
+    bk = str(tmp_path / "bk")
+    parts, per = 3, 40
+    for p in range(parts):
+        os.makedirs(os.path.join(bk, "p%d" % p))
+        for i in range(per):
+            with open(os.path.join(bk, "p%d" % p, "r%03d.json" % i), "w") as f:
+                json.dump({"v": i}, f)
+    dst = "restSlow"
+    seed.table(sdk, dst)
+    sdk.delete_table(dst)
+    with FaultProxy(azurite.port, rate=0.0, delay=0.02) as px:
+        mnt = mounter.mount(conn_str=conn_str_for(px.port),
+                            options=("-o", "cache_timeout=1,negative_timeout=0.2"))
+        before = kinds(mnt)
+        t0 = time.monotonic()
+        os.mkdir(os.path.join(str(mnt), dst))
+        rsync(bk, os.path.join(str(mnt), dst))
+        took = time.monotonic() - t0
+        d = delta(before, kinds(mnt))
+        mnt.unmount()
+    assert took > 2, "the restore must outlast cache_timeout for this test to mean anything"
+    n = parts * per
+    assert d.get("insert") == n and d.get("get_entity", 0) == 0, d
+    assert sum(d.values()) <= n + 2 * parts + 5, d
+    assert len(WriteHelpers(sdk).entities(dst)) == n
