@@ -59,6 +59,11 @@ int cache_put(struct cache *c, const char *path, const struct cache_file *f, uns
 int cache_get_file(struct cache *c, const char *path, struct cache_file *out);
 void cache_file_clear(struct cache_file *f);
 
+/* The file at PATH was handed to a walk as part of its listing's snapshot:
+ * from now on it counts as an ordinary copy (out->listed 0), so opening it
+ * again is not a walk's. */
+void cache_file_unlist(struct cache *c, const char *path);
+
 /* Size and mtime of the fresh file at PATH, without copying its data.
  * Returns 0 or -ENOENT. */
 int cache_file_attr(struct cache *c, const char *path, size_t *len, struct timespec *mtime);

@@ -206,11 +206,20 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
         return rc;
     walk = out->listed && cache_dir_active(s->cache, fp->parent);
     cache_dir_touch(s->cache, fp->parent);      /* the next open in it is a walk's */
-    if (!writing && walk)
-        return 0;           /* a walk reads the snapshot it listed */
+    if (!writing && walk) {     /* a walk reads the snapshot it listed, once */
+        cache_file_unlist(s->cache, path);
+        return 0;
+    }
     cache_file_clear(out);
-    if ((rc = scan_resolve_keys(s, fp)) == 0)
-        rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
+    if ((rc = scan_resolve_keys(s, fp)) < 0)
+        return rc;
+    store_forget(s, path);  /* the kernel's copy may be the old one too */
+    /* in a walk (rsync saving file after file) one page refreshes this copy
+     * and the next ones; else a point query */
+    rc = walk ? read_ahead(s, fp, out) : -EAGAIN;
+    if (rc != 0 && rc != -ENOENT &&
+        (rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st)) == 0)
+        rc = store_cache_entity(s, fp->parent, e, 0, NULL, out);
     if (rc == -ENOENT) {
         log_info(&s->log, "%s: deleted by someone else", path);
         forget_entity(s, path, fp);
@@ -218,8 +227,6 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
     } else if (rc < 0) {
         store_log_failure(s, "read", path, rc, &st, NULL);
     } else {
-        store_forget(s, path);      /* the kernel's copy may be the old one too */
-        rc = store_cache_entity(s, fp->parent, e, 0, NULL, out);
         shown_in_listing(s, fp, out, 1);
     }
     json_decref(e);
@@ -290,9 +297,13 @@ static void cache_after_write(struct store *s, const char *path, const struct fs
     int shown = 0;
 
     store_forget(s, path);
+    /* with its listing cached, the copy is one of that listing's (a walk
+     * through the directory reads it as the listing's snapshot) */
     if (e && table_etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
         entity_wire_set_sys(e, fp->pk, fp->rk, ts, etag) == 0 &&
-        store_cache_entity(s, fp->parent, e, 0, NULL, &f) == 0)
+        store_cache_entity(s, fp->parent, e,
+                           cache_known_dir(s->cache, fp->parent) ? CACHE_LISTED : 0, NULL,
+                           &f) == 0)
         shown = 1;
     shown_in_listing(s, fp, shown ? &f : NULL, 1);
     cache_file_clear(&f);
@@ -358,20 +369,26 @@ static int parse_text(struct store *s, const char *path, const char *text, size_
     return rc;
 }
 
-/* Does the entity at PATH, as the service last gave it to the mount and
- * still at ETAG, hold exactly WIRE (the same properties with the same
- * values and types: entity_wire_digest)? Then a save would change nothing.
- * Compared with what the service holds, not with the file text: a text
- * that shows a value in another form (a DateTime with an offset shown in
- * UTC) is saved. 1 or 0. */
-static int unchanged(struct store *s, const char *path, const json_t *wire, const char *etag)
+/* Does the entity at PATH (FP), as the service gave it to the mount at
+ * ETAG, hold exactly WIRE (the same properties with the same values and
+ * types: entity_wire_digest)? Then a save would change nothing. Compared
+ * with what the service holds, not with the file text: a text that shows a
+ * value in another form (a DateTime with an offset shown in UTC) is saved.
+ * Only while the mount's copy is as current as an open would take it
+ * (store_load_current: younger than the negative lifetime, or in the
+ * listing a walk is reading): an older one may hide a change made
+ * elsewhere that the save is meant to undo (a restore). 1 or 0. */
+static int unchanged(struct store *s, const char *path, const struct fspath *fp,
+                     const json_t *wire, const char *etag)
 {
     unsigned char want[ENTITY_DIGEST_LEN];
     struct cache_file f = { 0 };
     int same = 0;
 
     if (etag && cache_get_file(s->cache, path, &f) == 0 && f.etag && f.has_digest &&
-        strcmp(f.etag, etag) == 0 && entity_wire_digest(wire, want) == 0)
+        strcmp(f.etag, etag) == 0 &&
+        (f.age < s->negative_timeout || (f.listed && cache_dir_active(s->cache, fp->parent))) &&
+        entity_wire_digest(wire, want) == 0)
         same = memcmp(want, f.digest, sizeof(want)) == 0;
     cache_file_clear(&f);
     return same;
@@ -398,7 +415,7 @@ int store_save(struct store *s, const char *path, const char *text, size_t len, 
         (rc = write_keys(s, &fp, path, &pk_in, &rk_in)) < 0)
         goto out;
     how = is_new ? TW_INSERT : (s->merge && !force_replace) ? TW_MERGE : TW_REPLACE;
-    if (!is_new && unchanged(s, path, wire, etag)) {
+    if (!is_new && unchanged(s, path, &fp, wire, etag)) {
         rc = 0;             /* the entity holds this already: nothing to send */
         if (new_etag && !(*new_etag = strdup(etag)))
             rc = -ENOMEM;
@@ -434,8 +451,11 @@ int store_save_over(struct store *s, struct fspath *fp, const char *path, const 
                     size_t len)
 {
     struct cache_file dst = { 0 };
-    int rc = store_load_keyed(s, fp, path, &dst), exists = rc == 0;
+    int rc = store_load_current(s, fp, path, &dst, 1), exists;
 
+    if (rc == 0 && (!fp->pk || !fp->rk) && (rc = scan_resolve_keys(s, fp)) < 0)
+        cache_file_clear(&dst);
+    exists = rc == 0;
     if (rc == 0 || rc == -ENOENT)
         rc = store_save(s, path, text, len, !exists, exists ? dst.etag : NULL, 1, NULL);
     cache_file_clear(&dst);

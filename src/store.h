@@ -71,7 +71,9 @@ int store_save(struct store *s, const char *path, const char *text, size_t len, 
 
 /* Save TEXT as the entity at PATH whatever is there: Insert when there is
  * none, else a full Replace guarded by the ETag it has as the mount knows
- * it (a scratch file renamed onto an entity). */
+ * it, read again first when the mount's copy is older than the negative
+ * lifetime (store_load_current: the save of sed -i, rsync and atomic-save
+ * editors is this rename). */
 int store_save_over(struct store *s, struct fspath *fp, const char *path, const char *text,
                     size_t len);
 

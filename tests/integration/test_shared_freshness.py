@@ -295,3 +295,23 @@ def test_freshness_table(sdk, seed, mounter):
             f.write(table + "\n")
     late = {k: round(v, 2) for k, v in results.items() if v > BOUNDS[k] + SLACK}
     assert not late, "later than the documented bound: %s\n%s" % (late, table)
+
+
+def test_reading_one_file_again_and_again_is_not_a_walk(sdk, seed, mounter):
+    """A walk reads each file of a listing once, from the listing's snapshot;
+    a script that reads the same file in a loop sees a change made
+    elsewhere within about negative_timeout, even right after a walk."""
+    T = "frPoll"
+    t = seed.table(sdk, T)
+    t.create_entity({"PartitionKey": "p", "RowKey": "a", "v": "old"})
+    t.create_entity({"PartitionKey": "p", "RowKey": "b", "v": "old"})
+    mnt = mounter.mount()
+    subprocess.run(["ls", "-l", path(mnt, T, "p")], check=True, capture_output=True)
+    time.sleep(NEG + 0.2)
+    read(path(mnt, T, "p", "b.json"))       # read again: the walk starts anew ...
+    assert json.loads(read(path(mnt, T, "p", "a.json")))["v"] == "old"   # ... a is its
+    t.update_entity({"PartitionKey": "p", "RowKey": "a", "v": "new"}, mode="replace")
+    t0 = time.monotonic()
+    while json.loads(read(path(mnt, T, "p", "a.json")))["v"] != "new":
+        assert time.monotonic() - t0 < 2 * NEG + SLACK, "the loop kept seeing the snapshot"
+        time.sleep(POLL)
