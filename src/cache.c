@@ -314,17 +314,6 @@ int cache_file_attr(struct cache *c, const char *path, size_t *len, struct times
     return rc;
 }
 
-/* Served once; see cache.h. */
-void cache_file_unlist(struct cache *c, const char *path)
-{
-    struct entry *e;
-
-    pthread_mutex_lock(&c->lock);
-    if ((e = cache_find(c, path)) && e->kind == ENTRY_FILE)
-        e->flags &= ~CACHE_LISTED;
-    pthread_mutex_unlock(&c->lock);
-}
-
 /* Set the negative lifetime; see cache.h. */
 void cache_set_negative_ttl(struct cache *c, double secs)
 {

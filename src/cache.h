@@ -59,11 +59,6 @@ int cache_put(struct cache *c, const char *path, const struct cache_file *f, uns
 int cache_get_file(struct cache *c, const char *path, struct cache_file *out);
 void cache_file_clear(struct cache_file *f);
 
-/* The file at PATH was handed to a walk as part of its listing's snapshot:
- * from now on it counts as an ordinary copy (out->listed 0), so opening it
- * again is not a walk's. */
-void cache_file_unlist(struct cache *c, const char *path);
-
 /* Size and mtime of the fresh file at PATH, without copying its data.
  * Returns 0 or -ENOENT. */
 int cache_file_attr(struct cache *c, const char *path, size_t *len, struct timespec *mtime);
@@ -140,6 +135,12 @@ void cache_dir_touch(struct cache *c, const char *dirpath);
 /* Was the listing of DIRPATH fetched, or DIRPATH touched, within the
  * negative lifetime (a walk is going through it)? 1 or 0. */
 int cache_dir_active(struct cache *c, const char *dirpath);
+
+/* File NAME of directory DIRPATH is opened now: is this a walk's open
+ * (cache_dir_active, and the last file opened in it was another one: the
+ * same file read in a loop is not a walk)? 1 or 0; either way the open is
+ * noted (cache_dir_touch). */
+int cache_dir_walk(struct cache *c, const char *dirpath, const char *name);
 
 /* Drop the entry at PATH (file or directory listing), if any. */
 void cache_invalidate(struct cache *c, const char *path);

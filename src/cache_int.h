@@ -29,7 +29,9 @@ struct entry {
     double expires;                 /* CLOCK_MONOTONIC seconds */
     double born;                    /* when its content was current (monotonic) */
     double neg_until;               /* ENTRY_DIR: lacking a name means absent until */
-    double touched;                 /* ENTRY_DIR: last cache_dir_touch */
+    double touched;                 /* ENTRY_DIR, ENTRY_MARK: last cache_dir_touch */
+    uint64_t last_open;             /* ENTRY_DIR, ENTRY_MARK: hash of the last name
+                                     * cache_dir_walk saw (0: none) */
     unsigned flags;                 /* CACHE_LISTED (files), CACHE_OWNED (listings) */
     size_t charge;                  /* bytes accounted to this entry */
     struct cache_file file;         /* ENTRY_FILE */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cache_int.h"
+#include "hash.h"
 
 /* Store a listing; see cache.h. */
 int cache_put_listing(struct cache *c, const char *path, struct listing *l, unsigned flags)
@@ -293,6 +294,23 @@ void cache_dir_touch(struct cache *c, const char *dirpath)
         }
     }
     pthread_mutex_unlock(&c->lock);
+}
+
+/* A walk's open? See cache.h. */
+int cache_dir_walk(struct cache *c, const char *dirpath, const char *name)
+{
+    uint64_t h = hash_fnv1a(name) | 1;      /* never 0 */
+    int walk = cache_dir_active(c, dirpath);
+    struct entry *e;
+
+    cache_dir_touch(c, dirpath);
+    pthread_mutex_lock(&c->lock);
+    if ((e = cache_find(c, dirpath)) && (e->kind == ENTRY_DIR || e->kind == ENTRY_MARK)) {
+        walk = walk && e->last_open != h;
+        e->last_open = h;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return walk;
 }
 
 /* A reader lately? See cache.h. */

@@ -204,12 +204,10 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
 
     if (rc < 0 || out->age < s->negative_timeout)
         return rc;
-    walk = out->listed && cache_dir_active(s->cache, fp->parent);
-    cache_dir_touch(s->cache, fp->parent);      /* the next open in it is a walk's */
-    if (!writing && walk) {     /* a walk reads the snapshot it listed, once */
-        cache_file_unlist(s->cache, path);
-        return 0;
-    }
+    /* noted either way: the next open in it may be a walk's */
+    walk = cache_dir_walk(s->cache, fp->parent, fp->file_name) && out->listed;
+    if (!writing && walk)
+        return 0;           /* a walk reads the snapshot it listed */
     cache_file_clear(out);
     if ((rc = scan_resolve_keys(s, fp)) < 0)
         return rc;

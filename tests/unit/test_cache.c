@@ -320,6 +320,9 @@ static void test_negative_lifetime(void)
     ok(!cache_dir_active(c, "/t/p"), "no walk after the lifetime");
     cache_dir_touch(c, "/t/p");
     ok(cache_dir_active(c, "/t/p"), "touched: a walk");
+    ok(cache_dir_walk(c, "/t/p", "a.json"), "an open in an active directory: a walk's");
+    ok(!cache_dir_walk(c, "/t/p", "a.json"), "the same file again: not a walk's");
+    ok(cache_dir_walk(c, "/t/p", "c.json"), "another file: a walk's again");
     /* edits: added in key order, replaced, removed; freshness kept */
     is_int(cache_dir_edit(c, "/t/p", "b.json", "b", 1, 5, mt, 0), 0, "add b");
     got = cache_get_listing(c, "/t/p");
