@@ -179,7 +179,7 @@ int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
         goto out;
     }
     pos = (size_t)off;
-    if (h->kind == FSP_PARTITION)
+    if (h->kind == FSP_PARTITION || h->kind == FSP_TABLE)
         store_dir_read(&a->store, path);    /* a walk: its reads take this snapshot */
     if (pos == 0 && filler(buf, ".", NULL, ++pos, 0))
         goto out;

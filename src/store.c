@@ -77,6 +77,32 @@ static void shown_in_listing(struct store *s, const struct fspath *fp,
     free(tdir);
 }
 
+/* Walks are told by the table: a listing read (readdir) or a file opened
+ * anywhere in it within the negative lifetime, so that rsync, which lists
+ * directories ahead of the files it reads, is one walk across partitions;
+ * and a walk opens another file each time (cache_dir_walk): the same file
+ * read in a loop is not a walk. */
+
+/* Is a walk going through FP's table now? 1 or 0. */
+static int walk_going(struct store *s, const struct fspath *fp)
+{
+    char *tdir = fspath_join("/", fp->table);
+    int r = tdir && cache_dir_active(s->cache, tdir);
+
+    free(tdir);
+    return r;
+}
+
+/* Entity PATH (FP) is opened now: a walk's open? Noted either way. */
+static int walk_open(struct store *s, const struct fspath *fp, const char *path)
+{
+    char *tdir = fspath_join("/", fp->table);
+    int r = tdir && cache_dir_walk(s->cache, tdir, path);
+
+    free(tdir);
+    return r;
+}
+
 /* --- reading ----------------------------------------------------------------- */
 
 /* Entities of a read-ahead, rendered into the cache; the one asked for
@@ -204,8 +230,8 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
 
     if (rc < 0 || out->age < s->negative_timeout)
         return rc;
-    /* noted either way: the next open in it may be a walk's */
-    walk = cache_dir_walk(s->cache, fp->parent, fp->file_name) && out->listed;
+    /* noted either way: the next open in the table may be a walk's */
+    walk = walk_open(s, fp, path) && out->listed;
     if (!writing && walk)
         return 0;           /* a walk reads the snapshot it listed */
     cache_file_clear(out);
@@ -231,10 +257,22 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
     return rc;
 }
 
+/* The table directory ("/T") of PATH ("/T" or "/T/..."), malloc'd. */
+static char *table_dir_of(const char *path)
+{
+    const char *end = strchr(path + 1, '/');
+
+    return strndup(path, end ? (size_t)(end - path) : strlen(path));
+}
+
 /* See store.h. */
 void store_dir_read(struct store *s, const char *path)
 {
-    cache_dir_touch(s->cache, path);
+    char *tdir = table_dir_of(path);
+
+    if (tdir)
+        cache_dir_touch(s->cache, tdir);
+    free(tdir);
 }
 
 /* See store.h. */
@@ -385,7 +423,7 @@ static int unchanged(struct store *s, const char *path, const struct fspath *fp,
 
     if (etag && cache_get_file(s->cache, path, &f) == 0 && f.etag && f.has_digest &&
         strcmp(f.etag, etag) == 0 &&
-        (f.age < s->negative_timeout || (f.listed && cache_dir_active(s->cache, fp->parent))) &&
+        (f.age < s->negative_timeout || (f.listed && walk_going(s, fp))) &&
         entity_wire_digest(wire, want) == 0)
         same = memcmp(want, f.digest, sizeof(want)) == 0;
     cache_file_clear(&f);

@@ -34,7 +34,8 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
 int store_load_current(struct store *s, struct fspath *fp, const char *path,
                        struct cache_file *out, int writing);
 
-/* Note that a reader is going through directory PATH's listing now. */
+/* Note that a reader is going through directory PATH's listing now (a
+ * walk of its table: store_load_current). */
 void store_dir_read(struct store *s, const char *path);
 
 /* store_load, with FP's keys resolved too (an entity served from the cache
