@@ -64,6 +64,12 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
  * dropped by table_cursor_free, so a caller that may stop turns it off. */
 void table_cursor_prefetch(struct table_cursor *c, int on);
 
+/* From now on C keeps going through pages without an entity however many
+ * come in a row, as long as their continuation advances (a selective
+ * filter over a big table: the service sends such pages while it looks);
+ * cancellation still ends it between pages. */
+void table_cursor_unbounded(struct table_cursor *c);
+
 /* Has the query been read to its end? */
 int table_cursor_done(const struct table_cursor *c);
 
