@@ -269,3 +269,94 @@ def test_view_listing_costs_the_pages_of_its_matches(sdk, seed, mounter, sh, tmp
     sh(["rsync", "-a", view + "/", str(tmp_path / "out") + "/"])
     assert sum(len(f) for _, _, f in os.walk(tmp_path / "out")) == 1200
     assert stats(mnt)["requests"] == mid["requests"], "grep/rsync of the view cost requests"
+
+
+class Sparse:
+    """A stub Table endpoint on 127.0.0.1 for what Azurite never does: a
+    selective filter answered with pages without an entity but with a
+    continuation (the service does that while it looks through a big
+    table). Query Tables names the table "sparse"; entity queries get
+    EMPTY1 empty pages, a page of two entities, EMPTY2 empty pages, then a
+    last page of one entity. Each entity query's $filter is recorded."""
+
+    EMPTY1, EMPTY2 = 150, 30     # more in a row than TABLE_MAX_EMPTY_PAGES (100)
+
+    def __init__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        from urllib.parse import parse_qs, urlparse
+        self.filters = []
+        self.lock = threading.Lock()
+        outer = self
+
+        def ent(rk):
+            return {"odata.etag": "W/\"datetime'2026-11-22T08%3A26%3A34.91Z'\"",
+                    "PartitionKey": "p", "RowKey": rk,
+                    "Timestamp": "2026-11-22T08:26:34.91Z", "v": 1}
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                headers = {}
+                if "/Tables" in self.path:
+                    body = {"value": [{"TableName": "sparse"}]}
+                else:
+                    q = parse_qs(urlparse(self.path).query)
+                    with outer.lock:
+                        outer.filters.append(q.get("$filter", [None])[0])
+                        n = len(outer.filters)
+                    last = outer.EMPTY1 + 1 + outer.EMPTY2 + 1
+                    rows = ([ent("r1"), ent("r2")] if n == outer.EMPTY1 + 1 else
+                            [ent("r3")] if n == last else [])
+                    body = {"value": rows}
+                    if n < last:
+                        headers = {"x-ms-continuation-NextPartitionKey": "1!8!p%06d" % n,
+                                   "x-ms-continuation-NextRowKey": "1!8!r%06d" % n}
+                data = json.dumps(body).encode()
+                self.send_response(200)
+                self.send_header("Content-Type",
+                                 "application/json;odata=minimalmetadata;charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_view_keeps_going_through_empty_pages(mounter):
+    from conftest import conn_str_for
+    srv = Sparse()
+    try:
+        m = mounter.mount(conn_str=conn_str_for(srv.port))
+        before = requests(m)
+        view = os.path.join(str(m), "sparse", ".where", "v eq 1")
+        assert os.listdir(view) == ["p"]
+        assert sorted(os.listdir(os.path.join(view, "p"))) == ["r1.json", "r2.json",
+                                                                "r3.json"]
+        pages = Sparse.EMPTY1 + 1 + Sparse.EMPTY2 + 1
+        # ceil(3 / 1000) pages of matches + the empty pages, nothing more
+        assert requests(m) - before == pages == len(srv.filters)
+        assert set(srv.filters) == {"v eq 1"}
+        with open(os.path.join(view, "p", "r2.json")) as f:
+            assert json.load(f)["RowKey"] == "r2"
+        assert requests(m) - before == pages, "the read was not served from the listing"
+        # the partition form adds the key to the filter
+        srv.filters.clear()
+        assert sorted(os.listdir(os.path.join(str(m), "sparse", "p", ".where",
+                                              "v eq 1"))) == ["r1.json", "r2.json", "r3.json"]
+        assert set(srv.filters) == {"PartitionKey eq 'p' and (v eq 1)"}
+    finally:
+        srv.close()
