@@ -1,6 +1,7 @@
 /* fsview.c - FUSE callbacks for query views: stat, read, list; EROFS for changes (fsview.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,11 +13,21 @@
 #include "store.h"
 #include "view.h"
 
-/* An open view directory: its listing, complete, and what its names are. */
+/* An open view directory: its names as they come. */
 struct view_dir {
-    struct listing *l;
-    int files;                  /* entity files (else partition directories) */
+    pthread_mutex_t lock;
+    struct view_reader *r;      /* NULL for ".where" (it lists nothing) */
+    int err;                    /* a page failed: later calls fail the same */
 };
+
+static void view_dir_free(struct view_dir *d)
+{
+    if (!d)
+        return;
+    pthread_mutex_destroy(&d->lock);
+    view_reader_free(d->r);
+    free(d);
+}
 
 /* -EROFS for OP on PATH, with its log line. */
 static int refuse(const char *op, const char *path)
@@ -25,16 +36,9 @@ static int refuse(const char *op, const char *path)
     return -EROFS;
 }
 
-/* Does the view directory FP list entity files (not partitions)? */
-static int lists_files(const struct fspath *fp)
-{
-    return fp->kind == FSP_VIEW_PARTITION || (fp->kind == FSP_VIEW && fp->scoped);
-}
-
 /* See fsview.h. */
 int fs_view_attr(struct aztfs *a, const char *path, struct fspath *fp, struct stat *st)
 {
-    struct listing *l;
     struct fspath nfp;
     struct timespec mt;
     char *npath;
@@ -47,11 +51,10 @@ int fs_view_attr(struct aztfs *a, const char *path, struct fspath *fp, struct st
         break;
     case FSP_VIEW:
     case FSP_VIEW_PARTITION:
-        if ((rc = view_listing(&a->store, fp, path, &l)) == 0)
-            listing_unref(l);
+        rc = view_lookup(&a->store, a->views, fp, path);
         break;
     case FSP_VIEW_ENTITY:
-        if ((rc = view_entity(&a->store, fp, &nfp, &npath)) < 0)
+        if ((rc = view_entity(&a->store, a->views, fp, &nfp, &npath)) < 0)
             return rc;
         rc = store_entity_attr(&a->store, &nfp, npath, &len, &mt);
         if (rc == 0)
@@ -80,7 +83,7 @@ int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp,
         return -EISDIR;
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
         return refuse("write", path);
-    if ((rc = view_entity(&a->store, fp, &nfp, &npath)) < 0)
+    if ((rc = view_entity(&a->store, a->views, fp, &nfp, &npath)) < 0)
         return rc;
     if ((rc = fs_open_entity(a, &nfp, npath, 0, &of)) == 0) {
         fs_attach(fi, of, path);
@@ -105,18 +108,17 @@ int fs_view_opendir(const char *path, struct fuse_file_info *fi)
         return rc;
     if (fp.kind == FSP_VIEW_ENTITY || fp.kind < FSP_WHERE)
         rc = -ENOTDIR;
-    else if (!(d = calloc(1, sizeof(*d))))
+    else if (!(d = calloc(1, sizeof(*d))) || pthread_mutex_init(&d->lock, NULL) != 0) {
+        free(d);
         rc = -ENOMEM;
-    else {
-        d->files = lists_files(&fp);
-        if (fp.kind == FSP_WHERE)   /* no way to enumerate filters */
-            rc = (d->l = listing_new()) ? 0 : -ENOMEM;
-        else
-            rc = view_listing(&a->store, &fp, path, &d->l);
+    } else {
+        /* ".where" lists nothing: there is no way to enumerate filters */
+        if (fp.kind != FSP_WHERE)
+            rc = view_reader_open(&a->store, a->views, &fp, path, &d->r);
         if (rc == 0)
             fi->fh = (uint64_t)(uintptr_t)d;
         else
-            free(d);
+            view_dir_free(d);
     }
     fspath_free(&fp);
     return rc;
@@ -131,33 +133,43 @@ int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t o
     struct listing_ent e;
     struct stat st;
     size_t pos;
+    int rc = 0;
 
     if (!path || !fspath_in_view(path))
         return fs_readdir(path, buf, filler, off, fi, flags);
     if (off < 0)
         return -EINVAL;
+    pthread_mutex_lock(&d->lock);
     pos = (size_t)off;
-    if (pos == 0 && filler(buf, ".", NULL, ++pos, 0))
-        return 0;
-    if (pos == 1 && filler(buf, "..", NULL, ++pos, 0))
-        return 0;
-    for (; pos - 2 < listing_count(d->l); pos++) {
-        char *p;
-        int full;
+    if ((rc = d->err) < 0 ||
+        (pos == 0 && filler(buf, ".", NULL, ++pos, 0)) ||
+        (pos == 1 && filler(buf, "..", NULL, ++pos, 0)))
+        goto out;
+    while (d->r && (rc = view_reader_get(d->r, pos - 2, &e)) == 0) {
+        char *p = fspath_join(path, e.name);
 
-        listing_get(d->l, pos - 2, &e);
-        if (!(p = fspath_join(path, e.name)))
-            return -ENOMEM;
-        if (d->files)
+        if (!p) {
+            rc = -ENOMEM;
+            break;
+        }
+        if (view_reader_files(d->r))
             fs_fill_file_stat(a, p, (size_t)e.size, e.mtime, &st);
         else
             fs_fill_dir_stat(a, p, &st);
         free(p);
-        full = filler(buf, e.name, &st, (off_t)pos + 1, FUSE_FILL_DIR_PLUS);
-        if (full)
-            return 0;
+        pos++;
+        if (filler(buf, e.name, &st, (off_t)pos, FUSE_FILL_DIR_PLUS)) {
+            rc = 0;
+            goto out;
+        }
     }
-    return 0;
+    if (rc < 0)
+        d->err = rc;        /* the page may be asked for again by a new opendir */
+    else
+        rc = 0;
+out:
+    pthread_mutex_unlock(&d->lock);
+    return rc;
 }
 
 /* See fsview.h. */
@@ -167,8 +179,7 @@ int fs_view_releasedir(const char *path, struct fuse_file_info *fi)
 
     if (!path || !fspath_in_view(path))
         return fs_releasedir(path, fi);
-    listing_unref(d->l);
-    free(d);
+    view_dir_free(d);
     return 0;
 }
 

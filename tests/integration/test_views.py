@@ -99,6 +99,24 @@ def test_partition_view_matches_the_sdk(seeded, module_mounter, flt):
         assert view_keys(mnt, flt, pk) == sdk_keys(seeded, flt, pk), pk
 
 
+def test_a_views_partition_looked_up_directly(seeded, mounter):
+    """A partition of a table-level view looked up before the view is
+    listed: its own query (the filter and its key); a partition the view
+    does not hold, or the table lacks, is ENOENT."""
+    mnt = mounter.mount()
+    flt = "Amount lt 30"
+    view = os.path.join(str(mnt), T, ".where", enc(flt))
+    want = [k for p, k in sdk_keys(seeded, flt) if p == "US"]
+    assert sorted(f[:-5] for f in os.listdir(os.path.join(view, "US"))) == want
+    assert not os.path.exists(os.path.join(view, "ZZ"))
+    assert not os.path.exists(os.path.join(str(mnt), T, ".where", "Amount gt 100000", "EU"))
+    with open(os.path.join(view, "US", want[0] + ".json")) as f:
+        assert json.load(f)["RowKey"] == want[0]
+    assert not os.path.exists(os.path.join(view, "US", "r9999.json"))
+    # the whole view afterwards is still exactly the SDK's
+    assert view_keys(mnt, flt) == sdk_keys(seeded, flt)
+
+
 def test_reading_a_view_gives_the_entity_and_shares_the_cache(seeded, mounter, sh):
     mnt = mounter.mount()
     flt = "Status eq 'failed'"
@@ -249,8 +267,8 @@ def test_timestamp_filter_is_an_incremental_backup(seeded, sdk, seed, mounter, s
 
 
 def test_view_listing_costs_the_pages_of_its_matches(sdk, seed, mounter, sh, tmp_path):
-    """A 3,000-entity table, a filter matching 1,200: listing the view costs
-    ceil(1200/1000) = 2 pages (Azurite sends no empty pages: it scans the
+    """A 3,000-entity table, a filter matching 1,200: looking the view up and
+    listing it costs ceil(1200/1000) = 2 pages (Azurite sends no empty pages: it scans the
     whole table for each page), and grep -r and rsync -a of the view then
     cost nothing per file."""
     t = seed.table(sdk, "viewsBig")
@@ -260,6 +278,10 @@ def test_view_listing_costs_the_pages_of_its_matches(sdk, seed, mounter, sh, tmp
     flt = "Sel eq true"
     view = os.path.join(str(mnt), "viewsBig", ".where", enc(flt))
     before = stats(mnt)
+    # the lookup asks for the first page only (the service's verdict on the
+    # filter); the listing that follows streams on from the second
+    assert os.path.isdir(view)
+    assert requests(mnt) - before["requests"] == 1
     r = sh(["find", view, "-type", "f"])
     assert len(r.lines()) == 1200
     mid = stats(mnt)
@@ -343,6 +365,8 @@ def test_a_view_keeps_going_through_empty_pages(mounter):
         m = mounter.mount(conn_str=conn_str_for(srv.port))
         before = requests(m)
         view = os.path.join(str(m), "sparse", ".where", "v eq 1")
+        assert os.path.isdir(view)
+        assert requests(m) - before == 1       # the lookup: the first page only
         assert os.listdir(view) == ["p"]
         assert sorted(os.listdir(os.path.join(view, "p"))) == ["r1.json", "r2.json",
                                                                 "r3.json"]
