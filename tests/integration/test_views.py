@@ -214,7 +214,8 @@ def test_refused_filter_is_einval_with_the_services_message(seeded, mounter, sh)
         os.listdir(bad)
     assert e.value.errno == errno.EINVAL
     log = [l for l in mnt.stderr().splitlines() if "Amount eqq 5" in l]
-    assert len(log) >= 1 and "refused the filter" in log[0] and "HTTP 400" in log[0], log
+    assert len(log) == 1, log               # one line, with the service's answer
+    assert "refused the filter" in log[0] and "HTTP 400 InvalidInput" in log[0], log
     with pytest.raises(OSError) as e:
         os.stat(os.path.join(str(mnt), T, "EU", ".where", "startswith(RowKey, 'r')"))
     assert e.value.errno == errno.EINVAL
