@@ -13,7 +13,7 @@
 /* A query ends with -EIO when the service answers this many pages in a row
  * without an entity but with a continuation (a server can do that for a
  * selective filter; one that never stops would keep a listing going
- * forever). */
+ * forever). A query view lifts the bound: table_cursor_unbounded. */
 #define TABLE_MAX_EMPTY_PAGES 100
 
 /* Called once per page with the page's "value" array (borrowed). Return 0 to

@@ -185,22 +185,26 @@ int fs_view_releasedir(const char *path, struct fuse_file_info *fi)
 
 /* --- changes: read-only in a view -------------------------------------------- */
 
+/* See fsview.h. */
 int fs_view_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     return fspath_in_view(path) ? refuse("create", path) : fs_create(path, mode, fi);
 }
 
+/* See fsview.h. */
 int fs_view_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
     return path && fspath_in_view(path) ? refuse("truncate", path)
                                         : fs_truncate(path, size, fi);
 }
 
+/* See fsview.h. */
 int fs_view_unlink(const char *path)
 {
     return fspath_in_view(path) ? refuse("unlink", path) : fs_unlink(path);
 }
 
+/* See fsview.h. */
 int fs_view_rename(const char *from, const char *to, unsigned int flags)
 {
     if (fspath_in_view(from) || fspath_in_view(to))
@@ -208,27 +212,32 @@ int fs_view_rename(const char *from, const char *to, unsigned int flags)
     return fs_rename(from, to, flags);
 }
 
+/* See fsview.h. */
 int fs_view_mkdir(const char *path, mode_t mode)
 {
     return fspath_in_view(path) ? refuse("mkdir", path) : fs_mkdir(path, mode);
 }
 
+/* See fsview.h. */
 int fs_view_rmdir(const char *path)
 {
     return fspath_in_view(path) ? refuse("rmdir", path) : fs_rmdir(path);
 }
 
+/* See fsview.h. */
 int fs_view_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     return path && fspath_in_view(path) ? refuse("chmod", path) : fs_chmod(path, mode, fi);
 }
 
+/* See fsview.h. */
 int fs_view_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
     return path && fspath_in_view(path) ? refuse("chown", path)
                                         : fs_chown(path, uid, gid, fi);
 }
 
+/* See fsview.h. */
 int fs_view_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
     return path && fspath_in_view(path) ? refuse("utimens", path) : fs_utimens(path, tv, fi);

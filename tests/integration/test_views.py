@@ -161,6 +161,10 @@ def test_where_is_hidden_but_reachable(seeded, mounter, sh, tmp_path):
         assert os.listdir(where) == []
         assert sh("cd '%s' && pwd" % where).stdout.strip() == where
     assert not os.path.exists(os.path.join(str(mnt), "noSuchTable", ".where"))
+    # in a partition, ".where" is the views' directory, never a scratch file
+    with pytest.raises(OSError) as e:
+        open(os.path.join(table, "EU", ".where"), "w")
+    assert e.value.errno == errno.EISDIR
 
 
 def test_changes_in_a_view_are_erofs_and_send_nothing(seeded, mounter, sh):
@@ -192,6 +196,7 @@ def test_changes_in_a_view_are_erofs_and_send_nothing(seeded, mounter, sh):
         lambda: os.truncate(first, 0),
         lambda: os.chmod(first, 0o600),
         lambda: os.utime(first, (0, 0)),
+        lambda: os.chown(first, os.getuid(), os.getgid()),
     ]
     for i, attempt in enumerate(attempts):
         with pytest.raises(OSError) as e:
