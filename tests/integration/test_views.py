@@ -390,3 +390,39 @@ def test_a_view_keeps_going_through_empty_pages(mounter):
         assert set(srv.filters) == {"PartitionKey eq 'p' and (v eq 1)"}
     finally:
         srv.close()
+
+
+def test_views_without_a_cache(seeded, mounter):
+    """-o cache_timeout=0 keeps no listing: a view is asked again for each
+    look, and still shows exactly the SDK's entities and their contents."""
+    mnt = mounter.mount(options=["-o", "cache_timeout=0"])
+    flt = "Status eq 'failed'"
+    assert view_keys(mnt, flt) == sdk_keys(seeded, flt)
+    assert view_keys(mnt, flt, "US") == sdk_keys(seeded, flt, "US")
+    pk, rk = sdk_keys(seeded, flt, "US")[0]
+    with open(os.path.join(str(mnt), T, "US", ".where", enc(flt), rk + ".json")) as f:
+        assert json.load(f)["Amount"] == seeded.get_entity(pk, rk)["Amount"]
+
+
+def test_usage_recipes(seeded, mounter, sh, tmp_path):
+    """The shapes of doc/USAGE.md's recipes, run by the shell as written
+    there (the filter in double quotes), checked against the SDK."""
+    mnt = mounter.mount()
+    t = os.path.join(str(mnt), T)
+    # key range of one partition, copied with cp -r
+    flt = "RowKey ge 'r0100' and RowKey lt 'r0130'"
+    sh('cp -r "%s/EU/.where/%s" "%s/range"' % (t, flt, tmp_path))
+    assert sorted(f[:-5] for f in os.listdir(tmp_path / "range")) == \
+        [k for _, k in sdk_keys(seeded, flt, "EU")]
+    # a property slice with ls
+    flt = "Status eq 'failed' and Amount gt 100"
+    r = sh('ls "%s/.where/%s"/*/' % (t, flt))
+    assert sorted(l for l in r.lines() if l.endswith(".json")) == \
+        sorted(k + ".json" for _, k in sdk_keys(seeded, flt))
+    # grep in a slice
+    r = sh('grep -rl "failed" "%s/.where/Amount lt 50/"' % t)
+    assert len(r.lines()) == len(sdk_keys(seeded, "Amount lt 50 and Status eq 'failed'"))
+    # counting with find | wc -l
+    flt = "When ge datetime'2026-01-05T00:00:00Z'"
+    r = sh('find "%s/.where/%s" -type f | wc -l' % (t, flt))
+    assert int(r.stdout.strip()) == len(sdk_keys(seeded, flt))
