@@ -426,3 +426,33 @@ def test_usage_recipes(seeded, mounter, sh, tmp_path):
     flt = "When ge datetime'2026-01-05T00:00:00Z'"
     r = sh('find "%s/.where/%s" -type f | wc -l' % (t, flt))
     assert int(r.stdout.strip()) == len(sdk_keys(seeded, flt))
+
+
+def test_views_listed_and_read_at_once(seeded, mounter):
+    """Eight threads at once looking up, listing and reading the same views
+    and different ones: every answer is the SDK's (the table of views under
+    way is shared by all the mount's threads)."""
+    import threading
+    mnt = mounter.mount()
+    flts = ["Amount lt %d" % n for n in (20, 40, 60, 80)]
+    want = {f: sdk_keys(seeded, f) for f in flts}
+    errors = []
+
+    def work(i):
+        try:
+            for j in range(6):
+                f = flts[(i + j) % len(flts)]
+                got = view_keys(mnt, f)
+                assert got == want[f], f
+                p, k = got[j % len(got)]
+                with open(os.path.join(str(mnt), T, ".where", enc(f), p, k + ".json")) as fh:
+                    assert json.load(fh)["RowKey"] == k
+        except Exception as e:          # reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
