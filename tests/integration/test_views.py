@@ -309,12 +309,14 @@ class Sparse:
 
     EMPTY1, EMPTY2 = 150, 30     # more in a row than TABLE_MAX_EMPTY_PAGES (100)
 
-    def __init__(self):
+    def __init__(self, empty1=None, delay=0.0):
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         from urllib.parse import parse_qs, urlparse
         self.filters = []
         self.lock = threading.Lock()
+        self.EMPTY1 = empty1 if empty1 is not None else Sparse.EMPTY1
+        self.delay = delay
         outer = self
 
         def ent(rk):
@@ -337,6 +339,8 @@ class Sparse:
                     with outer.lock:
                         outer.filters.append(q.get("$filter", [None])[0])
                         n = len(outer.filters)
+                    if outer.delay:
+                        time.sleep(outer.delay)
                     last = outer.EMPTY1 + 1 + outer.EMPTY2 + 1
                     rows = ([ent("r1"), ent("r2")] if n == outer.EMPTY1 + 1 else
                             [ent("r3")] if n == last else [])
@@ -456,3 +460,30 @@ def test_views_listed_and_read_at_once(seeded, mounter):
     for th in threads:
         th.join()
     assert not errors, errors
+
+
+def test_an_endless_view_stops_when_its_reader_is_killed(mounter):
+    """A view follows empty pages however many come; what stops a server
+    that never ends them is the reader going away: ls killed, the daemon
+    sends nothing more and goes on serving."""
+    import subprocess
+    from conftest import conn_str_for
+    srv = Sparse(empty1=10 ** 9, delay=0.1)
+    try:
+        m = mounter.mount(conn_str=conn_str_for(srv.port))
+        view = os.path.join(str(m), "sparse", ".where", "v eq 1")
+        ls = subprocess.Popen(["ls", view], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+        time.sleep(2.0)
+        assert ls.poll() is None and len(srv.filters) >= 5
+        t0 = time.monotonic()
+        ls.kill()
+        ls.wait(timeout=10)
+        assert time.monotonic() - t0 < 3, "ls stayed in D state after SIGKILL"
+        time.sleep(0.6)                 # one page in flight may finish
+        before = len(srv.filters)
+        time.sleep(1.0)
+        assert len(srv.filters) == before, "the daemon kept listing for a reader that is gone"
+        assert os.listdir(str(m)) == ["sparse"]
+    finally:
+        srv.close()
