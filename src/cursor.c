@@ -31,6 +31,7 @@ struct table_cursor {
     char *tok1, *tok2;        /* continuation to send next (NULL: first page) */
     int done;
     int empty_run;            /* pages in a row without an entity */
+    int unbounded;            /* no bound on empty_run (table_cursor_unbounded) */
     int prefetch;             /* fetch page N+1 while page N is parsed */
     int fetching;             /* pf holds a running fetch of page tok1/tok2 */
     struct page_fetch pf;
@@ -132,6 +133,12 @@ void table_cursor_free(struct table_cursor *c)
     free(c->tok1);
     free(c->tok2);
     free(c);
+}
+
+/* See cursor.h. */
+void table_cursor_unbounded(struct table_cursor *c)
+{
+    c->unbounded = 1;
 }
 
 /* See cursor.h. */
@@ -257,7 +264,7 @@ static int page_take(struct table_client *tc, struct table_cursor *c,
     if (rc == -EIO)
         log_debug(tc->lg, "%s: %s", c->what, st->message);
     c->empty_run = pc.n ? 0 : c->empty_run + 1;
-    if (rc == 0 && n1 && c->empty_run >= TABLE_MAX_EMPTY_PAGES) {
+    if (rc == 0 && n1 && !c->unbounded && c->empty_run >= TABLE_MAX_EMPTY_PAGES) {
         snprintf(st->message, sizeof(st->message), "the service sent %d pages in a row "
                  "without an entity; stopping", c->empty_run);
         return -EIO;

@@ -13,7 +13,7 @@
 /* A query ends with -EIO when the service answers this many pages in a row
  * without an entity but with a continuation (a server can do that for a
  * selective filter; one that never stops would keep a listing going
- * forever). */
+ * forever). A query view lifts the bound: table_cursor_unbounded. */
 #define TABLE_MAX_EMPTY_PAGES 100
 
 /* Called once per page with the page's "value" array (borrowed). Return 0 to
@@ -63,6 +63,12 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
  * one page is in flight; one a caller never asks for is waited for and
  * dropped by table_cursor_free, so a caller that may stop turns it off. */
 void table_cursor_prefetch(struct table_cursor *c, int on);
+
+/* From now on C keeps going through pages without an entity however many
+ * come in a row, as long as their continuation advances (a selective
+ * filter over a big table: the service sends such pages while it looks);
+ * cancellation still ends it between pages. */
+void table_cursor_unbounded(struct table_cursor *c);
 
 /* Has the query been read to its end? */
 int table_cursor_done(const struct table_cursor *c);

@@ -9,6 +9,7 @@
 #include "fscommon.h"
 #include "fsdir.h"
 #include "fswrite.h"
+#include "fsview.h"
 #include "fsxattr.h"
 #include <fuse_lowlevel.h>     /* fuse_session_exited */
 #include "store.h"
@@ -123,6 +124,9 @@ static int path_attr(struct aztfs *a, const char *path, struct fspath *fp, struc
         if ((rc = scratch_stat(a->scratch, path, &sa)) == 0)
             fs_fill_scratch_stat(a, path, &sa, st);
         break;
+    default:                /* FSP_WHERE and deeper: a query view */
+        rc = fs_view_attr(a, path, fp, st);
+        break;
     }
     return rc;
 }
@@ -184,7 +188,9 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
 
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
-    if (fp.kind == FSP_SCRATCH)
+    if (fp.kind >= FSP_WHERE)
+        rc = fs_view_open(a, path, &fp, fi);
+    else if (fp.kind == FSP_SCRATCH)
         rc = open_scratch(a, path, fi);
     else if (fp.kind != FSP_ENTITY)
         rc = -EISDIR;
@@ -247,23 +253,23 @@ const struct fuse_operations aztfs_ops = {
     .removexattr = fs_removexattr,
     .init = aztfs_init,
     .getattr = aztfs_getattr,
-    .opendir = fs_opendir,
-    .readdir = fs_readdir,
-    .releasedir = fs_releasedir,
+    .opendir = fs_view_opendir,
+    .readdir = fs_view_readdir,
+    .releasedir = fs_view_releasedir,
     .open = aztfs_open,
     .read = aztfs_read,
     .release = aztfs_release,
     .statfs = aztfs_statfs,
-    .create = fs_create,
+    .create = fs_view_create,
     .write = fs_write,
-    .truncate = fs_truncate,
+    .truncate = fs_view_truncate,
     .flush = fs_flush,
     .fsync = fs_fsync,
-    .unlink = fs_unlink,
-    .mkdir = fs_mkdir,
-    .rmdir = fs_rmdir,
-    .rename = fs_rename,
-    .chmod = fs_chmod,
-    .chown = fs_chown,
-    .utimens = fs_utimens,
+    .unlink = fs_view_unlink,
+    .mkdir = fs_view_mkdir,
+    .rmdir = fs_view_rmdir,
+    .rename = fs_view_rename,
+    .chmod = fs_view_chmod,
+    .chown = fs_view_chown,
+    .utimens = fs_view_utimens,
 };

@@ -57,6 +57,8 @@ void fspath_free(struct fspath *fp)
     free(fp->file_name);
     free(fp->rk);
     free(fp->parent);
+    free(fp->filter);
+    free(fp->view);
     memset(fp, 0, sizeof(*fp));
 }
 
@@ -69,6 +71,11 @@ _Static_assert(KEYCODEC_PREFIX_MAX + sizeof(KEYCODEC_LONG_MARK) - 1 + KEYCODEC_H
 /* Why fspath_invalid_reason refuses a path, besides keycodec's reasons. */
 #define WHY_TOO_LONG "a name is at most 255 bytes"
 #define WHY_BARE_SUFFIX "'.json' is the name of no key (the empty RowKey is '%.json')"
+#define WHY_FILTER "a view's filter is spelled as a key's name: '%' is written %25 and '/' " \
+                   "%2F, and it is not empty (doc/NAMES.md)"
+
+/* Components of a path: up to five (a view's entity). */
+#define MAX_COMPONENTS 5
 
 /* Is every component of PATH at most NAME_MAX bytes? */
 static int components_fit(const char *path)
@@ -110,12 +117,90 @@ static int decode_component(const char *name, int is_file, char **key, const cha
     return 0;
 }
 
+/* Where ".where" is among the N components COMP: 1 ("/t/.where..."), 2
+ * ("/t/pk/.where..."), or 0 (not a view). */
+static int where_index(char **comp, int n)
+{
+    if (n >= 2 && strcmp(comp[1], FSP_WHERE_NAME) == 0)
+        return 1;
+    if (n >= 3 && strcmp(comp[2], FSP_WHERE_NAME) == 0)
+        return 2;
+    return 0;
+}
+
+/* Decode the filter name NAME into *filter by the key names' rule: 0,
+ * -EINVAL with *why (not a canonical spelling, a long form, empty), -ENOMEM. */
+static int decode_filter(const char *name, char **filter, const char **why)
+{
+    int rc = keycodec_decode(name, filter);
+
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc == 0 && **filter)
+        return 0;
+    free(*filter);
+    *filter = NULL;
+    *why = WHY_FILTER;
+    return -EINVAL;
+}
+
+/* The view part of a parse: COMP[W] is ".where" among N components, the
+ * table (and with W 2 the partition) already in FP. */
+static int parse_view(struct fspath *fp, char **comp, int n, int w, const char **why)
+{
+    int rc;
+
+    fp->scoped = w == 2;
+    fp->kind = FSP_WHERE;
+    if (n == w + 1)
+        return 0;
+    if ((rc = decode_filter(comp[w + 1], &fp->filter, why)) < 0)
+        return rc;
+    if ((w == 1 ? asprintf(&fp->view, "/%s/%s/%s", fp->table, FSP_WHERE_NAME, comp[2])
+                : asprintf(&fp->view, "/%s/%s/%s/%s", fp->table, fp->pk_name,
+                           FSP_WHERE_NAME, comp[3])) < 0) {
+        fp->view = NULL;
+        return -ENOMEM;
+    }
+    fp->kind = FSP_VIEW;
+    if (n == w + 2)
+        return 0;
+    if (w == 1) {           /* "/t/.where/F/pk[/rk.json]" */
+        if (!(fp->pk_name = strdup(comp[3])))
+            return -ENOMEM;
+        if ((rc = decode_component(comp[3], 0, &fp->pk, why)) < 0)
+            return rc;
+        fp->kind = FSP_VIEW_PARTITION;
+        if (n == 4)
+            return 0;
+    }                       /* "/t/pk/.where/F/rk.json" has five too */
+    if (!(fp->file_name = strdup(comp[n - 1])))
+        return -ENOMEM;
+    fp->kind = FSP_VIEW_ENTITY;
+    return decode_component(comp[n - 1], 1, &fp->rk, why);   /* not ".json": ENOENT */
+}
+
+/* The components of PATH (a copy to cut, COPY) into COMP, their count into
+ * *N. 0, or -ENOENT (too many). */
+static int split(char *copy, char **comp, int *n)
+{
+    char *save = NULL, *tok;
+
+    *n = 0;
+    for (tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+        if (*n == MAX_COMPONENTS)
+            return -ENOENT;
+        comp[(*n)++] = tok;
+    }
+    return 0;
+}
+
 /* fspath_parse, with the reason for -EINVAL and -ENAMETOOLONG in *why. */
 static int parse(const char *path, struct fspath *fp, const char **why)
 {
-    char *comp[4] = { 0 };
-    char *copy, *save = NULL, *tok;
-    int n = 0, rc = 0;
+    char *comp[MAX_COMPONENTS] = { 0 };
+    char *copy;
+    int n = 0, w, rc = 0;
 
     memset(fp, 0, sizeof(*fp));
     *why = NULL;
@@ -128,12 +213,12 @@ static int parse(const char *path, struct fspath *fp, const char **why)
     copy = strdup(path);
     if (!copy)
         return -ENOMEM;
-    for (tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-        if (n == 3) {
-            rc = -ENOENT;
-            goto fail;
-        }
-        comp[n++] = tok;
+    if ((rc = split(copy, comp, &n)) < 0)
+        goto fail;
+    w = where_index(comp, n);
+    if (!w && n > 3) {
+        rc = -ENOENT;
+        goto fail;
     }
     fp->kind = (enum fsp_kind)n;   /* ROOT, TABLE, PARTITION, ENTITY by depth */
     if (n >= 1) {
@@ -146,7 +231,7 @@ static int parse(const char *path, struct fspath *fp, const char **why)
             goto fail;
         }
     }
-    if (n >= 2) {
+    if (n >= 2 && w != 1) {
         if (!(fp->pk_name = strdup(comp[1]))) {
             rc = -ENOMEM;
             goto fail;
@@ -154,7 +239,10 @@ static int parse(const char *path, struct fspath *fp, const char **why)
         if ((rc = decode_component(comp[1], 0, &fp->pk, why)) < 0)
             goto fail;
     }
-    if (n == 3) {
+    if (w) {
+        if ((rc = parse_view(fp, comp, n, w, why)) < 0)
+            goto fail;
+    } else if (n == 3) {
         size_t len = strlen(comp[2]), sl = strlen(ENTITY_SUFFIX);
 
         if (!(fp->file_name = strdup(comp[2]))) {
@@ -203,4 +291,32 @@ const char *fspath_invalid_reason(const char *path)
     if (rc == 0)
         fspath_free(&fp);
     return rc == -EINVAL || rc == -ENAMETOOLONG ? why : NULL;
+}
+
+/* See fspath.h. */
+int fspath_in_view(const char *path)
+{
+    const char *p = path;
+
+    for (int i = 0; i < 3 && *p; i++) {
+        size_t n;
+
+        p += strspn(p, "/");
+        n = strcspn(p, "/");
+        if (i > 0 && n == strlen(FSP_WHERE_NAME) && strncmp(p, FSP_WHERE_NAME, n) == 0)
+            return 1;
+        p += n;
+    }
+    return 0;
+}
+
+/* See fspath.h. */
+char *fspath_normal(const struct fspath *fp)
+{
+    char *p;
+    int rc = fp->kind == FSP_VIEW_ENTITY
+                 ? asprintf(&p, "/%s/%s/%s", fp->table, fp->pk_name, fp->file_name)
+                 : asprintf(&p, "/%s/%s", fp->table, fp->pk_name);
+
+    return rc < 0 ? NULL : p;
 }

@@ -23,6 +23,7 @@
 #include "options.h"
 #include "scan.h"
 #include "secenv.h"
+#include "view.h"
 #include "stats.h"
 #include "token.h"
 
@@ -324,8 +325,9 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
     a->dir_mode = o->dir_mode;
     a->ino32 = o->ino32;
     a->handles = fs_handles_new();
+    a->views = view_pending_new();
     a->scratch = scratch_new((size_t)o->scratch_size_mb * 1024 * 1024, &a->store.log);
-    if (!a->handles || !a->scratch ||
+    if (!a->handles || !a->scratch || !a->views ||
         store_open(&a->store, acct, &hc, (size_t)o->cache_size_mb * 1024 * 1024) < 0) {
         fprintf(stderr, "aztfs: out of memory\n");
         return -1;
@@ -406,6 +408,7 @@ int main(int argc, char *argv[])
         goto out;
     }
     rc = open_mount(&a, &o, &acct, &cs) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o);
+    view_pending_free(a.views);     /* its queries use the store's client */
     store_free(&a.store);
     token_cache_free(acct.tokens);
     scratch_free(a.scratch);

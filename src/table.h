@@ -13,6 +13,7 @@
 #include "http.h"
 #include "log.h"
 #include "tablereq.h"
+#include "userfilter.h"
 
 /* Point query. On success *entity is a new reference (the wire object, with
  * "odata.etag"), and *etag (if ETAG non-NULL) a malloc'd copy of the ETag.

@@ -281,8 +281,90 @@ static void test_ino(void)
     ok(fspath_ino("/t") > 1, "never 0 or 1");
 }
 
+/* Query views: ".where" under a table or a partition, a filter name, the
+ * table's layout below it. */
+static void test_views(void)
+{
+    struct fspath fp;
+    char *n;
+
+    is_int(fspath_parse("/t12/.where", &fp), 0, "table .where parses");
+    is_int(fp.kind, FSP_WHERE, ".where kind");
+    is_int(fp.scoped, 0, "not under a partition");
+    ok(!fp.filter && !fp.view, "no filter yet");
+    fspath_free(&fp);
+
+    is_int(fspath_parse("/t12/EU/.where", &fp), 0, "partition .where parses");
+    is_int(fp.kind, FSP_WHERE, "partition .where kind");
+    is_int(fp.scoped, 1, "under a partition");
+    is_str(fp.pk, "EU", "its partition");
+    is_str(fp.parent, "/t12/EU", "its parent");
+    fspath_free(&fp);
+
+    is_int(fspath_parse("/t12/.where/Amount gt 100", &fp), 0, "table view parses");
+    is_int(fp.kind, FSP_VIEW, "view kind");
+    is_str(fp.filter, "Amount gt 100", "filter as written");
+    is_str(fp.view, "/t12/.where/Amount gt 100", "view path");
+    ok(!fp.pk_name, "no partition");
+    fspath_free(&fp);
+
+    is_int(fspath_parse("/t12/.where/a eq 'x%2Fy' and b eq '50%25'/P%25/r.json", &fp), 0,
+           "view entity parses");
+    is_int(fp.kind, FSP_VIEW_ENTITY, "view entity kind");
+    is_str(fp.filter, "a eq 'x/y' and b eq '50%'", "escapes of slash and percent decoded");
+    is_str(fp.pk, "P%", "partition key decoded");
+    is_str(fp.rk, "r", "row key decoded");
+    is_str(fp.parent, "/t12/.where/a eq 'x%2Fy' and b eq '50%25'/P%25", "entity parent");
+    n = fspath_normal(&fp);
+    is_str(n, "/t12/P%25/r.json", "normal path of a view entity");
+    free(n);
+    fspath_free(&fp);
+
+    is_int(fspath_parse("/t12/.where/F/EU", &fp), 0, "view partition parses");
+    is_int(fp.kind, FSP_VIEW_PARTITION, "view partition kind");
+    n = fspath_normal(&fp);
+    is_str(n, "/t12/EU", "normal path of a view partition");
+    free(n);
+    fspath_free(&fp);
+
+    is_int(fspath_parse("/t12/EU/.where/Status eq 'failed'/%2Er.json", &fp), 0,
+           "partition view entity parses");
+    is_int(fp.kind, FSP_VIEW_ENTITY, "partition view entity kind");
+    is_str(fp.view, "/t12/EU/.where/Status eq 'failed'", "partition view path");
+    is_str(fp.pk, "EU", "scope partition");
+    n = fspath_normal(&fp);
+    is_str(n, "/t12/EU/%2Er.json", "normal path under a partition view");
+    free(n);
+    fspath_free(&fp);
+
+    is_int(fspath_parse("/t12/EU/.where/F", &fp), 0, "partition view parses");
+    is_int(fp.kind, FSP_VIEW, "partition view kind");
+    fspath_free(&fp);
+
+    is_int(fspath_parse("/t12/EU/.where/F/x/r.json", &fp), -ENOENT,
+           "no partitions under a partition's view");
+    is_int(fspath_parse("/t12/.where/F/EU/r.json/x", &fp), -ENOENT, "six components");
+    is_int(fspath_parse("/t12/.where/F/EU/notes.txt", &fp), -ENOENT,
+           "no scratch files in a view");
+    is_int(fspath_parse("/t12/.where/50%", &fp), -EINVAL, "a bare percent in a filter");
+    ok(fspath_invalid_reason("/t12/.where/50%") != NULL, "with a reason");
+    is_int(fspath_parse("/t12/.where/%", &fp), -EINVAL, "the empty filter (a lone percent)");
+    is_int(fspath_parse("/t12/.where/a%2fb", &fp), -EINVAL, "lower-case escape");
+    is_int(fspath_parse("/t12/.where/F/a#b", &fp), -EINVAL, "a key no entity has");
+    is_int(fspath_parse("/t12/x/y/.where", &fp), -ENOENT, "not deeper than a partition");
+
+    ok(fspath_in_view("/t12/.where"), "in view: .where");
+    ok(fspath_in_view("/t12/.where/F/P/r.json"), "in view: entity");
+    ok(fspath_in_view("/t12/P/.where/F"), "in view: partition view");
+    ok(!fspath_in_view("/t12/P/r.json"), "not in view: entity");
+    ok(!fspath_in_view("/.where"), "not in view: a top-level name");
+    ok(!fspath_in_view("/t12/P/x/.where"), "not in view: deeper");
+    ok(!fspath_in_view("/t12/.wherever"), "not in view: a longer name");
+}
+
 int main(void)
 {
+    test_views();
     test_kinds();
     test_rejects();
     test_invalid_keys();
