@@ -141,6 +141,7 @@ int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t o
         return -EINVAL;
     pthread_mutex_lock(&d->lock);
     pos = (size_t)off;
+    store_dir_read(&a->store, path);    /* a walk of the table: its reads take the snapshot */
     if ((rc = d->err) < 0 ||
         (pos == 0 && filler(buf, ".", NULL, ++pos, 0)) ||
         (pos == 1 && filler(buf, "..", NULL, ++pos, 0)))

@@ -190,28 +190,20 @@ static int on_entities_page(void *p, json_t *value)
 
     json_array_foreach(value, i, e) {
         const char *pk = entity_wire_sys(e, ENTITY_PK);
-        const char *rk = entity_wire_sys(e, ENTITY_RK);
-        struct store_shown shown;
+        size_t len = 0;
         int rc;
 
-        if (!pk || !rk)
-            continue;
-        if (s->kind == FSP_TABLE && (!s->cur_pk || strcmp(pk, s->cur_pk) != 0) &&
+        if (s->kind == FSP_TABLE && pk && (!s->cur_pk || strcmp(pk, s->cur_pk) != 0) &&
             (rc = start_partition(s, pk)) < 0)
             return rc;
-        rc = store_cache_entity(s->st, s->kind == FSP_TABLE ? s->cur_dir : s->dir, e,
-                                CACHE_LISTED, &shown, NULL);
-        if (rc == -ENOMEM)
-            return rc;
+        rc = store_list_entity(s->st, s->kind == FSP_TABLE ? s->cur_dir : s->dir, e,
+                               s->kind == FSP_TABLE ? s->files : s->out, &len);
         if (rc < 0)
-            continue;      /* logged; an entity we cannot show is left out */
-        rc = listing_add(s->kind == FSP_TABLE ? s->files : s->out, shown.name, rk, 1,
-                         shown.len, shown.mtime);
-        s->charged += shown.len + SCAN_ENTITY_COST;
+            return rc;
+        if (rc > 0)
+            continue;
+        s->charged += len + SCAN_ENTITY_COST;
         s->entities++;
-        free(shown.name);
-        if (rc < 0)
-            return rc;
         if (s->kind == FSP_TABLE && over_budget(s))
             return 1;      /* skip ahead (table_scan_next) */
     }

@@ -100,6 +100,26 @@ out:
 }
 
 /* See storecore.h. */
+int store_list_entity(struct store *s, const char *dir, const json_t *e, struct listing *l,
+                      size_t *len)
+{
+    const char *rk = entity_wire_sys(e, ENTITY_RK);
+    struct store_shown shown;
+    int rc;
+
+    if (!entity_wire_sys(e, ENTITY_PK) || !rk)
+        return 1;
+    rc = store_cache_entity(s, dir, e, CACHE_LISTED, &shown, NULL);
+    if (rc < 0)
+        return rc == -ENOMEM ? rc : 1;     /* logged; an entity we cannot show is left out */
+    rc = listing_add(l, shown.name, rk, 1, shown.len, shown.mtime);
+    if (len)
+        *len = shown.len;
+    free(shown.name);
+    return rc;
+}
+
+/* See storecore.h. */
 void store_forget(struct store *s, const char *path)
 {
     cache_invalidate(s->cache, path);

@@ -65,6 +65,13 @@ struct store_shown {
 int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
                        struct store_shown *shown, struct cache_file *copy);
 
+/* A listing page's entity E: cached in directory DIR (CACHE_LISTED) and
+ * added to listing L; *len (LEN may be NULL) gets its file's size. Returns
+ * 0, 1 when E was left out (no keys, or it cannot be shown: logged), or
+ * -errno (-ENOMEM, a listing too big). */
+int store_list_entity(struct store *s, const char *dir, const json_t *e, struct listing *l,
+                      size_t *len);
+
 /* Drop what the cache holds at PATH (an entity or a listing) and tell the
  * layer above (s->dropped), so that the next stat or read asks again. */
 void store_forget(struct store *s, const char *path);

@@ -89,6 +89,8 @@ static int set_partition(struct vstream *v, const char *pk)
     }
     if (!(v->pk = strdup(pk)) || asprintf(&v->ndir, "/%s/%s", v->table, name) < 0)
         v->ndir = NULL;
+    else    /* it holds an entity: the partition exists (no probe to ask) */
+        (void)cache_put_exists(v->s->cache, v->ndir);
     if (v->ndir && v->by_partition && (v->vdir = fspath_join(v->dir, name)))
         v->part = listing_new();
     free(name);
@@ -103,23 +105,12 @@ static int on_view_page(void *p, json_t *value)
 
     json_array_foreach(value, i, e) {
         const char *pk = entity_wire_sys(e, ENTITY_PK);
-        const char *rk = entity_wire_sys(e, ENTITY_RK);
-        struct store_shown shown;
         int rc;
 
-        if (!pk || !rk)
-            continue;
-        if ((!v->pk || strcmp(pk, v->pk) != 0) && (rc = set_partition(v, pk)) < 0)
+        if (pk && (!v->pk || strcmp(pk, v->pk) != 0) && (rc = set_partition(v, pk)) < 0)
             return rc;
-        rc = store_cache_entity(v->s, v->ndir, e, CACHE_LISTED, &shown, NULL);
-        if (rc == -ENOMEM)
-            return rc;
-        if (rc < 0)
-            continue;      /* logged; an entity we cannot show is left out */
-        rc = listing_add(v->by_partition ? v->part : v->out, shown.name, rk, 1, shown.len,
-                         shown.mtime);
-        free(shown.name);
-        if (rc < 0)
+        if ((rc = store_list_entity(v->s, v->ndir, e, v->by_partition ? v->part : v->out,
+                                    NULL)) < 0)
             return rc;
     }
     return 0;
