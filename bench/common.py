@@ -93,6 +93,14 @@ def run_timed(argv, scratch_dir, env=None, timeout=1800):
     return Run(argv, wall, os.waitstatus_to_exitcode(status), stdout, stderr)
 
 
+def emit_report(text, out=None):
+    """Print the markdown report TEXT, and write it to OUT too when given."""
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+
+
 def shell(cmd):
     """ARGV running the shell command CMD with bash."""
     return ["/bin/bash", "-c", cmd]

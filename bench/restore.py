@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import Azurite, BenchError, Mount, run_timed, shell
+from common import Azurite, BenchError, Mount, emit_report, run_timed, shell
 from harness import FaultProxy, conn_str_for
 
 PYTHON = "/usr/bin/python3"
@@ -136,10 +136,7 @@ def main():
     except BenchError as e:
         print("restore.py: %s" % e, file=sys.stderr)
         return 1
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+    emit_report(text, a.out)
     return 0
 
 

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from common import Azurite, BenchError, Mount, run_timed, shell
+from common import Azurite, BenchError, Mount, emit_report, run_timed, shell
 from harness import FaultProxy, conn_str_for
 from seed import seed_table
 
@@ -120,10 +120,7 @@ def main():
     except BenchError as e:
         print("views.py: %s" % e, file=sys.stderr)
         return 1
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+    emit_report(text, a.out)
     return 0
 
 

@@ -5,72 +5,28 @@ killed while it waits is let go at once, and unmount or SIGTERM stops every
 request. The server is a stub on 127.0.0.1 that speaks just enough of the
 Table protocol (no Azurite needed for what it checks)."""
 
-import json
 import os
 import signal
 import subprocess
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from conftest import conn_str_for
+from stubtable import StubTable
 
 MAX_EMPTY_PAGES = 100       # TABLE_MAX_EMPTY_PAGES in src/table.h
 
 
-class Endless:
+class Endless(StubTable):
     """Answers Query Tables with one table, and every entity query with an
     empty page and a new continuation, after DELAY seconds."""
 
     def __init__(self, delay=0.0):
-        self.delay = delay
-        self.queries = 0
-        self.lock = threading.Lock()
-        outer = self
+        super().__init__("endless", delay)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                headers = {}
-                if "/Tables" in self.path:
-                    body = {"value": [{"TableName": "endless"}]}
-                else:
-                    with outer.lock:
-                        outer.queries += 1
-                        n = outer.queries
-                    if outer.delay:
-                        time.sleep(outer.delay)
-                    body = {"value": []}
-                    headers = {"x-ms-continuation-NextPartitionKey": "1!8!p%06d" % n,
-                               "x-ms-continuation-NextRowKey": "1!8!r%06d" % n}
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type",
-                                 "application/json;odata=minimalmetadata;charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def count(self):
-        with self.lock:
-            return self.queries
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    def page(self, n, query):
+        return [], True
 
 
 @pytest.fixture

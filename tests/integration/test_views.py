@@ -15,6 +15,8 @@ import uuid
 
 import pytest
 
+from stubtable import StubTable
+
 T = "viewsT"
 N = 300                 # entities of T, over 3 partitions
 PARTS = ["EU", "US", "AP"]
@@ -299,7 +301,7 @@ def test_view_listing_costs_the_pages_of_its_matches(sdk, seed, mounter, sh, tmp
     assert stats(mnt)["requests"] == mid["requests"], "grep/rsync of the view cost requests"
 
 
-class Sparse:
+class Sparse(StubTable):
     """A stub Table endpoint on 127.0.0.1 for what Azurite never does: a
     selective filter answered with pages without an entity but with a
     continuation (the service does that while it looks through a big
@@ -310,62 +312,20 @@ class Sparse:
     EMPTY1, EMPTY2 = 150, 30     # more in a row than TABLE_MAX_EMPTY_PAGES (100)
 
     def __init__(self, empty1=None, delay=0.0):
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-        from urllib.parse import parse_qs, urlparse
-        self.filters = []
-        self.lock = threading.Lock()
         self.EMPTY1 = empty1 if empty1 is not None else Sparse.EMPTY1
-        self.delay = delay
-        outer = self
+        super().__init__("sparse", delay)
 
-        def ent(rk):
-            return {"odata.etag": "W/\"datetime'2026-11-22T08%3A26%3A34.91Z'\"",
-                    "PartitionKey": "p", "RowKey": rk,
-                    "Timestamp": "2026-11-22T08:26:34.91Z", "v": 1}
+    @staticmethod
+    def ent(rk):
+        return {"odata.etag": "W/\"datetime'2026-11-22T08%3A26%3A34.91Z'\"",
+                "PartitionKey": "p", "RowKey": rk,
+                "Timestamp": "2026-11-22T08:26:34.91Z", "v": 1}
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                headers = {}
-                if "/Tables" in self.path:
-                    body = {"value": [{"TableName": "sparse"}]}
-                else:
-                    q = parse_qs(urlparse(self.path).query)
-                    with outer.lock:
-                        outer.filters.append(q.get("$filter", [None])[0])
-                        n = len(outer.filters)
-                    if outer.delay:
-                        time.sleep(outer.delay)
-                    last = outer.EMPTY1 + 1 + outer.EMPTY2 + 1
-                    rows = ([ent("r1"), ent("r2")] if n == outer.EMPTY1 + 1 else
-                            [ent("r3")] if n == last else [])
-                    body = {"value": rows}
-                    if n < last:
-                        headers = {"x-ms-continuation-NextPartitionKey": "1!8!p%06d" % n,
-                                   "x-ms-continuation-NextRowKey": "1!8!r%06d" % n}
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type",
-                                 "application/json;odata=minimalmetadata;charset=utf-8")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    def page(self, n, query):
+        last = self.EMPTY1 + 1 + self.EMPTY2 + 1
+        rows = ([self.ent("r1"), self.ent("r2")] if n == self.EMPTY1 + 1 else
+                [self.ent("r3")] if n == last else [])
+        return rows, n < last
 
 
 def test_a_view_keeps_going_through_empty_pages(mounter):
