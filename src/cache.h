@@ -6,28 +6,10 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "cachefile.h"
 #include "listing.h"
 
 struct cache;
-
-#define CACHE_DIGEST_LEN 32
-
-/* A cached entity file (all members malloc'd copies owned by the holder). */
-struct cache_file {
-    char *data;               /* rendered JSON */
-    size_t len;
-    char *etag;               /* may be NULL */
-    struct timespec mtime;    /* entity Timestamp */
-    double age;               /* cache_get_file: seconds since it was current */
-    int listed;               /* cache_get_file: it came with its directory's listing */
-    int has_digest;           /* DIGEST holds what the service holds (entity.h) */
-    unsigned char digest[CACHE_DIGEST_LEN];
-};
-
-/* Flags of cache_put_file and cache_put_listing. */
-#define CACHE_LISTED 1u       /* a file that came with its directory's listing */
-#define CACHE_OWNED  2u       /* a listing of a directory the mount made (below) */
-#define CACHE_SHORT  4u       /* a listing kept only for the negative lifetime */
 
 struct cache_stats {
     uint64_t hits, misses, evictions, expirations;

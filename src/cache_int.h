@@ -7,7 +7,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "cache.h"
+#include "cachefile.h"
+#include "listing.h"
 
 /* Bytes charged per entry for bookkeeping: the entry itself and the malloc
  * headers and rounding of its 3-4 blocks, so that cache_size is close to

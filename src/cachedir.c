@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "cache_int.h"
 #include "hash.h"
 
@@ -215,15 +216,19 @@ int cache_put_absent(struct cache *c, const char *path)
     return 0;
 }
 
-/* Entry at PATH of KIND, fresh? Counted as a hit when there is one. */
-static int has_kind(struct cache *c, const char *path, enum entry_kind kind)
+/* The bit of entry kind K in a set of kinds. */
+#define KIND(k) (1u << (k))
+
+/* A fresh entry at PATH of one of KINDS (KIND bits)? Counted as a hit
+ * when there is one. */
+static int has_kind(struct cache *c, const char *path, unsigned kinds)
 {
     struct entry *e;
     int r;
 
     pthread_mutex_lock(&c->lock);
     e = cache_find(c, path);
-    r = e && e->kind == kind;
+    r = e && (kinds & KIND(e->kind));
     if (r)
         c->hits++;
     pthread_mutex_unlock(&c->lock);
@@ -233,19 +238,19 @@ static int has_kind(struct cache *c, const char *path, enum entry_kind kind)
 /* Known absent? See cache.h. */
 int cache_absent(struct cache *c, const char *path)
 {
-    return has_kind(c, path, ENTRY_ABSENT);
+    return has_kind(c, path, KIND(ENTRY_ABSENT));
 }
 
 /* Known as a directory? See cache.h. */
 int cache_known_dir(struct cache *c, const char *path)
 {
-    return has_kind(c, path, ENTRY_DIR) || has_kind(c, path, ENTRY_MARK);
+    return has_kind(c, path, KIND(ENTRY_DIR) | KIND(ENTRY_MARK));
 }
 
 /* Made by the mount, listing expired? See cache.h. */
 int cache_dir_made(struct cache *c, const char *dirpath)
 {
-    return has_kind(c, dirpath, ENTRY_MADE);
+    return has_kind(c, dirpath, KIND(ENTRY_MADE));
 }
 
 /* Own a listing; see cache.h. */
@@ -274,38 +279,60 @@ int cache_dir_owned(struct cache *c, const char *dirpath)
     return r;
 }
 
-/* Note a reader; see cache.h. */
-void cache_dir_touch(struct cache *c, const char *dirpath)
+/* The listing or marker of DIRPATH, touched NOW; with nothing cached
+ * there, a marker made to hold the note (best effort: an entity was read
+ * from it, so it exists). NULL when there is none. Lock held. */
+static struct entry *touch_locked(struct cache *c, const char *dirpath, double now)
 {
-    struct entry *e, *mark;
+    struct entry *e = cache_find(c, dirpath), *mark;
 
-    pthread_mutex_lock(&c->lock);
-    if ((e = cache_find(c, dirpath)) && (e->kind == ENTRY_DIR || e->kind == ENTRY_MARK)) {
-        e->touched = cache_now();
-    } else if (!e && (mark = calloc(1, sizeof(*mark)))) {
-        /* best effort: an entity was read from it, so it exists */
+    if (!e && (mark = calloc(1, sizeof(*mark)))) {
         mark->kind = ENTRY_MARK;
         if (!(mark->path = strdup(dirpath))) {
             free(mark);
         } else {
             mark->charge = ENTRY_OVERHEAD + strlen(dirpath);
-            mark->touched = cache_now();
-            cache_insert(c, mark, c->ttl);
+            cache_insert(c, mark, c->ttl);      /* may not keep it */
+            e = cache_find(c, dirpath);
         }
     }
+    if (!e || (e->kind != ENTRY_DIR && e->kind != ENTRY_MARK))
+        return NULL;
+    e->touched = now;
+    return e;
+}
+
+/* Was E (NULL: nothing cached) fetched or touched within the negative
+ * lifetime before NOW? Lock held. */
+static int active_locked(const struct cache *c, const struct entry *e, double now)
+{
+    double since = 0;
+
+    if (e && (e->kind == ENTRY_DIR || e->kind == ENTRY_MARK))
+        since = e->kind == ENTRY_DIR && e->born > e->touched ? e->born : e->touched;
+    return since > 0 && now - since < c->neg_ttl;
+}
+
+/* Note a reader; see cache.h. */
+void cache_dir_touch(struct cache *c, const char *dirpath)
+{
+    pthread_mutex_lock(&c->lock);
+    (void)touch_locked(c, dirpath, cache_now());
     pthread_mutex_unlock(&c->lock);
 }
 
-/* A walk's open? See cache.h. */
+/* A walk's open? See cache.h. One critical section: what was active is
+ * judged before this open's own note. */
 int cache_dir_walk(struct cache *c, const char *dirpath, const char *name)
 {
     uint64_t h = hash_fnv1a(name) | 1;      /* never 0 */
-    int walk = cache_dir_active(c, dirpath);
+    double now = cache_now();
     struct entry *e;
+    int walk;
 
-    cache_dir_touch(c, dirpath);
     pthread_mutex_lock(&c->lock);
-    if ((e = cache_find(c, dirpath)) && (e->kind == ENTRY_DIR || e->kind == ENTRY_MARK)) {
+    walk = active_locked(c, cache_find(c, dirpath), now);
+    if ((e = touch_locked(c, dirpath, now))) {
         walk = walk && e->last_open != h;
         e->last_open = h;
     }
@@ -316,12 +343,10 @@ int cache_dir_walk(struct cache *c, const char *dirpath, const char *name)
 /* A reader lately? See cache.h. */
 int cache_dir_active(struct cache *c, const char *dirpath)
 {
-    struct entry *e;
-    double since = 0;
+    int r;
 
     pthread_mutex_lock(&c->lock);
-    if ((e = cache_find(c, dirpath)) && (e->kind == ENTRY_DIR || e->kind == ENTRY_MARK))
-        since = e->kind == ENTRY_DIR && e->born > e->touched ? e->born : e->touched;
+    r = active_locked(c, cache_find(c, dirpath), cache_now());
     pthread_mutex_unlock(&c->lock);
-    return since > 0 && cache_now() - since < c->neg_ttl;
+    return r;
 }

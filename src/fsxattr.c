@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "failring.h"
 #include "fscommon.h"
 #include "fsxattr.h"
 #include "stats.h"

@@ -7,10 +7,10 @@
 
 #include <stddef.h>
 
-#include "failring.h"
-
 /* QUIET drops everything (while the mount-time check prints its own verdict). */
 enum log_level { LOG_LVL_QUIET = -1, LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+struct failring;     /* failring.h: the ring the logger carries, borrowed */
 
 struct logger {
     enum log_level level;   /* messages above this level are dropped */

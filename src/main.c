@@ -12,6 +12,7 @@
 
 #include <curl/curl.h>
 
+#include "failring.h"
 #include "fs.h"      /* defines FUSE_USE_VERSION before fuse headers */
 #include <fuse_lowlevel.h>
 #include <openssl/crypto.h>

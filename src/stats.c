@@ -2,6 +2,7 @@
 #include <stdatomic.h>
 #include <jansson.h>
 
+#include "failring.h"
 #include "stats.h"
 
 static json_int_t load(atomic_ulong *v)

@@ -6,6 +6,7 @@
 
 #include "buf.h"
 #include "entity.h"
+#include "failring.h"
 #include "keycodec.h"
 #include "scan.h"
 #include "store.h"
@@ -163,11 +164,27 @@ static int read_ahead(struct store *s, const struct fspath *fp, struct cache_fil
     return rc;
 }
 
+/* Read entity FP (at PATH) with a point query into the cache and *OUT. A
+ * failed query is logged here (not ENOENT: an answer); a failed render
+ * was logged by store_cache_entity. Returns 0, -ENOENT, or -errno. */
+static int point_read(struct store *s, const struct fspath *fp, const char *path,
+                      struct cache_file *out)
+{
+    struct az_status st = { 0 };
+    json_t *e = NULL;
+    int rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
+
+    if (rc == 0)
+        rc = store_cache_entity(s, fp->parent, e, 0, NULL, out);
+    else if (rc != -ENOENT)
+        store_log_failure(s, "read", path, rc, &st, NULL);
+    json_decref(e);
+    return rc;
+}
+
 /* See store.h. */
 int store_load(struct store *s, struct fspath *fp, const char *path, struct cache_file *out)
 {
-    struct az_status st;
-    json_t *e = NULL;
     int rc, listed, in_order;
 
     if (cache_get_file(s->cache, path, out) == 0)
@@ -206,17 +223,11 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
             return rc;
         }
     }
-    rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st);
+    rc = point_read(s, fp, path, out);
     if (rc == -ENOENT)
         note_absent(s, path, fp);       /* an answer, not a failure */
-    else if (rc < 0)
-        store_log_failure(s, "read", path, rc, &st, NULL);
-    if (rc < 0)
-        return rc;
-    rc = store_cache_entity(s, fp->parent, e, 0, NULL, out);
-    if (rc == 0)
+    else if (rc == 0)
         cache_dir_touch(s->cache, fp->parent);      /* the next one may be in order */
-    json_decref(e);
     return rc;
 }
 
@@ -224,8 +235,6 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
 int store_load_current(struct store *s, struct fspath *fp, const char *path,
                        struct cache_file *out, int writing)
 {
-    struct az_status st = { 0 };
-    json_t *e = NULL;
     int rc = store_load(s, fp, path, out), walk;
 
     if (rc < 0 || out->age < s->negative_timeout)
@@ -241,19 +250,15 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
     /* in a walk (rsync saving file after file) one page refreshes this copy
      * and the next ones; else a point query */
     rc = walk ? read_ahead(s, fp, out) : -EAGAIN;
-    if (rc != 0 && rc != -ENOENT &&
-        (rc = table_get_entity(s->tc, fp->table, fp->pk, fp->rk, &e, NULL, &st)) == 0)
-        rc = store_cache_entity(s, fp->parent, e, 0, NULL, out);
+    if (rc != 0 && rc != -ENOENT)
+        rc = point_read(s, fp, path, out);
     if (rc == -ENOENT) {
         log_info(&s->log, "%s: deleted by someone else", path);
         forget_entity(s, path, fp);
         note_absent(s, path, fp);
-    } else if (rc < 0) {
-        store_log_failure(s, "read", path, rc, &st, NULL);
-    } else {
+    } else if (rc == 0) {
         shown_in_listing(s, fp, out, 1);
     }
-    json_decref(e);
     return rc;
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "entity.h"
+#include "failring.h"
 #include "fspath.h"
 #include "keycodec.h"
 #include "storecore.h"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "failring.h"
 #include "keycodec.h"
 #include "log.h"
 #include "tap.h"
