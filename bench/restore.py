@@ -5,7 +5,10 @@ written in aztfs' file format) into a new table, through a proxy that holds
 every request for D ms, three ways side by side in one run:
 
 * aztfs: ``mkdir /mnt/T && rsync -a backup/ /mnt/T/``, timed together with
-  the unmount; requests as the mount counted them (point reads apart);
+  the unmount; requests as the mount counted them (point reads apart); in
+  each mode asked for: synchronous (the default) and ``-o writeback``
+  (there the mount's root is fsync'd before the unmount, so that the
+  counters include every batch);
 * the official SDK inserting one entity per request (bench/sdk_restore.py);
 * the SDK sending entity group transactions of 100 (--batch).
 
@@ -14,7 +17,8 @@ write nothing). Prints a markdown table; ratios are aztfs' time over each
 script's.
 
     /usr/bin/python3 bench/restore.py [--entities 20000] [--partitions 20]
-                                      [--delays 0,10] [--out FILE]
+                                      [--delays 0,10] [--modes sync,writeback]
+                                      [--out FILE]
 
 AZTFS_BIN overrides ./aztfs.
 """
@@ -22,6 +26,7 @@ AZTFS_BIN overrides ./aztfs.
 import argparse
 import datetime
 import json
+import math
 import os
 import shutil
 import sys
@@ -58,15 +63,31 @@ def sdk_restore(conn_str, table, backup, scratch, batch):
     return r.wall, json.loads(r.stdout.strip().splitlines()[-1])["requests"]
 
 
-def aztfs_restore(workdir, conn_str, table, backup, scratch):
+def mode_options(mode, workdir):
+    if mode == "sync":
+        return []
+    return ["-o", "writeback,journal_dir=%s" % os.path.join(workdir, "journal")]
+
+
+def sync_root(m):
+    """fsync of the mount's root: with -o writeback, every queued change sent."""
+    fd = os.open(str(m), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def aztfs_restore(workdir, conn_str, table, backup, scratch, mode):
     """Wall time of mkdir + rsync + unmount, requests by kind, peak RSS KiB."""
-    m = Mount(workdir, conn_str)
+    m = Mount(workdir, conn_str, mode_options(mode, workdir))
     m.start()
     try:
         before = m.stats()["requests_by_kind"]
         t0 = time.perf_counter()
         run_timed(shell("mkdir %s && rsync -a %s/ %s/" % (
             m.join(table), backup, m.join(table))), scratch).check()
+        sync_root(m)
         after = m.stats()["requests_by_kind"]
         rss = m.peak_rss_kib()
         m.unmount()
@@ -76,11 +97,12 @@ def aztfs_restore(workdir, conn_str, table, backup, scratch):
     return wall, {k: after[k] - before[k] for k in after if after[k] != before[k]}, rss
 
 
-def aztfs_again(workdir, conn_str, table, backup, scratch):
+def aztfs_again(workdir, conn_str, table, backup, scratch, mode):
     """Requests by kind of restoring BACKUP again onto TABLE, fresh mount."""
-    with Mount(workdir, conn_str) as m:
+    with Mount(workdir, conn_str, mode_options(mode, workdir)) as m:
         before = m.stats()["requests_by_kind"]
         run_timed(shell("rsync -a %s/ %s/" % (backup, m.join(table))), scratch).check()
+        sync_root(m)
         after = m.stats()["requests_by_kind"]
     return {k: after[k] - before[k] for k in after if after[k] != before[k]}
 
@@ -97,29 +119,35 @@ def run(args):
                     cs = conn_str_for(px.port)
                     one, one_req = sdk_restore(cs, "sdkOne%d" % d, backup, work, False)
                     bat, bat_req = sdk_restore(cs, "sdkBatch%d" % d, backup, work, True)
-                    wall, kinds, rss = aztfs_restore(work, cs, "fsRestore%d" % d, backup, work)
-                    again = aztfs_again(work, cs, "fsRestore%d" % d, backup, work)
-                n, p = args.entities, args.partitions
-                rows.append((d, n, p, sum(kinds.values()), kinds.get("get_entity", 0),
-                             sum(again.get(k, 0) for k in WRITES), sum(again.values()),
-                             wall, one, bat, one_req, bat_req, rss))
+                    for mode in args.modes:
+                        t = "fs%s%d" % (mode.capitalize(), d)
+                        wall, kinds, rss = aztfs_restore(work, cs, t, backup, work, mode)
+                        again = aztfs_again(work, cs, t, backup, work, mode)
+                        n, p = args.entities, args.partitions
+                        bound = n + p + 5 if mode == "sync" else math.ceil(n / 100) + 2 * p + 5
+                        rows.append((mode, d, n, p, sum(kinds.values()), bound,
+                                     kinds.get("get_entity", 0),
+                                     sum(again.get(k, 0) for k in WRITES),
+                                     sum(again.values()), wall, one, bat, one_req, bat_req,
+                                     rss))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return rows
 
 
 def report(rows):
-    out = ["| delay ms | N | P | aztfs requests | bound N+P+5 | point reads | "
+    out = ["| mode | delay ms | N | P | aztfs requests | bound | point reads | "
            "again: writes / all | aztfs s | SDK 1/request s | SDK batch s | "
            "x SDK 1/request | x SDK batch | SDK requests (1/req, batch) | peak RSS MiB |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (d, n, p, req, gets, again_w, again_all, wall, one, bat, one_req, bat_req,
-         rss) in rows:
-        out.append("| %g | %d | %d | %d | %d | %d | %d / %d | %.1f | %.1f | %.1f | %.2f | "
-                   "%.1f | %d, %d | %.1f |" % (d, n, p, req, n + p + 5, gets, again_w,
-                                               again_all, wall, one, bat, wall / one,
-                                               wall / bat, one_req, bat_req,
-                                               (rss or 0) / 1024))
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (mode, d, n, p, req, bound, gets, again_w, again_all, wall, one, bat, one_req,
+         bat_req, rss) in rows:
+        out.append("| %s | %g | %d | %d | %d | %d | %d | %d / %d | %.1f | %.1f | %.1f | "
+                   "%.2f | %.2f | %d, %d | %.1f |" % (
+                       mode, d, n, p, req, bound, gets, again_w, again_all, wall, one, bat,
+                       wall / one, wall / bat, one_req, bat_req, (rss or 0) / 1024))
+    out.append("")
+    out.append("bound: N+P+5 synchronous, ceil(N/100)+2P+5 with -o writeback")
     return "\n".join(out)
 
 
@@ -128,8 +156,13 @@ def main():
     ap.add_argument("--entities", type=int, default=20000)
     ap.add_argument("--partitions", type=int, default=20)
     ap.add_argument("--delays", default="0,10", help="ms added to every request, comma-separated")
+    ap.add_argument("--modes", default="sync,writeback",
+                    help="sync, writeback or both, comma-separated")
     ap.add_argument("--out")
     a = ap.parse_args()
+    a.modes = [m for m in a.modes.split(",") if m]
+    if any(m not in ("sync", "writeback") for m in a.modes):
+        ap.error("--modes: sync, writeback")
     a.delays = [float(x) for x in a.delays.split(",")]
     try:
         text = "## Restore (rsync -a into a new table)\n\n" + report(run(a)) + "\n"

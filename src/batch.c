@@ -100,6 +100,7 @@ struct batch_probe {
     const char *table, *pk;
     const struct table_batch_op *ops;
     size_t n;
+    const struct timespec *since;   /* an earlier send's window start, or NULL */
 };
 
 /* Does the table hold the result of the batch CTX (struct batch_probe):
@@ -113,7 +114,8 @@ static int batch_applied(void *ctx, const struct http_response *resp)
     for (size_t i = 0; i < b->n; i++) {
         const struct table_batch_op *op = &b->ops[i];
         struct write_probe p = { b->tc, "batch", b->table, b->pk, op->rk,
-                                 op->kind == TB_DELETE ? NULL : op->entity, 0, NULL };
+                                 op->kind == TB_DELETE ? NULL : op->entity,
+                                 op->kind == TB_MERGE, NULL, b->since };
         int rc = table_write_applied(&p, resp);
 
         if (op->new_etag && op->kind != TB_DELETE) {
@@ -133,8 +135,8 @@ static int batch_applied(void *ctx, const struct http_response *resp)
 static int batch_add_op(struct buf *b, const struct account *a, const char *id,
                         const char *table, const char *pk, const struct table_batch_op *op)
 {
-    const char *method = op->kind == TB_INSERT ? "POST" :
-                         op->kind == TB_REPLACE ? "PUT" : "DELETE";
+    const char *method = op->kind == TB_INSERT ? "POST" : op->kind == TB_REPLACE ? "PUT" :
+                         op->kind == TB_MERGE ? "MERGE" : "DELETE";
     char *path = op->kind == TB_INSERT ? NULL : table_entity_path(table, pk, op->rk);
     char *body = op->kind == TB_DELETE ? NULL : table_entity_body(op->entity, pk, op->rk);
     int rc = -ENOMEM;
@@ -202,7 +204,7 @@ static int batch_answer(struct batch_probe *probe, int rc,
     rc = table_fail(tc, "batch", st);
     /* as for single writes: a 409/412 may answer a resend of a batch whose
      * first send was applied (only then); the entities decide */
-    if ((rc == -EEXIST || rc == -ESTALE) && resp->resent &&
+    if ((rc == -EEXIST || rc == -ESTALE) && (resp->resent || probe->since) &&
         batch_applied(probe, resp) == 1) {
         log_info(tc->lg, "batch on %s: the service already holds it (an earlier send "
                  "was applied)", probe->table);
@@ -215,12 +217,34 @@ static int batch_answer(struct batch_probe *probe, int rc,
 int table_batch(struct table_client *tc, const char *table, const char *pk,
                 const struct table_batch_op *ops, size_t n, struct az_status *st)
 {
+    return table_batch_again(tc, table, pk, ops, n, NULL, st);
+}
+
+/* The index a failed batch's error names; see batch.h. */
+int table_batch_failed_index(const struct az_status *st)
+{
+    const char *m = st->message;
+    char *end;
+    long i;
+
+    if (!m || *m < '0' || *m > '9')
+        return -1;
+    i = strtol(m, &end, 10);
+    return *end == ':' && i >= 0 && i < BATCH_MAX_OPS ? (int)i : -1;
+}
+
+/* Run an entity group transaction sent before; see batch.h. */
+int table_batch_again(struct table_client *tc, const char *table, const char *pk,
+                      const struct table_batch_op *ops, size_t n,
+                      const struct timespec *first_sent, struct az_status *st)
+{
     struct http_response resp;
     /* no cap of its own: the service judges the size (413 is EFBIG) */
     struct buf b = BUF_INIT(SIZE_MAX);
     unsigned char rnd[8];
     char id[17], *ctype = NULL;
-    struct batch_probe probe = { tc, table, pk, ops, n };
+    struct timespec since;
+    struct batch_probe probe = { tc, table, pk, ops, n, NULL };
     struct table_req rq = {
         .kind = TK_BATCH, .method = "POST", .path = "/$batch", .what = "batch",
         .settle = batch_applied, .settle_ctx = &probe,
@@ -234,6 +258,11 @@ int table_batch(struct table_client *tc, const char *table, const char *pk,
         return -EINVAL;
     if (RAND_bytes(rnd, sizeof(rnd)) != 1)
         return -EIO;
+    if (first_sent) {
+        since = *first_sent;
+        since.tv_sec -= 1;
+        probe.since = &since;
+    }
     for (int i = 0; i < 8; i++)
         snprintf(id + 2 * i, 3, "%02x", rnd[i]);
     if (batch_body(&b, tc->acct, id, table, pk, ops, n) < 0 ||

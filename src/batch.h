@@ -5,17 +5,18 @@
 #define AZTFS_BATCH_H
 
 #include <stddef.h>
+#include <time.h>
 #include <jansson.h>
 
 #include "tablereq.h"
 
 /* One operation of an entity group transaction. */
 struct table_batch_op {
-    enum { TB_INSERT, TB_REPLACE, TB_DELETE } kind;
+    enum { TB_INSERT, TB_REPLACE, TB_MERGE, TB_DELETE } kind;
     const char *rk;             /* all operations share one PartitionKey */
-    const json_t *entity;       /* TB_INSERT/TB_REPLACE */
-    const char *etag;           /* If-Match for TB_REPLACE/TB_DELETE, NULL = "*" */
-    char **new_etag;            /* TB_INSERT/TB_REPLACE, may be NULL: receives the
+    const json_t *entity;       /* TB_INSERT/TB_REPLACE/TB_MERGE */
+    const char *etag;           /* If-Match for TB_REPLACE/TB_MERGE/TB_DELETE, NULL = "*" */
+    char **new_etag;            /* writes, may be NULL: receives the
                                  * written entity's new ETag (see table_batch) */
 };
 
@@ -32,6 +33,19 @@ struct table_batch_op {
  * failure NULL. */
 int table_batch(struct table_client *tc, const char *table, const char *pk,
                 const struct table_batch_op *ops, size_t n, struct az_status *st);
+
+/* table_batch for a batch that was handed to the network before, at
+ * FIRST_SENT (wall clock), and whose answer never came (a crash, a lost
+ * answer): a 409/412 is then settled by the entities as for a resend, the
+ * window of our sends starting at FIRST_SENT less 1 s. FIRST_SENT NULL:
+ * table_batch. */
+int table_batch_again(struct table_client *tc, const char *table, const char *pk,
+                      const struct table_batch_op *ops, size_t n,
+                      const struct timespec *first_sent, struct az_status *st);
+
+/* The 0-based index of the operation a failed batch's error names (the
+ * service begins the message with "INDEX:"), or -1 when it names none. */
+int table_batch_failed_index(const struct az_status *st);
 
 /* Parsers of $batch answers, exposed for the fuzz targets and tests. */
 

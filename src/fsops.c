@@ -265,6 +265,7 @@ const struct fuse_operations aztfs_ops = {
     .truncate = fs_view_truncate,
     .flush = fs_flush,
     .fsync = fs_fsync,
+    .fsyncdir = fs_fsyncdir,
     .unlink = fs_view_unlink,
     .mkdir = fs_view_mkdir,
     .rmdir = fs_view_rmdir,

@@ -9,6 +9,8 @@
 #include "fswrite.h"
 #include "store.h"
 
+static int is_scratch(const char *path);
+
 /* Refuse, with a log line, to put something where the tree has no place. */
 static int misplaced(struct aztfs *a, const char *path, const char *what)
 {
@@ -231,7 +233,20 @@ int fs_flush(const char *path, struct fuse_file_info *fi)
 /* See fswrite.h. */
 int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
-    return fs_flush(path, fi);
+    int rc = fs_flush(path, fi);
+
+    (void)datasync;
+    /* write-behind: on the service, or EIO for a change that failed */
+    if (rc == 0 && path && !is_scratch(path))
+        rc = store_sync(&fs_ctx()->store, path);
+    return rc;
+}
+
+/* See fswrite.h. */
+int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    (void)datasync, (void)fi;
+    return store_sync(&fs_ctx()->store, path);
 }
 
 /* See fswrite.h. */

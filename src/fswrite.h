@@ -36,6 +36,11 @@ int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi);
 int fs_flush(const char *path, struct fuse_file_info *fi);
 int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi);
 
+/* fsync of directory PATH (of "/": what sync(1) of the mount means here,
+ * libfuse 3.14 passing no syncfs): with -o writeback, every queued change
+ * under it sent, or -EIO when one failed; else 0. */
+int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi);
+
 /* At release of write handle OF, still named PATH: a file created with
  * O_TRUNC or O_APPEND and closed without any write (': > new.json')
  * becomes an entity without properties. Errors here reach no application;

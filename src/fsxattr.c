@@ -46,6 +46,8 @@ static int root_xattr(struct aztfs *a, const char *name, char *value, size_t siz
         return answer_owned(stats_json(&a->store), value, size);
     if (strcmp(name, XATTR_ERRORS) == 0 && a->store.log.failures)
         return answer_owned(failring_json(a->store.log.failures, VALUE_MAX), value, size);
+    if (strcmp(name, XATTR_PENDING) == 0 && a->store.wb)
+        return answer_owned(store_pending_json(&a->store, VALUE_MAX - 1024), value, size);
     return -ENODATA;
 }
 
@@ -121,8 +123,23 @@ int fs_listxattr(const char *path, char *list, size_t size)
 int fs_setxattr(const char *path, const char *name, const char *value, size_t size,
                 int flags)
 {
-    (void)path, (void)name, (void)value, (void)size, (void)flags;
-    return -ENOTSUP;
+    struct aztfs *a = fs_ctx();
+    char *target;
+    int rc;
+
+    (void)flags;
+    /* write-behind: setfattr -n user.aztfs.discard -v /t/p/r.json MOUNT
+     * drops that failed change from the journal ("*": all of them) */
+    if (strcmp(path, "/") != 0 || strcmp(name, XATTR_DISCARD) != 0 || !a->store.wb)
+        return -ENOTSUP;
+    if (size == 0 || size > 4096 || !(target = strndup(value, size)))
+        return size == 0 || size > 4096 ? -EINVAL : -ENOMEM;
+    rc = store_discard(&a->store, target);
+    if (rc == -ENOENT)
+        log_warn(&a->store.log, "discard %s: no failed change of that path is in the "
+                 "journal (user.aztfs.pending lists them)", target);
+    free(target);
+    return rc == -ENOENT ? -ENODATA : rc;
 }
 
 /* See fsxattr.h. */

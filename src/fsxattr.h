@@ -6,6 +6,8 @@
 #include <stddef.h>
 
 #define XATTR_ERRORS "user.aztfs.errors"        /* root: failring_json */
+#define XATTR_PENDING "user.aztfs.pending"      /* root: write-behind's queue */
+#define XATTR_DISCARD "user.aztfs.discard"      /* root, set: drop a failed change */
 #define XATTR_ETAG "user.aztfs.etag"            /* entity: its ETag as the service gave it */
 #define XATTR_TIMESTAMP "user.aztfs.timestamp"  /* entity: its Timestamp, UTC, 100 ns */
 

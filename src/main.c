@@ -16,6 +16,7 @@
 #include "fs.h"      /* defines FUSE_USE_VERSION before fuse headers */
 #include <fuse_lowlevel.h>
 #include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 #include "connstr.h"
 #include "credential.h"
@@ -24,7 +25,9 @@
 #include "options.h"
 #include "scan.h"
 #include "secenv.h"
+#include "store.h"
 #include "view.h"
+#include "writeback.h"
 #include "stats.h"
 #include "token.h"
 
@@ -268,6 +271,10 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     if (o->metrics_file)
         metrics = metrics_start(&a->store, cmd->mountpoint, o->metrics_file,
                                 o->metrics_interval);
+    if (store_writeback_start(&a->store) < 0) {
+        log_error(&a->store.log, "write-behind cannot start its threads");
+        goto out_signals;
+    }
     if (cmd->singlethread) {
         rc = fuse_loop(f) < 0 ? 1 : 0;   /* > 0: ended by a signal: clean */
     } else {
@@ -296,6 +303,46 @@ out_unmount:
 out_destroy:
     fuse_destroy(f);
     return rc;
+}
+
+/* -o writeback: the journal of ACCT's endpoint (DIR: -o journal_dir=, else
+ * /var/lib/aztfs for root, else $XDG_STATE_HOME/aztfs or
+ * ~/.local/state/aztfs), its queue loaded and sent before the mount
+ * serves. Returns 0 or -1 after printing why. */
+static int open_writeback(struct aztfs *a, const struct aztfs_opts *o,
+                          const struct account *acct)
+{
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    char *dir = NULL, *name = NULL, hex[17];
+    int rc;
+
+    SHA256((const unsigned char *)acct->endpoint, strlen(acct->endpoint), md);
+    for (int i = 0; i < 8; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    if (o->journal_dir)
+        dir = strdup(o->journal_dir);
+    else if (getuid() == 0)
+        dir = strdup("/var/lib/aztfs");
+    else if (xdg && *xdg == '/')
+        rc = asprintf(&dir, "%s/aztfs", xdg) < 0 ? (dir = NULL, -1) : 0;
+    else if (home && *home == '/')
+        rc = asprintf(&dir, "%s/.local/state/aztfs", home) < 0 ? (dir = NULL, -1) : 0;
+    if (!dir || asprintf(&name, "%s-%s.journal", acct->name ? acct->name : "account",
+                         hex) < 0) {
+        fprintf(stderr, "aztfs: no journal directory (give -o journal_dir=)\n");
+        free(dir);
+        return -1;
+    }
+    struct wb_config cfg = { dir, name, o->writeback_ms / 1000.0,
+                             (size_t)o->writeback_queue_mb * 1024 * 1024, 4 };
+    rc = store_writeback_open(&a->store, &cfg);
+    if (rc < 0)
+        fprintf(stderr, "aztfs: the write-behind journal in %s cannot be used: %s\n", dir,
+                strerror(-rc));
+    free(dir);
+    free(name);
+    return rc < 0 ? -1 : 0;
 }
 
 /* Set up mount A from the options O and account ACCT (borrowed: both
@@ -338,7 +385,7 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
         a->store.log.level = LOG_LVL_QUIET;
     rc = probe_account(a, acct);
     a->store.log.level = lvl;
-    if (rc < 0)
+    if (rc < 0 || (o->writeback && open_writeback(a, o, acct) < 0))
         return -1;
     for (char **t = a->store.tables; t && *t; t++)
         if (cache_dir_lookup(a->store.cache, "/", *t, NULL) == -ENOENT)
@@ -410,6 +457,7 @@ int main(int argc, char *argv[])
     }
     rc = open_mount(&a, &o, &acct, &cs) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o);
     view_pending_free(a.views);     /* its queries use the store's client */
+    store_writeback_close(&a.store);    /* unmounted: what is queued is sent */
     store_free(&a.store);
     token_cache_free(acct.tokens);
     scratch_free(a.scratch);

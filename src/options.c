@@ -44,6 +44,10 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE),
     FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
     OPT("ino32", ino32),
+    OPT("writeback", writeback),
+    OPT("writeback=%u", writeback_ms),
+    OPT("journal_dir=%s", journal_dir),
+    OPT("writeback_queue=%lu", writeback_queue_mb),
     /* libfuse's, but aztfs sets them itself (fsops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
@@ -183,6 +187,8 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     o->retry_time = 120;
     o->metrics_interval = 60;
     o->umask = o->file_mode = o->dir_mode = UINT_MAX;
+    o->writeback_ms = UINT_MAX;
+    o->writeback_queue_mb = 16;
     if (fuse_opt_parse(args, o, opt_spec, opt_proc) == -1)
         return -EINVAL;
     if (o->n_positional == 2) {
@@ -228,6 +234,16 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
         fprintf(stderr, "aztfs: metrics_interval must be between 1 and 86400 seconds\n");
         return -EINVAL;
     }
+    if (o->writeback_ms != UINT_MAX)
+        o->writeback = 1;
+    else
+        o->writeback_ms = WRITEBACK_MS_DEFAULT;
+    if (o->writeback_ms > 60000 || o->writeback_queue_mb < 1 ||
+        o->writeback_queue_mb > 4096) {
+        fprintf(stderr, "aztfs: writeback= must be at most 60000 ms and writeback_queue "
+                "between 1 and 4096 MiB\n");
+        return -EINVAL;
+    }
     if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retry_time <= 0 ||
         o->retries < 0) {
         fprintf(stderr, "aztfs: timeouts must be positive and retries not negative\n");
@@ -239,6 +255,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
 void options_free(struct aztfs_opts *o)
 {
     free(o->config);
+    free(o->journal_dir);
     free(o->loglevel);
     free(o->cafile);
     free(o->tables);
@@ -333,6 +350,12 @@ void options_usage(const char *progname)
            "    -o umask=M              files 0666 & ~M, directories 0777 & ~M (octal)\n"
            "    -o file_mode=M          permission bits of files (octal; default 0644)\n"
            "    -o dir_mode=M           permission bits of directories (octal; default 0755)\n"
+           "    -o writeback[=MS]       write-behind: a change is acknowledged once the\n"
+           "                            journal holds it on disk, and sent in batches of\n"
+           "                            up to 100 per partition within MS (200)\n"
+           "    -o journal_dir=DIR      its journal (default $XDG_STATE_HOME/aztfs, else\n"
+           "                            ~/.local/state/aztfs; /var/lib/aztfs for root)\n"
+           "    -o writeback_queue=MIB  queued changes at most; writers wait beyond (16)\n"
            "    -o ino32                inode numbers below 2^32, for 32-bit programs\n"
            "                            (two files may then share one: doc/USAGE.md)\n"
            "    -o allow_other          let other users in; the kernel then checks the\n"

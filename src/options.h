@@ -6,6 +6,8 @@
 
 /* Seconds an absence is believed (-o negative_timeout). */
 #define NEGATIVE_TIMEOUT_DEFAULT 1.0
+/* Milliseconds a queued change waits for batch-mates (-o writeback). */
+#define WRITEBACK_MS_DEFAULT 200
 #include <fuse.h>
 
 struct aztfs_opts {
@@ -37,6 +39,10 @@ struct aztfs_opts {
     unsigned file_mode;       /* -o file_mode=OCTAL; after parsing, the mode of files */
     unsigned dir_mode;        /* -o dir_mode=OCTAL; after parsing, the mode of directories */
     int ino32;                /* -o ino32: inode numbers below 2^32 */
+    int writeback;            /* -o writeback[=MS]: write-behind */
+    unsigned writeback_ms;    /* its delay (UINT_MAX until given) */
+    char *journal_dir;        /* -o journal_dir=DIR */
+    unsigned long writeback_queue_mb; /* -o writeback_queue=MiB: writers wait beyond it */
     char *positional[2];      /* non-option arguments, in order */
     int n_positional;
     int show_help;

@@ -76,6 +76,8 @@ static int scan_new(struct store *st, const struct fspath *fp, const char *dir,
         goto fail;
     if (fp->kind == FSP_PARTITION && !(filter = table_filter_partition(fp->pk)))
         goto fail;
+    if (fp->kind != FSP_ROOT)
+        store_settle(st, dir);  /* write-behind: the listing holds the queued changes */
     if (!(fp->kind == FSP_ROOT && st->tables)) {
         if ((rc = table_cursor_new(&s->cur, s->table, filter, NULL, 0)) < 0)
             goto fail;

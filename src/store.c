@@ -10,6 +10,7 @@
 #include "keycodec.h"
 #include "scan.h"
 #include "store.h"
+#include "store_int.h"
 
 /* Entities fetched at once when a listed entity is no longer cached: a
  * page (1000), but no more than a quarter of the cache at 1 KiB each, so
@@ -25,7 +26,7 @@
  * (which recorded the old size and mtime, or lacks or holds the name
  * wrongly), and the table's listing when it lacks the partition. The next
  * stat, read or ls then agree on the entity as it is. */
-static void forget_entity(struct store *s, const char *path, const struct fspath *fp)
+void store_forget_entity(struct store *s, const char *path, const struct fspath *fp)
 {
     char *tdir;
 
@@ -52,8 +53,8 @@ static void note_absent(struct store *s, const char *path, const struct fspath *
 /* The mount wrote entity FP and F is what it holds now (F NULL: written,
  * attributes unknown; GONE: deleted): the cached listings of its partition
  * and table say so, without asking the service again. */
-static void shown_in_listing(struct store *s, const struct fspath *fp,
-                             const struct cache_file *f, int exists)
+void store_shown_in_listing(struct store *s, const struct fspath *fp,
+                            const struct cache_file *f, int exists)
 {
     struct timespec none = { 0, 0 };
     struct listing *l;
@@ -187,6 +188,9 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
 {
     int rc, listed, in_order;
 
+    /* a queued change (write-behind) is what the entity is */
+    if ((rc = store_pending_load(s, fp, path, out)) != 0)
+        return rc < 0 ? rc : 0;
     if (cache_get_file(s->cache, path, out) == 0)
         return 0;
     if (cache_absent(s->cache, path))
@@ -254,10 +258,10 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
         rc = point_read(s, fp, path, out);
     if (rc == -ENOENT) {
         log_info(&s->log, "%s: deleted by someone else", path);
-        forget_entity(s, path, fp);
+        store_forget_entity(s, path, fp);
         note_absent(s, path, fp);
     } else if (rc == 0) {
-        shown_in_listing(s, fp, out, 1);
+        store_shown_in_listing(s, fp, out, 1);
     }
     return rc;
 }
@@ -346,7 +350,7 @@ static void cache_after_write(struct store *s, const char *path, const struct fs
                            cache_known_dir(s->cache, fp->parent) ? CACHE_LISTED : 0, NULL,
                            &f) == 0)
         shown = 1;
-    shown_in_listing(s, fp, shown ? &f : NULL, 1);
+    store_shown_in_listing(s, fp, shown ? &f : NULL, 1);
     cache_file_clear(&f);
     json_decref(e);
 }
@@ -462,7 +466,19 @@ int store_save(struct store *s, const char *path, const char *text, size_t len, 
             rc = -ENOMEM;
         goto out;
     }
-    rc = table_write_entity(s->tc, fp.table, fp.pk, fp.rk, wire, how, etag, &got_etag, &st);
+    if (s->wb) {
+        rc = store_queue_write(s, path, &fp, wire, how, etag, &got_etag);
+        if (rc == 0) {
+            if (new_etag) {
+                *new_etag = got_etag;
+                got_etag = NULL;
+            }
+            goto out;
+        }
+    } else {
+        rc = table_write_entity(s->tc, fp.table, fp.pk, fp.rk, wire, how, etag, &got_etag,
+                                &st);
+    }
     if (rc == 0) {
         cache_after_write(s, path, &fp, wire, got_etag, how != TW_MERGE);
         if (new_etag) {
@@ -476,7 +492,7 @@ int store_save(struct store *s, const char *path, const char *text, size_t len, 
                           rc == -EEXIST ? "an entity with this key was created meanwhile" :
                           rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
         if (rc == -ESTALE || rc == -EEXIST || rc == -ENOENT)
-            forget_entity(s, path, &fp);
+            store_forget_entity(s, path, &fp);
     }
 out:
     json_decref(wire);
@@ -529,7 +545,8 @@ int store_delete(struct store *s, struct fspath *fp, const char *path)
 
     if ((rc = store_load_keyed(s, fp, path, &f)) < 0)
         return rc;
-    rc = table_delete_entity(s->tc, fp->table, fp->pk, fp->rk, f.etag, &st);
+    rc = s->wb ? store_queue_delete(s, path, fp, f.etag) :
+                 table_delete_entity(s->tc, fp->table, fp->pk, fp->rk, f.etag, &st);
     cache_file_clear(&f);
     if (rc < 0)
         store_log_failure(s, "delete", path, rc, &st,
@@ -538,10 +555,10 @@ int store_delete(struct store *s, struct fspath *fp, const char *path)
                           rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
     if (rc == 0) {
         store_forget(s, path);
-        shown_in_listing(s, fp, NULL, 0);
+        store_shown_in_listing(s, fp, NULL, 0);
         (void)cache_put_absent(s->cache, path);
     } else if (rc == -ESTALE || rc == -ENOENT) {
-        forget_entity(s, path, fp);
+        store_forget_entity(s, path, fp);
     } else {
         store_forget(s, path);
     }
@@ -577,18 +594,21 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
     ops[0] = (struct table_batch_op){ exists ? TB_REPLACE : TB_INSERT, tf->rk, wire,
                                       exists ? dst.etag : NULL, &new_etag };
     ops[1] = (struct table_batch_op){ TB_DELETE, ff->rk, NULL, src.etag, NULL };
-    rc = table_batch(s->tc, ff->table, ff->pk, ops, 2, &st);
+    rc = s->wb ? store_queue_rename(s, from, ff, src.etag, to, tf, exists ? dst.etag : NULL,
+                                    wire, &new_etag) :
+                 table_batch(s->tc, ff->table, ff->pk, ops, 2, &st);
     if (rc < 0) {
         store_log_failure(s, "rename", from, rc, &st, rc == -ESTALE ?
                           "source or target changed meanwhile; nothing changed" :
                           "nothing changed");
-        forget_entity(s, from, ff);
-        forget_entity(s, to, tf);
+        store_forget_entity(s, from, ff);
+        store_forget_entity(s, to, tf);
     } else {
         store_forget(s, from);
-        shown_in_listing(s, ff, NULL, 0);
+        store_shown_in_listing(s, ff, NULL, 0);
         (void)cache_put_absent(s->cache, from);
-        cache_after_write(s, to, tf, wire, new_etag, 1);
+        if (!s->wb)         /* write-behind: shown when queued */
+            cache_after_write(s, to, tf, wire, new_etag, 1);
     }
     if (rc == 0) {
         *from_etag = src.etag;

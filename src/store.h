@@ -97,5 +97,32 @@ int store_delete(struct store *s, struct fspath *fp, const char *path);
 int store_rename(struct store *s, const char *from, struct fspath *ff, const char *to,
                  struct fspath *tf, char **from_etag, char **to_etag);
 
+/* --- write-behind (-o writeback; storewb.c) ------------------------------------ */
+
+struct wb_config;
+
+/* Open the journal of CFG, load what it holds and send it now, before the
+ * mount serves (a crash's changes; those that fail stay reported).
+ * Returns 0 or -errno (logged). */
+int store_writeback_open(struct store *s, const struct wb_config *cfg);
+
+/* Start sending in the background (after daemonizing). 0 or -errno. */
+int store_writeback_start(struct store *s);
+
+/* Send what is queued and close the journal (unmount). */
+void store_writeback_close(struct store *s);
+
+/* fsync of PATH (an entity, a directory, "/"): the queued changes under it
+ * sent, waiting for them. Returns 0, or -EIO when a change under PATH
+ * failed and was not dealt with. Synchronous mode: 0. */
+int store_sync(struct store *s, const char *path);
+
+/* The root's user.aztfs.pending (at most about LIMIT bytes; malloc'd), or
+ * NULL when the mount is synchronous (or out of memory). */
+char *store_pending_json(struct store *s, size_t limit);
+
+/* Drop the failed change of PATH ("*": all) from the journal: 0, or
+ * -ENOENT when there is none. */
+int store_discard(struct store *s, const char *path);
 
 #endif

@@ -8,6 +8,7 @@
 #include "fspath.h"
 #include "keycodec.h"
 #include "storecore.h"
+#include "writeback.h"
 
 /* See storecore.h. */
 int store_open(struct store *s, const struct account *acct, const struct http_config *hc,
@@ -118,6 +119,21 @@ int store_list_entity(struct store *s, const char *dir, const json_t *e, struct 
         *len = shown.len;
     free(shown.name);
     return rc;
+}
+
+/* See storecore.h. */
+void store_settle(struct store *s, const char *dir)
+{
+    if (s->wb && wb_queued(s->wb, dir)) {
+        log_debug(&s->log, "%s: its queued changes are sent before it is listed", dir);
+        (void)wb_flush(s->wb, dir, 1);
+    }
+}
+
+/* See storecore.h. */
+int store_queued_in(struct store *s, const char *dir)
+{
+    return s->wb ? wb_queued(s->wb, dir) : 0;
 }
 
 /* See storecore.h. */

@@ -21,8 +21,11 @@
 
 /* One mount's view of the service: its client, its cache and the options
  * that shape what is asked and kept. */
+struct writeback;
+
 struct store {
     struct table_client *tc;     /* owned (store_open) */
+    struct writeback *wb;        /* owned: -o writeback's queue (NULL: synchronous) */
     struct cache *cache;         /* owned (store_open) */
     struct logger log;
     struct http_stats stats;     /* the client's counters */
@@ -71,6 +74,15 @@ int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsign
  * -errno (-ENOMEM, a listing too big). */
 int store_list_entity(struct store *s, const char *dir, const json_t *e, struct listing *l,
                       size_t *len);
+
+/* A listing of directory DIR is about to be fetched from the service:
+ * with write-behind, the queued changes in it are sent first (waiting for
+ * them), so the listing holds them. */
+void store_settle(struct store *s, const char *dir);
+
+/* With write-behind, are changes in directory DIR queued (so it exists,
+ * whatever the service says yet)? 1 or 0. */
+int store_queued_in(struct store *s, const char *dir);
 
 /* Drop what the cache holds at PATH (an entity or a listing) and tell the
  * layer above (s->dropped), so that the next stat or read asks again. */

@@ -82,6 +82,11 @@ int store_partition_exists(struct store *s, struct fspath *fp, int fresh)
         free(pdir);
         return -ENOMEM;
     }
+    if (store_queued_in(s, pdir)) {     /* write-behind: it holds queued entities */
+        free(filter);
+        free(pdir);
+        return 1;
+    }
     rc = store_probe(s, fp->table, filter, table_select_key(ENTITY_RK), &st);
     if (rc < 0 && rc != -ENOENT)
         store_log_failure(s, "look up", pdir, rc, &st, NULL);
@@ -147,8 +152,10 @@ int store_partition_made(struct store *s, const struct fspath *fp)
 int store_remove_table(struct store *s, const char *path, const char *table)
 {
     struct az_status st = { 0 };
-    int rc = store_table_probe(s, table, &st);
+    int rc;
 
+    store_settle(s, path);      /* write-behind: its queued changes first */
+    rc = store_table_probe(s, table, &st);
     if (rc == 1)
         rc = -ENOTEMPTY;
     if (rc == 0)

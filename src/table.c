@@ -167,7 +167,10 @@ int table_write_applied(void *ctx, const struct http_response *resp)
         json_decref(e);
         return rc == -ENOENT ? 1 : rc < 0 ? rc : 0;
     }
-    http_send_window(resp, &since);
+    if (p->since)
+        since = *p->since;
+    else
+        http_send_window(resp, &since);
     free(p->etag);
     p->etag = NULL;
     rc = entity_holds(p->tc, p->table, p->pk, p->rk, p->entity, p->merged, &since, &p->etag);
@@ -258,7 +261,7 @@ int table_write_entity(struct table_client *tc, const char *table, const char *p
         what = NULL;
         goto out;
     }
-    probe = (struct write_probe){ tc, what, table, pk, rk, entity, how == TW_MERGE, NULL };
+    probe = (struct write_probe){ tc, what, table, pk, rk, entity, how == TW_MERGE, NULL, NULL };
     rq.path = path;
     rq.body = body;
     rq.body_len = strlen(body);
@@ -282,7 +285,7 @@ int table_delete_entity(struct table_client *tc, const char *table, const char *
     struct http_response resp;
     char *path = table_entity_path(table, pk, rk), *ifmatch = NULL;
     const char *extra[2] = { NULL, NULL };
-    struct write_probe probe = { tc, "delete entity", table, pk, rk, NULL, 0, NULL };
+    struct write_probe probe = { tc, "delete entity", table, pk, rk, NULL, 0, NULL, NULL };
     struct table_req rq = {
         .kind = TK_DELETE, .method = "DELETE", .path = path, .extra = extra,
         .what = "delete entity", .settle = table_write_applied, .settle_ctx = &probe,

@@ -148,6 +148,13 @@ static int stream_new(struct store *s, const struct fspath *fp, const char *dir,
         rc = userfilter_build(pk, fp->filter, &filter, &why);
     if (rc == -EINVAL)
         store_log_failure(s, "query view", dir, rc, NULL, why);     /* nothing sent */
+    if (rc == 0) {      /* write-behind: the query sees the table's queued changes */
+        char *tdir = fspath_join("/", fp->table);
+
+        if (tdir)
+            store_settle(s, tdir);
+        free(tdir);
+    }
     if (rc == 0 && (rc = table_cursor_new(&v->cur, v->table, filter, NULL, 0)) == 0)
         table_cursor_unbounded(v->cur);     /* a selective filter: empty pages go on */
     free(filter);

@@ -1,0 +1,722 @@
+/* writeback.c - write-behind: the queue of changes by partition and
+ * entity, merging two changes of one entity, what an applied or failed
+ * change leaves behind, flushes, the pending report (writeback.h). The
+ * batches and sending threads are wbsend.c's; opening, replaying and
+ * closing the journal wbreplay.c's. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "failring.h"
+#include "hash.h"
+#include "wb_int.h"
+
+/* Tokens remembered after their change was sent (for files still open
+ * with one): at most this many, the oldest forgotten first. */
+#define WB_DONE_MAX 16384
+
+/* A hook call to make once the lock is released (wb_int.h). */
+struct wb_call {
+    int applied;
+    char *path;
+    json_t *entity;
+    int exact;
+    char *etag;
+    struct wb_call *next;
+};
+
+/* See wb_int.h. */
+struct timespec wb_now(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t;
+}
+
+/* --- the maps ------------------------------------------------------------------ */
+
+/* See wb_int.h. */
+struct wb_ent *wb_ent_get(struct writeback *wb, const char *path, int create)
+{
+    size_t b = hash_fnv1a(path) % wb->n_ent_buckets;
+    struct wb_ent *e;
+
+    for (e = wb->ents[b]; e; e = e->hnext)
+        if (strcmp(e->path, path) == 0)
+            return e;
+    if (!create || !(e = calloc(1, sizeof(*e))))
+        return NULL;
+    if (!(e->path = strdup(path))) {
+        free(e);
+        return NULL;
+    }
+    e->hnext = wb->ents[b];
+    wb->ents[b] = e;
+    wb->n_ents++;
+    return e;
+}
+
+/* Free PATH's entity entry when nothing refers to it any more. */
+void wb_ent_release(struct writeback *wb, struct wb_ent *e)
+{
+    struct wb_ent **pp = &wb->ents[hash_fnv1a(e->path) % wb->n_ent_buckets];
+
+    if (e->last || e->failed)
+        return;
+    while (*pp != e)
+        pp = &(*pp)->hnext;
+    *pp = e->hnext;
+    wb->n_ents--;
+    free(e->path);
+    free(e);
+}
+
+/* The partition entry of directory DIR (created with TABLE and PK), or NULL. */
+struct wb_part *wb_part_get(struct writeback *wb, const char *dir, int create)
+{
+    size_t b = hash_fnv1a(dir) % wb->n_part_buckets;
+    struct wb_part *p;
+
+    for (p = wb->parts[b]; p; p = p->hnext)
+        if (strcmp(p->dir, dir) == 0)
+            return p;
+    if (!create || !(p = calloc(1, sizeof(*p))))
+        return NULL;
+    if (!(p->dir = strdup(dir))) {
+        free(p);
+        return NULL;
+    }
+    p->hnext = wb->parts[b];
+    wb->parts[b] = p;
+    wb->n_parts++;
+    return p;
+}
+
+/* Remember that TOKEN's change was sent and the service gave ETAG. */
+void wb_done_put(struct writeback *wb, const char *token, const char *etag)
+{
+    size_t b = hash_fnv1a(token) % wb->n_done_buckets;
+    struct wb_done *d;
+
+    if (!etag)
+        return;
+    if (wb->n_dones >= WB_DONE_MAX) {
+        /* forget a whole bucket's worth: cheap, and bounded */
+        size_t drop = (b + 1) % wb->n_done_buckets;
+
+        while (wb->dones[drop]) {
+            d = wb->dones[drop];
+            wb->dones[drop] = d->hnext;
+            free(d->token);
+            free(d->etag);
+            free(d);
+            wb->n_dones--;
+        }
+    }
+    if (!(d = calloc(1, sizeof(*d))) || !(d->token = strdup(token)) ||
+        !(d->etag = strdup(etag))) {
+        if (d)
+            free(d->token);
+        free(d);
+        return;     /* a file open with this token then gets ESTALE */
+    }
+    d->hnext = wb->dones[b];
+    wb->dones[b] = d;
+    wb->n_dones++;
+}
+
+/* --- ops ----------------------------------------------------------------------- */
+
+/* OP's token (what the entity shows as its ETag while it is queued) in OUT. */
+void wb_op_token(const struct wb_op *op, char out[64])
+{
+    snprintf(out, 64, WB_TOKEN_PREFIX "%" PRIu64 "\"", op->seq);
+}
+
+const char *wb_kind_name(enum wb_kind k)
+{
+    return k == WB_INSERT ? "insert" : k == WB_REPLACE ? "replace" :
+           k == WB_MERGE ? "merge" : "delete";
+}
+
+void wb_op_free(struct wb_op *op)
+{
+    if (!op)
+        return;
+    json_decref(op->entity);
+    free(op->if_match);
+    free(op->path);
+    free(op->table);
+    free(op->pk);
+    free(op->rk);
+    free(op->why);
+    free(op);
+}
+
+/* See wb_int.h. */
+void wb_part_unlink(struct wb_op *op)
+{
+    struct wb_part *p = op->part;
+
+    if (op->prev)
+        op->prev->next = op->next;
+    else
+        p->head = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    else
+        p->tail = op->prev;
+    op->prev = op->next = NULL;
+    p->n--;
+}
+
+/* Append OP to its partition's queue. */
+void wb_part_push_back(struct wb_op *op)
+{
+    struct wb_part *p = op->part;
+
+    op->next = NULL;
+    op->prev = p->tail;
+    if (p->tail)
+        p->tail->next = op;
+    else
+        p->head = op;
+    p->tail = op;
+    p->n++;
+}
+
+/* See wb_int.h. */
+void wb_part_push_front(struct wb_op *op)
+{
+    struct wb_part *p = op->part;
+
+    op->prev = NULL;
+    op->next = p->head;
+    if (p->head)
+        p->head->prev = op;
+    else
+        p->tail = op;
+    p->head = op;
+    p->n++;
+}
+
+/* Put NEW where OLD is in its partition's queue and in its entity's chain. */
+void wb_op_swap(struct writeback *wb, struct wb_op *old, struct wb_op *new)
+{
+    struct wb_part *p = old->part;
+    struct wb_ent *e = wb_ent_get(wb, old->path, 0);
+
+    new->prev = old->prev;
+    new->next = old->next;
+    if (old->prev)
+        old->prev->next = new;
+    else
+        p->head = new;
+    if (old->next)
+        old->next->prev = new;
+    else
+        p->tail = new;
+    new->dep = old->dep;
+    if (old->dep)
+        old->dep->succ = new;
+    if (e && e->last == old)
+        e->last = new;
+    new->queued_at = old->queued_at;
+    wb->bytes -= old->bytes;
+    wb->bytes += new->bytes;
+    wb_op_free(old);
+}
+
+/* The journal record of OP (a new reference), REPLACES: the seq of the
+ * change it was merged into (0: none). */
+json_t *wb_op_record(const struct wb_op *op, uint64_t replaces)
+{
+    json_t *r = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:O?, s:I, s:I, s:I}",
+                          "t", "op", "seq", (json_int_t)op->seq, "path", op->path,
+                          "table", op->table, "pk", op->pk, "rk", op->rk,
+                          "k", wb_kind_name(op->kind), "if", op->if_match, "e", op->entity,
+                          "dep", (json_int_t)(op->dep ? op->dep->seq : 0),
+                          "g", (json_int_t)op->group, "replaces", (json_int_t)replaces);
+
+    if (r && op->sent_at.tv_sec &&
+        json_object_set_new(r, "sent", json_real((double)op->sent_at.tv_sec +
+                                                 op->sent_at.tv_nsec / 1e9)) < 0) {
+        json_decref(r);
+        r = NULL;
+    }
+    return r;
+}
+
+/* See wb_int.h. */
+json_t *wb_seq_array(struct wb_op **ops, size_t n)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; a && i < n; i++)
+        if (json_array_append_new(a, json_integer((json_int_t)ops[i]->seq)) < 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    return a;
+}
+
+/* See wb_int.h. */
+int wb_journal(struct writeback *wb, json_t *rec)
+{
+    uint64_t lsn = 0;
+    int rc;
+
+    if (!rec)
+        return -ENOMEM;
+    if (!wb->j) {           /* replaying: the records are already there */
+        json_decref(rec);
+        return 0;
+    }
+    rc = journal_append(wb->j, rec, &lsn);
+    json_decref(rec);
+    return rc < 0 ? rc : journal_sync(wb->j, lsn);
+}
+
+/* --- merging ----------------------------------------------------------------- */
+
+/* A's properties with B's over them (a Merge of B onto A): a new
+ * reference, or NULL. A property B sets loses A's type annotation. */
+static json_t *props_merged(const json_t *a, const json_t *b)
+{
+    json_t *m = json_deep_copy(a), *v;
+    const char *k;
+
+    if (!m)
+        return NULL;
+    json_object_foreach((json_t *)b, k, v) {
+        char ann[300];
+
+        if (strstr(k, "@odata.type"))
+            continue;
+        snprintf(ann, sizeof(ann), "%s@odata.type", k);
+        json_object_del(m, ann);
+    }
+    if (json_object_update(m, (json_t *)b) < 0) {
+        json_decref(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Can change C be made now, given the entity's queued change LAST (may be
+ * NULL)? 0 (with *if_match a malloc'd ETag to guard it with, or NULL), or
+ * -errno. */
+static int change_check(struct writeback *wb, const struct wb_change *c,
+                        const struct wb_op *last, char **if_match)
+{
+    char tok[64];
+
+    *if_match = NULL;
+    if (last) {
+        wb_op_token(last, tok);
+        if (last->kind == WB_DELETE)
+            return c->kind == WB_INSERT ? 0 : -ENOENT;
+        if (c->kind == WB_INSERT)
+            return -EEXIST;
+        if (!c->if_match || strcmp(c->if_match, tok) != 0)
+            return -ESTALE;
+        return (*if_match = strdup(tok)) ? 0 : -ENOMEM;
+    }
+    if (c->kind == WB_INSERT)
+        return 0;
+    if (c->if_match && strncmp(c->if_match, WB_TOKEN_PREFIX, strlen(WB_TOKEN_PREFIX)) == 0) {
+        int r = wb_resolve(wb, c->if_match, if_match);
+
+        return r == 1 ? 0 : r < 0 ? r : -ESTALE;
+    }
+    return (*if_match = strdup(c->if_match ? c->if_match : "*")) ? 0 : -ENOMEM;
+}
+
+/* The op for change C (IF_MATCH stolen), merged into the entity's queued
+ * change LAST when that one can still change (*merged set), else waiting
+ * for it. *OUT NULL with 0: C undoes LAST (an insert deleted). */
+static int op_build(struct writeback *wb, const struct wb_change *c, char *if_match,
+                    struct wb_op *last, uint64_t group, struct wb_op **out, int *merged)
+{
+    struct wb_op *op = calloc(1, sizeof(*op));
+    enum wb_kind k = c->kind;
+    json_t *e = c->entity ? json_deep_copy(c->entity) : NULL;
+
+    *out = NULL;
+    *merged = last && last->state == WS_QUEUED && !last->sent_at.tv_sec && !last->group &&
+              !group;
+    if (*merged) {
+        free(if_match);
+        if_match = last->if_match ? strdup(last->if_match) : NULL;
+        if (last->kind == WB_INSERT && k == WB_DELETE) {
+            free(op);
+            free(if_match);
+            return 0;
+        }
+        if (k == WB_MERGE && last->kind != WB_DELETE) {
+            json_decref(e);
+            e = props_merged(last->entity, c->entity);
+            k = last->kind;         /* insert/replace stay; merge onto merge */
+        } else if (last->kind == WB_INSERT) {
+            k = WB_INSERT;          /* an insert rewritten: still an insert */
+        } else if (last->kind == WB_DELETE) {
+            k = WB_REPLACE;         /* deleted and made again: a replace */
+        }
+    }
+    if (!op || (c->entity && !e) || (last && *merged && last->if_match && !if_match)) {
+        free(op);
+        json_decref(e);
+        free(if_match);
+        return -ENOMEM;
+    }
+    op->seq = wb->next_seq++;
+    op->kind = k;
+    op->entity = e;
+    op->if_match = if_match;
+    op->group = group;
+    op->queued_at = wb_now();
+    if (!(op->path = strdup(c->path)) || !(op->table = strdup(c->table)) ||
+        !(op->pk = strdup(c->pk)) || !(op->rk = strdup(c->rk))) {
+        wb_op_free(op);
+        return -ENOMEM;
+    }
+    if (last && !*merged)
+        op->dep = last;
+    op->bytes = 512 + 2 * strlen(c->path) + (e ? json_dumpb(e, NULL, 0, JSON_COMPACT) : 0);
+    *out = op;
+    return 0;
+}
+
+/* Queue change C (checked) and journal it; *lsn gets the record's end.
+ * TOKEN (may be NULL) gets the entity's new token. Lock held. */
+static int change_queue(struct writeback *wb, const struct wb_change *c, uint64_t group,
+                        char **token, uint64_t *lsn)
+{
+    struct wb_ent *e = wb_ent_get(wb, c->path, 1);
+    struct wb_op *op = NULL, *last = e ? e->last : NULL;
+    char *if_match = NULL, *dir, tok[64];
+    json_t *rec;
+    int rc, merged = 0;
+
+    if (!e)
+        return -ENOMEM;
+    if ((rc = change_check(wb, c, last, &if_match)) < 0 ||
+        (rc = op_build(wb, c, if_match, last, group, &op, &merged)) < 0)
+        goto out;
+    if (op)
+        rec = wb_op_record(op, merged ? last->seq : 0);
+    else
+        rec = json_pack("{s:s, s:I}", "t", "drop", "seq", (json_int_t)last->seq);
+    if (!rec || (rc = journal_append(wb->j, rec, lsn)) < 0) {
+        json_decref(rec);
+        wb_op_free(op);
+        rc = rc < 0 ? rc : -ENOMEM;
+        goto out;
+    }
+    json_decref(rec);
+    if (!op) {                      /* an insert deleted before it was sent */
+        wb_part_unlink(last);
+        wb->n_queued--;
+        wb->bytes -= last->bytes;
+        e->last = last->dep;
+        if (last->dep)
+            last->dep->succ = NULL;
+        wb_op_free(last);
+        goto out;
+    }
+    if (merged) {
+        op->part = last->part;
+        wb_op_swap(wb, last, op);
+    } else {
+        dir = strndup(c->path, (size_t)(strrchr(c->path, '/') - c->path));
+        op->part = dir ? wb_part_get(wb, dir, 1) : NULL;
+        free(dir);
+        if (!op->part) {            /* journalled: the replay will queue it */
+            wb_op_free(op);
+            rc = -ENOMEM;
+            goto out;
+        }
+        if (op->part->table == NULL && (!(op->part->table = strdup(c->table)) ||
+                                         !(op->part->pk = strdup(c->pk)))) {
+            wb_op_free(op);
+            rc = -ENOMEM;
+            goto out;
+        }
+        if (last)
+            last->succ = op;
+        wb_part_push_back(op);
+        wb->n_queued++;
+        wb->bytes += op->bytes;
+        e->last = op;
+    }
+    if (e->failed) {                /* a new change replaces a failed one */
+        struct wb_op *f = e->failed;
+
+        e->failed = NULL;
+        if (f->prev)
+            f->prev->next = f->next;
+        else
+            wb->failed_head = f->next;
+        if (f->next)
+            f->next->prev = f->prev;
+        wb->n_failed--;
+        rec = json_pack("{s:s, s:I}", "t", "drop", "seq", (json_int_t)f->seq);
+        if (rec)
+            (void)journal_append(wb->j, rec, lsn);
+        json_decref(rec);
+        wb_op_free(f);
+    }
+    wb_op_token(op, tok);
+    if (token && c->kind != WB_DELETE && !(*token = strdup(tok)))
+        rc = -ENOMEM;
+out:
+    if (e && !e->last && !e->failed)
+        wb_ent_release(wb, e);
+    return rc;
+}
+
+/* See writeback.h. */
+int wb_submit(struct writeback *wb, const struct wb_change *c, size_t n, char **tokens)
+{
+    uint64_t lsn = 0, group = 0;
+    int rc = 0;
+
+    if (tokens)
+        for (size_t i = 0; i < n; i++)
+            tokens[i] = NULL;
+    pthread_mutex_lock(&wb->mu);
+    while (wb->bytes >= wb->cfg.max_bytes && !wb->stopping) {
+        wb->urgent = 1;         /* the queue is full: send, and wait for room */
+        pthread_cond_broadcast(&wb->work_cv);
+        pthread_cond_wait(&wb->done_cv, &wb->mu);
+    }
+    /* every change checked before any is queued: all or nothing */
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct wb_ent *e = wb_ent_get(wb, c[i].path, 0);
+        char *im = NULL;
+
+        rc = change_check(wb, &c[i], e ? e->last : NULL, &im);
+        free(im);
+    }
+    if (n > 1)
+        group = wb->next_seq;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = change_queue(wb, &c[i], group, tokens ? &tokens[i] : NULL, &lsn);
+    if (rc == 0)
+        pthread_cond_signal(&wb->work_cv);
+    pthread_mutex_unlock(&wb->mu);
+    if (rc == 0 && lsn)
+        rc = journal_sync(wb->j, lsn);
+    if (rc < 0 && tokens)
+        for (size_t i = 0; i < n; i++) {
+            free(tokens[i]);
+            tokens[i] = NULL;
+        }
+    return rc;
+}
+
+/* The wall clock now as an Edm.DateTime ("2026-11-23T10:00:00.0000000Z"). */
+static void now_datetime(char out[40])
+{
+    struct timespec t;
+    struct tm tm;
+    size_t n;
+
+    clock_gettime(CLOCK_REALTIME, &t);
+    gmtime_r(&t.tv_sec, &tm);
+    n = strftime(out, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out + n, 40 - n, ".%07ldZ", t.tv_nsec / 100);
+}
+
+/* See writeback.h. */
+int wb_lookup(struct writeback *wb, const char *path, json_t **entity)
+{
+    struct wb_ent *e;
+    char tok[64], ts[40];
+    int rc = 0;
+
+    *entity = NULL;
+    pthread_mutex_lock(&wb->mu);
+    e = wb_ent_get(wb, path, 0);
+    if (e && e->last && e->last->kind == WB_DELETE) {
+        rc = -ENOENT;
+    } else if (e && e->last) {
+        struct wb_op *op = e->last;
+
+        wb_op_token(op, tok);
+        now_datetime(ts);
+        if (!(*entity = json_deep_copy(op->entity)) ||
+            json_object_set_new(*entity, "PartitionKey", json_string(op->pk)) < 0 ||
+            json_object_set_new(*entity, "RowKey", json_string(op->rk)) < 0 ||
+            json_object_set_new(*entity, "Timestamp", json_string(ts)) < 0 ||
+            json_object_set_new(*entity, "odata.etag", json_string(tok)) < 0) {
+            json_decref(*entity);
+            *entity = NULL;
+            rc = -ENOMEM;
+        } else {
+            rc = 1;
+        }
+    }
+    pthread_mutex_unlock(&wb->mu);
+    return rc;
+}
+
+/* See writeback.h. */
+int wb_resolve(struct writeback *wb, const char *etag, char **real)
+{
+    struct wb_done *d;
+    int rc = 0;
+
+    *real = NULL;
+    pthread_mutex_lock(&wb->mu);
+    for (d = wb->dones[hash_fnv1a(etag) % wb->n_done_buckets]; d; d = d->hnext)
+        if (strcmp(d->token, etag) == 0) {
+            rc = (*real = strdup(d->etag)) ? 1 : -ENOMEM;
+            break;
+        }
+    pthread_mutex_unlock(&wb->mu);
+    return rc;
+}
+
+/* --- outcomes ------------------------------------------------------------------ */
+
+/* Queue a hook call on *CALLS. */
+void wb_call_add(struct wb_call **calls, int applied, const struct wb_op *op,
+                 const char *etag)
+{
+    struct wb_call *k = calloc(1, sizeof(*k));
+
+    if (!k || !(k->path = strdup(op->path))) {
+        free(k);
+        return;     /* the cache keeps what it shows until it expires */
+    }
+    k->applied = applied;
+    k->entity = json_incref(op->entity);
+    k->exact = op->kind != WB_MERGE;
+    k->etag = etag ? strdup(etag) : NULL;
+    k->next = *calls;
+    *calls = k;
+}
+
+/* See wb_int.h. */
+void wb_calls_run(struct writeback *wb, struct wb_call *calls)
+{
+    while (calls) {
+        struct wb_call *k = calls;
+
+        calls = k->next;
+        if (k->applied && wb->hooks.applied)
+            wb->hooks.applied(wb->hooks.ctx, k->path, k->entity, k->exact, k->etag);
+        else if (!k->applied && wb->hooks.failed)
+            wb->hooks.failed(wb->hooks.ctx, k->path);
+        json_decref(k->entity);
+        free(k->path);
+        free(k->etag);
+        free(k);
+    }
+}
+
+/* See wb_int.h. */
+void wb_op_applied(struct writeback *wb, struct wb_op *op, const char *etag,
+                   struct wb_call **calls)
+{
+    struct wb_ent *e = wb_ent_get(wb, op->path, 0);
+    char tok[64];
+
+    wb_op_token(op, tok);
+    wb_done_put(wb, tok, etag);
+    if (op->succ) {             /* the next change of the entity is guarded by it */
+        free(op->succ->if_match);
+        op->succ->if_match = op->kind == WB_DELETE ? NULL : strdup(etag ? etag : "*");
+        op->succ->dep = NULL;
+    } else {
+        wb_call_add(calls, 1, op, op->kind == WB_DELETE ? NULL : etag);
+    }
+    if (e && e->last == op)
+        e->last = NULL;
+    wb->n_sending--;
+    wb->bytes -= op->bytes;
+    if (e)
+        wb_ent_release(wb, e);
+    wb_op_free(op);
+}
+
+/* Put OP on the failed list as its entity's failed change (replacing an
+ * older one), with -RC and WHY. */
+void wb_failed_keep(struct writeback *wb, struct wb_op *op, int rc, const char *why)
+{
+    struct wb_ent *e = wb_ent_get(wb, op->path, 1);
+    struct wb_op *t;
+
+    op->state = WS_FAILED;
+    op->err = -rc;
+    op->why = why ? strdup(why) : NULL;
+    op->dep = op->succ = NULL;
+    op->prev = NULL;
+    op->next = NULL;
+    if (wb->failed_head) {
+        for (t = wb->failed_head; t->next; t = t->next)
+            ;
+        t->next = op;
+        op->prev = t;
+    } else {
+        wb->failed_head = op;
+    }
+    wb->n_failed++;
+    if (e && e->failed) {
+        struct wb_op *f = e->failed;
+
+        if (f->prev)
+            f->prev->next = f->next;
+        else
+            wb->failed_head = f->next;
+        if (f->next)
+            f->next->prev = f->prev;
+        wb->n_failed--;
+        wb_op_free(f);
+    }
+    if (e)
+        e->failed = op;
+}
+
+/* See wb_int.h. */
+void wb_op_failed(struct writeback *wb, struct wb_op *op, int rc, const char *why,
+                  struct wb_call **calls)
+{
+    struct wb_ent *e = wb_ent_get(wb, op->path, 0);
+    const char *what = wb_kind_name(op->kind);
+    json_t *rec;
+
+    wb->n_sending--;
+    wb->bytes -= op->bytes;
+    /* later changes of the entity were made on top of this one: they fail
+     * with it, and the latest stands for them all */
+    while (op->succ) {
+        struct wb_op *s = op->succ;
+
+        wb_part_unlink(s);
+        wb->n_queued--;
+        wb->bytes -= s->bytes;
+        (void)wb_journal(wb, json_pack("{s:s, s:I}", "t", "drop", "seq",
+                                       (json_int_t)op->seq));
+        s->dep = NULL;
+        wb_op_free(op);
+        op = s;
+    }
+    if (e)
+        e->last = NULL;     /* the chain ended at the latest change */
+    rec = json_pack("{s:s, s:I, s:i, s:s?}", "t", "fail", "seq", (json_int_t)op->seq,
+                    "errno", -rc, "why", why);
+    (void)wb_journal(wb, rec);
+    wb_failed_keep(wb, op, rc, why);
+    log_error(wb->lg, "%s: the queued %s failed: %s%s%s; it stays in the journal, reported "
+              "by the root's user.aztfs.pending, and fsync returns EIO until the file is "
+              "written again or the change is discarded (doc/USAGE.md \"Write-behind\")",
+              op->path, what, strerror(-rc), why ? ": " : "", why ? why : "");
+    failring_add(wb->lg->failures, &(struct failure){ "writeback", op->path, -rc, 0, NULL,
+                                                      why });
+    wb_call_add(calls, 0, op, NULL);
+}

@@ -1,0 +1,314 @@
+"""Write-behind (-o writeback, issue 15): changes acknowledged once the
+journal holds them, sent in entity group transactions of up to 100 per
+partition; reads see queued changes; failed changes are kept and reported;
+a crash loses nothing acknowledged. Checked through the official SDK and the
+mount's own request counters (user.aztfs.stats)."""
+
+import errno
+import hashlib
+import json
+import math
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harness import FaultProxy, conn_str_for, unmount_path
+from test_restore import P, PER, SRC, backup, delta, kinds, rsync, sdk_state, writes
+
+LONG = "writeback=60000"        # nothing goes out before an fsync or the unmount
+
+
+def wb_options(tmp_path, extra=LONG):
+    jdir = tmp_path / "journal"
+    return ["-o", "%s,journal_dir=%s" % (extra, jdir)], jdir
+
+
+def pending(mnt):
+    return json.loads(os.getxattr(str(mnt), "user.aztfs.pending"))
+
+
+def sync_all(mnt):
+    """fsync of the mount's root: every queued change sent (or EIO)."""
+    fd = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sync_path(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def put(path, obj):
+    with open(path, "w") as f:
+        f.write(json.dumps(obj))
+
+
+def test_restore_sends_batches_and_sdk_sees_it_all(sdk, seed, mounter, tmp_path):
+    bk = backup(sdk, seed, mounter, tmp_path)
+    dst = "wbDst"
+    opts, _ = wb_options(tmp_path, "writeback")
+    mnt = mounter.mount(options=opts)
+    n = P * PER
+    before = kinds(mnt)
+    os.mkdir(os.path.join(str(mnt), dst))
+    rsync(bk, os.path.join(str(mnt), dst))
+    sync_all(mnt)
+    d = delta(before, kinds(mnt))
+    assert pending(mnt)["queued"] == 0 and pending(mnt)["failed"] == 0
+    # entity group transactions only: at most ceil(N/100) + P of them
+    assert d.get("insert", 0) == 0 and d.get("get_entity", 0) == 0, d
+    assert d.get("batch", 0) <= math.ceil(n / 100) + P, d
+    assert sum(d.values()) <= math.ceil(n / 100) + 2 * P + 5, d
+    mnt.unmount()
+    want = {k: v[0] for k, v in sdk_state(sdk, SRC).items()}
+    got = {k: v[0] for k, v in sdk_state(sdk, dst).items()}
+    assert got == want          # types included
+    # again through a fresh mount: nothing to write
+    mnt = mounter.mount(options=opts)
+    before = kinds(mnt)
+    rsync(bk, os.path.join(str(mnt), dst))
+    sync_all(mnt)
+    assert writes(delta(before, kinds(mnt))) == 0
+
+
+def test_reads_see_queued_changes_and_two_saves_merge(sdk, seed, mounter, tmp_path):
+    t = seed.table(sdk, "wbSee")
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "old", "v": 1})
+    opts, _ = wb_options(tmp_path)
+    mnt = mounter.mount(options=opts)
+    pdir = os.path.join(str(mnt), "wbSee", "p")
+    assert os.listdir(pdir) == ["old.json"]     # listed: edited by the changes below
+    put(os.path.join(pdir, "new.json"), {"v": 1})
+    put(os.path.join(pdir, "new.json"), {"v": 2})      # merged with the first
+    put(os.path.join(pdir, "old.json"), {"v": 5})
+    os.unlink(os.path.join(pdir, "old.json"))           # a replace then a delete
+    assert json.load(open(os.path.join(pdir, "new.json")))["v"] == 2
+    assert sorted(os.listdir(pdir)) == ["new.json"]
+    assert not os.path.exists(os.path.join(pdir, "old.json"))
+    p = pending(mnt)
+    assert p["queued"] == 2 and p["failed"] == 0, p
+    # not sent yet: the service still has the old state
+    assert [e["RowKey"] for e in t.list_entities()] == ["old"]
+    before = kinds(mnt)
+    sync_path(os.path.join(pdir, "new.json"))
+    d = delta(before, kinds(mnt))
+    assert d == {"batch": 1}, d
+    assert [(e["RowKey"], e["v"]) for e in t.list_entities()] == [("new", 2)]
+    # after it is sent the file keeps working: edit it again
+    put(os.path.join(pdir, "new.json"), {"v": 3})
+    sync_all(mnt)
+    assert t.get_entity("p", "new")["v"] == 3
+
+
+def entities(t):
+    return {e["RowKey"]: e.get("v") for e in t.list_entities()}
+
+
+def test_kill_9_then_remount_sends_every_acknowledged_change(sdk, seed, mounter, tmp_path):
+    t = seed.table(sdk, "wbKill")
+    opts, _ = wb_options(tmp_path)
+    mnt = mounter.mount(options=opts)
+    pdir = os.path.join(str(mnt), "wbKill", "p")
+    os.mkdir(pdir)
+    for i in range(60):
+        put(os.path.join(pdir, "r%03d.json" % i), {"v": i})
+    sync_all(mnt)                               # these are on the service
+    for i in range(60, 150):
+        put(os.path.join(pdir, "r%03d.json" % i), {"v": i})
+    for i in range(10):
+        put(os.path.join(pdir, "r%03d.json" % i), {"v": 1000 + i})     # replaces
+    os.unlink(os.path.join(pdir, "r020.json"))
+    for i in range(150, 170):                   # inserts, in a listed partition
+        put(os.path.join(pdir, "r%03d.json" % i), {"v": i})
+    # (a listing fetched meanwhile sends its directory's queue first)
+    assert pending(mnt)["queued"] >= 21
+    mnt.proc.send_signal(signal.SIGKILL)        # acknowledged, never sent
+    mnt.proc.wait(10)
+    unmount_path(str(mnt))
+    mnt.closed = True
+    want = {"r%03d" % i: (1000 + i if i < 10 else i) for i in range(170) if i != 20}
+    assert entities(t) != want
+    mnt2 = mounter.mount(options=opts)          # sends the journal before serving
+    assert entities(t) == want
+    assert pending(mnt2) == dict(pending(mnt2), queued=0, failed=0)
+    assert "90" not in "".join(mnt2.stderr().split("damaged")[1:])     # nothing torn
+    mnt2.unmount()
+    assert entities(t) == want                  # nothing sent twice or lost
+
+
+def test_crash_while_a_batch_is_out_is_settled_not_doubled(sdk, seed, mounter, azurite,
+                                                           tmp_path):
+    """The service applied the batch but the answer never came (stall after
+    forwarding), and the daemon was killed: the next mount sends it again,
+    meets 409, and settles it as applied by reading the entities back."""
+    t = seed.table(sdk, "wbStall")
+    opts, _ = wb_options(tmp_path)
+    with FaultProxy(azurite.port, rate=0.0, stall=30) as px:
+        mnt = mounter.mount(conn_str=conn_str_for(px.port), options=opts)
+        pdir = os.path.join(str(mnt), "wbStall", "p")
+        os.mkdir(pdir)
+        for i in range(30):
+            put(os.path.join(pdir, "r%03d.json" % i), {"v": i})
+        px.set_faults(rate=1.0, kinds=["stall_after"], methods=["POST"])
+        fd = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
+        pid = os.fork()
+        if pid == 0:                            # the fsync hangs on the stalled batch
+            try:
+                os.fsync(fd)
+            finally:
+                os._exit(0)
+        deadline = time.monotonic() + 20
+        while len(entities(t)) < 30 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(entities(t)) == 30           # applied; the answer is stalled
+        mnt.proc.send_signal(signal.SIGKILL)
+        mnt.proc.wait(10)
+        unmount_path(str(mnt))
+        mnt.closed = True
+        os.waitpid(pid, 0)
+        os.close(fd)
+        port = px.port
+    # the journal is the endpoint's: the same address again, without faults
+    with FaultProxy(azurite.port, listen_port=port, rate=0.0):
+        mnt2 = mounter.mount(conn_str=conn_str_for(port), options=opts)
+        p = pending(mnt2)
+        assert p["queued"] == 0 and p["failed"] == 0, (p, mnt2.stderr()[-3000:])
+        assert entities(t) == {"r%03d" % i: i for i in range(30)}
+        assert "already holds" in mnt2.stderr()
+        mnt2.unmount()
+
+
+def test_conflict_in_a_batch_fails_only_that_entity(sdk, seed, mounter, tmp_path):
+    t = seed.table(sdk, "wbConflict")
+    for i in range(5):
+        t.upsert_entity({"PartitionKey": "p", "RowKey": "e%d" % i, "v": i})
+    opts, _ = wb_options(tmp_path)
+    mnt = mounter.mount(options=opts)
+    pdir = os.path.join(str(mnt), "wbConflict", "p")
+    for i in range(5):
+        open(os.path.join(pdir, "e%d.json" % i)).read()
+        put(os.path.join(pdir, "e%d.json" % i), {"v": 100 + i})
+    t.update_entity({"PartitionKey": "p", "RowKey": "e2", "v": -2})  # someone else
+    with pytest.raises(OSError) as ei:
+        sync_all(mnt)
+    assert ei.value.errno == errno.EIO
+    # the others landed, the SDK's change survived
+    assert entities(t) == {"e0": 100, "e1": 101, "e2": -2, "e3": 103, "e4": 104}
+    p = pending(mnt)
+    assert p["failed"] == 1 and p["failures"][0]["path"] == "/wbConflict/p/e2.json", p
+    assert p["failures"][0]["error"] == os.strerror(errno.ESTALE)
+    assert "e2.json: the queued replace failed" in mnt.stderr()
+    with pytest.raises(OSError) as ei:
+        sync_path(os.path.join(pdir, "e2.json"))
+    assert ei.value.errno == errno.EIO
+    sync_path(os.path.join(pdir, "e1.json"))    # not concerned
+    # the file shows the service's entity; writing it again deals with it
+    assert json.load(open(os.path.join(pdir, "e2.json")))["v"] == -2
+    put(os.path.join(pdir, "e2.json"), {"v": 202})
+    sync_all(mnt)
+    assert entities(t)["e2"] == 202 and pending(mnt)["failed"] == 0
+    # or the failed change is discarded (a documented command)
+    put(os.path.join(pdir, "e3.json"), {"v": 303})
+    t.update_entity({"PartitionKey": "p", "RowKey": "e3", "v": -3})
+    with pytest.raises(OSError):
+        sync_all(mnt)
+    subprocess.run(["setfattr", "-n", "user.aztfs.discard", "-v", "/wbConflict/p/e3.json",
+                    str(mnt)], check=True)
+    assert pending(mnt)["failed"] == 0
+    sync_all(mnt)
+    assert entities(t)["e3"] == -3
+
+
+def test_failed_change_stays_in_journal_across_unmount(sdk, seed, mounter, tmp_path):
+    t = seed.table(sdk, "wbKeep")
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "a", "v": 1})
+    opts, _ = wb_options(tmp_path)
+    mnt = mounter.mount(options=opts)
+    path = os.path.join(str(mnt), "wbKeep", "p", "a.json")
+    open(path).read()
+    put(path, {"v": 2})
+    t.update_entity({"PartitionKey": "p", "RowKey": "a", "v": 9})
+    err = mnt.unmount()
+    assert "/wbKeep/p/a.json: the queued replace failed" in err
+    assert "it stays in the journal" in err
+    mnt = mounter.mount(options=opts)
+    p = pending(mnt)
+    assert p["failed"] == 1 and p["failures"][0]["path"] == "/wbKeep/p/a.json", p
+    assert entities(t) == {"a": 9}
+
+
+def test_answers_lost_after_the_service_applied_them(sdk, seed, mounter, azurite, tmp_path):
+    """503 or a reset after the service applied a batch: retried, the 409
+    settled by the entities; nothing lost, nothing doubled."""
+    t = seed.table(sdk, "wbLost")
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "x", "v": 0})
+    opts, _ = wb_options(tmp_path, "writeback=60000,timeout=5,retries=6")
+    with FaultProxy(azurite.port, rate=0.0, seed=15) as px:
+        mnt = mounter.mount(conn_str=conn_str_for(px.port), options=opts)
+        pdir = os.path.join(str(mnt), "wbLost", "p")
+        open(os.path.join(pdir, "x.json")).read()
+        for rnd, kind in enumerate(["503_after", "reset_after"]):
+            for i in range(20):
+                put(os.path.join(pdir, "r%d_%02d.json" % (rnd, i)), {"v": i})
+            put(os.path.join(pdir, "x.json"), {"v": rnd + 1})       # a replace too
+            px.set_faults(rate=1.0, kinds=[kind], methods=["POST"], limit=1)
+            sync_all(mnt)
+            assert px.counts().get(kind, 0) == 1, px.counts()
+        p = pending(mnt)
+        assert p["failed"] == 0 and p["queued"] == 0, p
+        mnt.unmount()
+    want = {"r%d_%02d" % (r, i): i for r in range(2) for i in range(20)}
+    want["x"] = 2
+    assert entities(t) == want
+    assert "already holds" in mnt.stderr()
+
+
+def test_queue_full_writers_wait_and_nothing_fails(sdk, seed, mounter, tmp_path):
+    t = seed.table(sdk, "wbFull")
+    opts, _ = wb_options(tmp_path, "writeback=60000,writeback_queue=1")
+    mnt = mounter.mount(options=opts)
+    pdir = os.path.join(str(mnt), "wbFull", "p")
+    os.mkdir(pdir)
+    pad = "x" * 600
+    before = kinds(mnt)
+    for i in range(2500):                       # about 3 MiB queued at 1 MiB
+        put(os.path.join(pdir, "r%04d.json" % i), {"v": i, "pad": pad})
+    sent = delta(before, kinds(mnt)).get("batch", 0)
+    assert sent >= 10, sent                     # the full queue sent, long before the delay
+    sync_all(mnt)
+    assert len(entities(t)) == 2500
+
+
+def journal_record(obj):
+    text = json.dumps(obj, separators=(",", ":"))
+    return "%s %s\n" % (hashlib.sha256(text.encode()).hexdigest()[:16], text)
+
+
+def test_torn_journal_replays_whole_records_only(sdk, seed, mounter, tmp_path):
+    t = seed.table(sdk, "wbTorn")
+    opts, _ = wb_options(tmp_path)
+    mnt = mounter.mount(options=opts)
+    jpath = pending(mnt)["journal"]
+    mnt.unmount()
+    assert os.path.getsize(jpath) == 0
+    op = {"t": "op", "seq": 1, "path": "/wbTorn/p/a.json", "table": "wbTorn", "pk": "p",
+          "rk": "a", "k": "insert", "e": {"v": 1}, "dep": 0, "g": 0, "replaces": 0}
+    bad = dict(op, seq=2, path="/wbTorn/p/b.json", rk="b")
+    torn = dict(op, seq=3, path="/wbTorn/p/c.json", rk="c")
+    damaged = journal_record(bad).replace('"v":1', '"v":7')         # digest no longer fits
+    with open(jpath, "w") as f:
+        f.write(journal_record(op) + damaged + journal_record(torn)[:40])
+    mnt = mounter.mount(options=opts)
+    assert entities(t) == {"a": 1}
+    err = mnt.stderr()
+    assert "is damaged" in err and "cut short (torn write)" in err, err
+    assert pending(mnt)["queued"] == 0
