@@ -82,11 +82,15 @@ int store_partition_exists(struct store *s, struct fspath *fp, int fresh)
         free(pdir);
         return -ENOMEM;
     }
-    if (store_queued_in(s, pdir)) {     /* write-behind: it holds queued entities */
+    /* write-behind: a partition with queued changes is there for a lookup;
+     * one asked about afresh (rmdir) has its changes sent first */
+    if (!fresh && store_queued_in(s, pdir)) {
         free(filter);
         free(pdir);
         return 1;
     }
+    if (fresh)
+        store_settle(s, pdir);
     rc = store_probe(s, fp->table, filter, table_select_key(ENTITY_RK), &st);
     if (rc < 0 && rc != -ENOENT)
         store_log_failure(s, "look up", pdir, rc, &st, NULL);

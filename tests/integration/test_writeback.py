@@ -312,3 +312,38 @@ def test_torn_journal_replays_whole_records_only(sdk, seed, mounter, tmp_path):
     err = mnt.stderr()
     assert "is damaged" in err and "cut short (torn write)" in err, err
     assert pending(mnt)["queued"] == 0
+
+
+def test_tools_on_queued_files(sdk, seed, mounter, tmp_path):
+    """cp, mv (one batch with both halves), rm -r of a partition whose
+    deletes are queued, grep of queued files: as on a local disk."""
+    t = seed.table(sdk, "wbTools")
+    opts, _ = wb_options(tmp_path)
+    mnt = mounter.mount(options=opts)
+    tdir = os.path.join(str(mnt), "wbTools")
+    os.mkdir(os.path.join(tdir, "p"))
+    os.mkdir(os.path.join(tdir, "q"))
+    for i in range(5):
+        put(os.path.join(tdir, "p", "a%d.json" % i), {"v": i, "s": "needle%d" % i})
+    subprocess.run(["cp", os.path.join(tdir, "p", "a0.json"), os.path.join(tdir, "p", "c.json")],
+                   check=True)
+    subprocess.run(["mv", os.path.join(tdir, "p", "a1.json"), os.path.join(tdir, "p", "m.json")],
+                   check=True)
+    put(os.path.join(tdir, "q", "x.json"), {"v": 9})
+    out = subprocess.run(["grep", "-rl", "needle", tdir], check=True, capture_output=True,
+                         text=True).stdout.split()
+    assert sorted(os.path.relpath(x, tdir) for x in out) == [
+        "p/a0.json", "p/a2.json", "p/a3.json", "p/a4.json", "p/c.json", "p/m.json"]
+    sync_all(mnt)
+    got = {(e["PartitionKey"], e["RowKey"]): e["v"] for e in t.list_entities()}
+    assert got == {("p", "a0"): 0, ("p", "a2"): 2, ("p", "a3"): 3, ("p", "a4"): 4,
+                   ("p", "c"): 0, ("p", "m"): 1, ("q", "x"): 9}
+    # a rename of a sent entity: both halves in one batch
+    before = kinds(mnt)
+    os.rename(os.path.join(tdir, "p", "m.json"), os.path.join(tdir, "p", "n.json"))
+    sync_all(mnt)
+    assert delta(before, kinds(mnt)) == {"batch": 1}
+    # rm -r of a partition whose deletes are still queued
+    subprocess.run(["rm", "-r", os.path.join(tdir, "q")], check=True)
+    assert sorted(os.listdir(tdir)) == ["p"]
+    assert not list(t.query_entities("PartitionKey eq 'q'"))
