@@ -347,3 +347,32 @@ def test_tools_on_queued_files(sdk, seed, mounter, tmp_path):
     subprocess.run(["rm", "-r", os.path.join(tdir, "q")], check=True)
     assert sorted(os.listdir(tdir)) == ["p"]
     assert not list(t.query_entities("PartitionKey eq 'q'"))
+
+
+def test_merge_mode_batches_merges(sdk, seed, mounter, tmp_path):
+    """-o merge with -o writeback: the batch's operation is a Merge, so a
+    property the file leaves out stays on the service."""
+    t = seed.table(sdk, "wbMerge")
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "a", "keep": "yes", "v": 1})
+    opts, _ = wb_options(tmp_path, LONG + ",merge")
+    mnt = mounter.mount(options=opts)
+    path = os.path.join(str(mnt), "wbMerge", "p", "a.json")
+    open(path).read()
+    put(path, {"v": 2})
+    put(path, {"v": 3, "w": 4})          # merged onto the queued merge
+    sync_all(mnt)
+    e = t.get_entity("p", "a")
+    assert (e["keep"], e["v"], e["w"]) == ("yes", 3, 4)
+
+
+def test_sync_of_the_mount_root_with_sync_1(sdk, seed, mounter, tmp_path):
+    """`sync /mnt` (coreutils: fsync of the directory) sends the queue."""
+    t = seed.table(sdk, "wbSync")
+    opts, _ = wb_options(tmp_path)
+    mnt = mounter.mount(options=opts)
+    pdir = os.path.join(str(mnt), "wbSync", "p")
+    os.mkdir(pdir)
+    put(os.path.join(pdir, "a.json"), {"v": 1})
+    assert entities(t) == {}
+    subprocess.run(["sync", str(mnt)], check=True)
+    assert entities(t) == {"a": 1}
