@@ -1,8 +1,8 @@
 /* writeback.c - write-behind: the queue of changes by partition and
  * entity, merging two changes of one entity, what an applied or failed
- * change leaves behind, flushes, the pending report (writeback.h). The
- * batches and sending threads are wbsend.c's; opening, replaying and
- * closing the journal wbreplay.c's. */
+ * change leaves behind (writeback.h). The maps are wbmap.c's, the
+ * batches and sending threads wbsend.c's; opening, replaying, flushing,
+ * reporting and closing wbcontrol.c's. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,10 +13,6 @@
 #include "hash.h"
 #include "wb_int.h"
 
-/* Tokens remembered after their change was sent (for files still open
- * with one): at most this many, the oldest forgotten first. */
-#define WB_DONE_MAX 16384
-
 /* A hook call to make once the lock is released (wb_int.h). */
 struct wb_call {
     int applied;
@@ -26,107 +22,6 @@ struct wb_call {
     char *etag;
     struct wb_call *next;
 };
-
-/* See wb_int.h. */
-struct timespec wb_now(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t;
-}
-
-/* --- the maps ------------------------------------------------------------------ */
-
-/* See wb_int.h. */
-struct wb_ent *wb_ent_get(struct writeback *wb, const char *path, int create)
-{
-    size_t b = hash_fnv1a(path) % wb->n_ent_buckets;
-    struct wb_ent *e;
-
-    for (e = wb->ents[b]; e; e = e->hnext)
-        if (strcmp(e->path, path) == 0)
-            return e;
-    if (!create || !(e = calloc(1, sizeof(*e))))
-        return NULL;
-    if (!(e->path = strdup(path))) {
-        free(e);
-        return NULL;
-    }
-    e->hnext = wb->ents[b];
-    wb->ents[b] = e;
-    wb->n_ents++;
-    return e;
-}
-
-/* Free PATH's entity entry when nothing refers to it any more. */
-void wb_ent_release(struct writeback *wb, struct wb_ent *e)
-{
-    struct wb_ent **pp = &wb->ents[hash_fnv1a(e->path) % wb->n_ent_buckets];
-
-    if (e->last || e->failed)
-        return;
-    while (*pp != e)
-        pp = &(*pp)->hnext;
-    *pp = e->hnext;
-    wb->n_ents--;
-    free(e->path);
-    free(e);
-}
-
-/* The partition entry of directory DIR (created with TABLE and PK), or NULL. */
-struct wb_part *wb_part_get(struct writeback *wb, const char *dir, int create)
-{
-    size_t b = hash_fnv1a(dir) % wb->n_part_buckets;
-    struct wb_part *p;
-
-    for (p = wb->parts[b]; p; p = p->hnext)
-        if (strcmp(p->dir, dir) == 0)
-            return p;
-    if (!create || !(p = calloc(1, sizeof(*p))))
-        return NULL;
-    if (!(p->dir = strdup(dir))) {
-        free(p);
-        return NULL;
-    }
-    p->hnext = wb->parts[b];
-    wb->parts[b] = p;
-    wb->n_parts++;
-    return p;
-}
-
-/* Remember that TOKEN's change was sent and the service gave ETAG. */
-void wb_done_put(struct writeback *wb, const char *token, const char *etag)
-{
-    size_t b = hash_fnv1a(token) % wb->n_done_buckets;
-    struct wb_done *d;
-
-    if (!etag)
-        return;
-    if (wb->n_dones >= WB_DONE_MAX) {
-        /* forget a whole bucket's worth: cheap, and bounded */
-        size_t drop = (b + 1) % wb->n_done_buckets;
-
-        while (wb->dones[drop]) {
-            d = wb->dones[drop];
-            wb->dones[drop] = d->hnext;
-            free(d->token);
-            free(d->etag);
-            free(d);
-            wb->n_dones--;
-        }
-    }
-    if (!(d = calloc(1, sizeof(*d))) || !(d->token = strdup(token)) ||
-        !(d->etag = strdup(etag))) {
-        if (d)
-            free(d->token);
-        free(d);
-        return;     /* a file open with this token then gets ESTALE */
-    }
-    d->hnext = wb->dones[b];
-    wb->dones[b] = d;
-    wb->n_dones++;
-}
 
 /* --- ops ----------------------------------------------------------------------- */
 
