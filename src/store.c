@@ -247,6 +247,11 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
     walk = walk_open(s, fp, path) && out->listed;
     if (!writing && walk)
         return 0;           /* a walk reads the snapshot it listed */
+    /* a save while a walk goes through the table (rsync renames onto the
+     * file it has just read as its basis): a page refreshes this copy and
+     * the next ones, not a point query per file */
+    if (writing && !walk && out->listed && walk_going(s, fp))
+        walk = 1;
     cache_file_clear(out);
     if ((rc = scan_resolve_keys(s, fp)) < 0)
         return rc;
