@@ -22,6 +22,7 @@
 #include "fscommon.h"
 #include "metrics.h"
 #include "options.h"
+#include "prefetch.h"
 #include "scan.h"
 #include "secenv.h"
 #include "view.h"
@@ -333,6 +334,10 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
         fprintf(stderr, "aztfs: out of memory\n");
         return -1;
     }
+    if (!(a->prefetch = prefetch_new(&a->store, o->scan_parallel, &rc)) && rc < 0) {
+        fprintf(stderr, "aztfs: out of memory\n");
+        return -1;
+    }
     /* the probe's own warnings would repeat its one-line verdict */
     if (lvl < LOG_LVL_DEBUG)
         a->store.log.level = LOG_LVL_QUIET;
@@ -409,6 +414,7 @@ int main(int argc, char *argv[])
         goto out;
     }
     rc = open_mount(&a, &o, &acct, &cs) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o);
+    prefetch_free(a.prefetch);      /* its workers use the store */
     view_pending_free(a.views);     /* its queries use the store's client */
     store_free(&a.store);
     token_cache_free(acct.tokens);

@@ -44,6 +44,7 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE),
     FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
     OPT("ino32", ino32),
+    OPT("scan_parallel=%d", scan_parallel),
     /* libfuse's, but aztfs sets them itself (fsops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
@@ -182,6 +183,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     o->retries = 4;
     o->retry_time = 120;
     o->metrics_interval = 60;
+    o->scan_parallel = SCAN_PARALLEL_DEFAULT;
     o->umask = o->file_mode = o->dir_mode = UINT_MAX;
     if (fuse_opt_parse(args, o, opt_spec, opt_proc) == -1)
         return -EINVAL;
@@ -226,6 +228,10 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     modes(o);
     if (o->metrics_interval < 1 || o->metrics_interval > 86400) {
         fprintf(stderr, "aztfs: metrics_interval must be between 1 and 86400 seconds\n");
+        return -EINVAL;
+    }
+    if (o->scan_parallel < 1 || o->scan_parallel > SCAN_PARALLEL_MAX) {
+        fprintf(stderr, "aztfs: scan_parallel must be between 1 and %d\n", SCAN_PARALLEL_MAX);
         return -EINVAL;
     }
     if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retry_time <= 0 ||
@@ -333,6 +339,8 @@ void options_usage(const char *progname)
            "    -o umask=M              files 0666 & ~M, directories 0777 & ~M (octal)\n"
            "    -o file_mode=M          permission bits of files (octal; default 0644)\n"
            "    -o dir_mode=M           permission bits of directories (octal; default 0755)\n"
+           "    -o scan_parallel=N      partition listings fetched ahead of a walk, at\n"
+           "                            most N at a time; 1: one after another (" SCAN_PARALLEL_DEFAULT_STR ")\n"
            "    -o ino32                inode numbers below 2^32, for 32-bit programs\n"
            "                            (two files may then share one: doc/USAGE.md)\n"
            "    -o allow_other          let other users in; the kernel then checks the\n"

@@ -6,6 +6,10 @@
 
 /* Seconds an absence is believed (-o negative_timeout). */
 #define NEGATIVE_TIMEOUT_DEFAULT 1.0
+/* Partition listings fetched ahead of a walk at a time (-o scan_parallel). */
+#define SCAN_PARALLEL_DEFAULT 4
+#define SCAN_PARALLEL_DEFAULT_STR "4"
+#define SCAN_PARALLEL_MAX 64
 #include <fuse.h>
 
 struct aztfs_opts {
@@ -37,6 +41,7 @@ struct aztfs_opts {
     unsigned file_mode;       /* -o file_mode=OCTAL; after parsing, the mode of files */
     unsigned dir_mode;        /* -o dir_mode=OCTAL; after parsing, the mode of directories */
     int ino32;                /* -o ino32: inode numbers below 2^32 */
+    int scan_parallel;        /* -o scan_parallel=N: listing fetches in flight ahead */
     char *positional[2];      /* non-option arguments, in order */
     int n_positional;
     int show_help;

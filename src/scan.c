@@ -39,6 +39,10 @@ struct scan {
     size_t entities, partitions;  /* FSP_TABLE: seen by the scan */
     int skipping;              /* FSP_TABLE: naming partitions one query each (the
                                 * one a query named is cur_pk) */
+    int early;                 /* FSP_TABLE: skip ahead as soon as partitions average
+                                * a page (scan_view_name_early) */
+    int quiet;                 /* a failure is logged at debug level only (a
+                                * prefetch: the walker's own fetch logs it) */
     int done;
 };
 
@@ -170,7 +174,8 @@ static int start_partition(struct scan *s, const char *pk)
  * only pays when it saves at least a page per partition. */
 static int over_budget(const struct scan *s)
 {
-    return s->charged > s->budget && s->entities >= (size_t)TABLE_PAGE * s->partitions;
+    return (s->early || s->charged > s->budget) &&
+           s->entities >= (size_t)TABLE_PAGE * s->partitions;
 }
 
 /* FSP_TABLE: could the next page take the scan over its budget? (Then the
@@ -179,6 +184,8 @@ static int near_budget(const struct scan *s)
 {
     size_t per = s->entities ? s->charged / s->entities : 1024;
 
+    if (s->early && s->entities + TABLE_PAGE >= (size_t)TABLE_PAGE * s->partitions)
+        return 1;          /* the next page may start the naming */
     return s->charged + per * TABLE_PAGE > s->budget;
 }
 
@@ -250,8 +257,9 @@ static int table_scan_next(struct scan *s)
     if (s->skipping ? !s->cur_pk : !over_budget(s))
         return table_cursor_done(s->cur);
     if (!s->skipping) {
-        log_debug(&s->st->log, "%s: larger than half the cache: naming the remaining "
-                  "partitions one query each", s->dir);
+        log_debug(&s->st->log, "%s: %s: naming the remaining partitions one query "
+                  "each", s->dir, s->charged > s->budget ? "larger than half the cache"
+                  : "partitions of a page or more, listed in parallel");
         s->skipping = 1;
     }
     return skip_ahead(s);
@@ -293,7 +301,9 @@ static int scan_step(struct scan *s, struct az_status *st)
                                s->kind == FSP_ROOT ? on_tables_page :
                                s->skipping ? on_skip_page : on_entities_page, s, st);
     if (rc < 0) {
-        if (rc != -ENOENT)
+        if (s->quiet)
+            log_debug(&s->st->log, "prefetch of %s: %s", s->dir, strerror(-rc));
+        else if (rc != -ENOENT)
             store_log_failure(s->st, "list", s->dir, rc, st, NULL);
         return rc;
     }
@@ -341,6 +351,25 @@ int scan_list_partition(struct store *s, const struct fspath *fp, const char *di
     struct az_status st = { 0 };
 
     return scan_dir(s, &dfp, dir, NULL, NULL, &st);
+}
+
+/* See scan.h. */
+int scan_fetch_partition(struct store *s, const char *table, const char *pk,
+                         const char *dir, int (*stop)(void *ctx, size_t bytes), void *ctx)
+{
+    struct fspath fp = { .kind = FSP_PARTITION, .table = (char *)table, .pk = (char *)pk };
+    struct az_status st = { 0 };
+    struct scan *sc;
+    int rc = scan_new(s, &fp, dir, &sc);
+
+    if (rc < 0)
+        return rc;
+    sc->quiet = 1;
+    table_cursor_prefetch(sc->cur, 0);     /* one request in flight per fetch */
+    while (rc == 0 && !sc->done)
+        rc = stop(ctx, sc->charged) ? -EINTR : scan_step(sc, &st);
+    scan_free(sc);
+    return rc;
 }
 
 /* See scan.h. */
@@ -433,6 +462,13 @@ int scan_view_open(struct store *s, struct fspath *fp, const char *dir,
     }
     *out = v;
     return 0;
+}
+
+/* See scan.h. */
+void scan_view_name_early(struct scan_view *v)
+{
+    if (v->scan && v->scan->kind == FSP_TABLE && v->scan->entities == 0)
+        v->scan->early = 1;
 }
 
 /* See scan.h. */
