@@ -298,6 +298,7 @@ void prefetch_walk_end(struct prefetch_walk *w, int complete)
 {
     struct prefetch *p;
     struct pf_job *j, *next;
+    int dropped = 0, stopped = 0;
 
     if (!w)
         return;
@@ -310,12 +311,18 @@ void prefetch_walk_end(struct prefetch_walk *w, int complete)
         j->walk = NULL;
         if (complete)
             continue;
-        if (j->state == PF_QUEUED)
+        if (j->state == PF_QUEUED) {
             job_drop(p, j);
-        else if (j->state == PF_RUNNING)
+            dropped++;
+        } else if (j->state == PF_RUNNING) {
             j->cancel = 1;
+            stopped++;
+        }
     }
     pthread_mutex_unlock(&p->lock);
+    if (dropped + stopped)
+        log_debug(&p->st->log, "prefetch: /%s closed before its end: %d queued fetch(es) "
+                  "dropped, %d stopped", w->table, dropped, stopped);
     free(w->table);
     free(w);
 }
