@@ -174,7 +174,7 @@ static int start_partition(struct scan *s, const char *pk)
  * only pays when it saves at least a page per partition. */
 static int over_budget(const struct scan *s)
 {
-    return (s->early || s->charged > s->budget) &&
+    return ((s->early && s->cur_pk) || s->charged > s->budget) &&
            s->entities >= (size_t)TABLE_PAGE * s->partitions;
 }
 
