@@ -7,7 +7,10 @@ side by side in one run for each D:
 * the sequential raw paged scan (bench/rest_scan.py) and the SDK's
   ``list_entities`` writing one file per entity (bench/sdk_dump.py);
 * aztfs cold ``find -type f | wc -l`` and cold ``rsync -a`` of the table,
-  each on a fresh mount, with ``-o scan_parallel=1`` and with the default.
+  each on a fresh mount, with ``-o scan_parallel=1`` and with the default;
+* ``rsync -a`` of the same tree served from memory by bench/floorfs.c (the
+  FUSE floor: what FUSE itself costs on this machine in this run), built
+  here with cc.
 
 Prints a markdown table: wall seconds, requests (the mount's own count) and
 the daemon's peak RSS, and the ratios asked by issue 20.
@@ -22,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,10 +58,45 @@ def walk(workdir, conn_str, cmd, opts):
     return wall, reqs, rss, r.stdout
 
 
+def build_floor(work):
+    """Compile bench/floorfs.c into WORK; its path."""
+    exe = os.path.join(work, "floorfs")
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], check=True,
+                           capture_output=True, text=True).stdout.split()
+    r = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror",
+                        os.path.join(HERE, "floorfs.c"), "-o", exe] + flags,
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BenchError("floorfs.c did not build:\n" + r.stderr)
+    return exe
+
+
+def floor_rsync(exe, src, work):
+    """rsync -a of SRC served by floorfs: wall seconds."""
+    mnt, dest = os.path.join(work, "floor-mnt"), os.path.join(work, "floor-copy")
+    os.makedirs(mnt, exist_ok=True)
+    proc = subprocess.Popen([exe, src, mnt, "-f"], stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if os.path.ismount(mnt):
+                break
+            time.sleep(0.05)
+        else:
+            raise BenchError("floorfs did not mount")
+        wall = run_timed(shell("rsync -a '%s/' '%s/'" % (mnt, dest)), work).check().wall
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+        proc.wait(timeout=30)
+        shutil.rmtree(dest, ignore_errors=True)
+    return wall
+
+
 def run(args):
     work = tempfile.mkdtemp(prefix="aztfs-latency-")
     rows = []
     try:
+        floor = build_floor(work)
+        tree = os.path.join(work, "tree")      # the table as files: floorfs serves it
         with Azurite(work) as az:
             seed_table(az.conn_str, TABLE, args.entities, args.partitions)
             for d in args.delays:
@@ -75,10 +114,14 @@ def run(args):
                         out = os.path.join(work, "copy")
                         r = walk(work, cs, "rsync -a '{m}/%s/' '%s/'" % (TABLE, out), opts)
                         n = sum(len(fs) for _, _, fs in os.walk(out))
-                        shutil.rmtree(out)
                         if n != args.entities:
                             raise BenchError("rsync copied %d files" % n)
+                        if os.path.exists(tree):
+                            shutil.rmtree(out)
+                        else:
+                            os.rename(out, tree)
                         row["find_" + label], row["rsync_" + label] = f, r
+                    row["floor"] = floor_rsync(floor, tree, work)
                     rows.append(row)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -91,14 +134,14 @@ def report(rows, args):
            "(MiB)." % (args.entities, args.partitions), "",
            "| D ms | REST scan s | SDK dump s | find s / req / RSS, scan_parallel=1 "
            "| find, default | rsync s / req / RSS, scan_parallel=1 | rsync, default "
-           "| find default / REST scan |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| rsync, floorfs s | find default / REST scan | rsync default / floorfs |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         cell = [("%.2f / %d / %.0f" % (r[k][0], r[k][1], r[k][2] / 1024.0))
                 for k in ("find_seq", "find_par", "rsync_seq", "rsync_par")]
-        out.append("| %g | %.2f | %.2f | %s | %s | %s | %s | %.2f |"
+        out.append("| %g | %.2f | %.2f | %s | %s | %s | %s | %.2f | %.2f | %.2f |"
                    % (r["delay"], r["rest"], r["sdk"], cell[0], cell[1], cell[2], cell[3],
-                      r["find_par"][0] / r["rest"]))
+                      r["floor"], r["find_par"][0] / r["rest"], r["rsync_par"][0] / r["floor"]))
     if len(rows) >= 2:
         lo, hi = rows[0], rows[-1]
         out += ["", "rsync at D = %g over rsync at D = %g: %.2f (scan_parallel=1), %.2f "

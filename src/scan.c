@@ -13,6 +13,11 @@
 #define SCAN_ENTITY_COST 320
 /* Entities in a full page of Query Entities (the service's maximum). */
 #define TABLE_PAGE 1000
+/* Pages a partition must hold on average before a table scanned with
+ * scan_parallel names its partitions early: naming costs one round trip a
+ * partition, so it only gains when the partitions, fetched in parallel,
+ * take more than that. */
+#define EARLY_PAGES 2
 
 /* A scan that fills listings: the tables of the account (FSP_ROOT), the
  * entities of a whole table (FSP_TABLE: the table's listing holds its
@@ -174,8 +179,10 @@ static int start_partition(struct scan *s, const char *pk)
  * only pays when it saves at least a page per partition. */
 static int over_budget(const struct scan *s)
 {
-    return ((s->early && s->cur_pk) || s->charged > s->budget) &&
-           s->entities >= (size_t)TABLE_PAGE * s->partitions;
+    if (s->charged > s->budget)
+        return s->entities >= (size_t)TABLE_PAGE * s->partitions;
+    return s->early && s->cur_pk &&
+           s->entities >= (size_t)EARLY_PAGES * TABLE_PAGE * s->partitions;
 }
 
 /* FSP_TABLE: could the next page take the scan over its budget? (Then the
@@ -184,7 +191,8 @@ static int near_budget(const struct scan *s)
 {
     size_t per = s->entities ? s->charged / s->entities : 1024;
 
-    if (s->early && s->entities + TABLE_PAGE >= (size_t)TABLE_PAGE * s->partitions)
+    if (s->early && s->entities + TABLE_PAGE >= (size_t)EARLY_PAGES * TABLE_PAGE *
+                                               (s->partitions ? s->partitions : 1))
         return 1;          /* the next page may start the naming */
     return s->charged + per * TABLE_PAGE > s->budget;
 }
