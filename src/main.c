@@ -285,6 +285,8 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         fuse_loop_cfg_destroy(lc);
     }
 out_signals:
+    prefetch_free(a->prefetch);     /* before fuse_destroy: its requests ask the */
+    a->prefetch = NULL;             /* session whether to stop */
     metrics_stop(metrics);
     if (have_usr1) {
         atomic_store(&u.stop, 1);
