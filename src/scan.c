@@ -45,7 +45,10 @@ struct scan {
     int skipping;              /* FSP_TABLE: naming partitions one query each (the
                                 * one a query named is cur_pk) */
     int early;                 /* FSP_TABLE: skip ahead as soon as partitions average
-                                * a page (scan_view_name_early) */
+                                * EARLY_PAGES (scan_view_name_early) */
+    struct table_cursor *held; /* FSP_TABLE, early: the scan's cursor, kept while
+                                * cur is the query for a partition after cur_pk */
+    char *probed;              /* ... and the partition that query named */
     int quiet;                 /* a failure is logged at debug level only (a
                                 * prefetch: the walker's own fetch logs it) */
     int done;
@@ -58,6 +61,8 @@ static void scan_free(struct scan *s)
     free(s->table);
     free(s->dir);
     table_cursor_free(s->cur);
+    table_cursor_free(s->held);
+    free(s->probed);
     listing_unref(s->out);
     free(s->cur_pk);
     free(s->cur_dir);
@@ -179,8 +184,14 @@ static int start_partition(struct scan *s, const char *pk)
  * only pays when it saves at least a page per partition. */
 static int over_budget(const struct scan *s)
 {
-    if (s->charged > s->budget)
-        return s->entities >= (size_t)TABLE_PAGE * s->partitions;
+    return s->charged > s->budget && s->entities >= (size_t)TABLE_PAGE * s->partitions;
+}
+
+/* FSP_TABLE, after a whole page: should a scan told to name early
+ * (scan_view_name_early) do so now? Its partitions hold EARLY_PAGES pages
+ * or more on average. */
+static int early_due(const struct scan *s)
+{
     return s->early && s->cur_pk &&
            s->entities >= (size_t)EARLY_PAGES * TABLE_PAGE * s->partitions;
 }
@@ -238,21 +249,73 @@ static int on_skip_page(void *p, json_t *value)
     return (rc = set_partition(s, pk)) < 0 ? rc : 1;
 }
 
+/* FSP_TABLE, early: the query for a partition after the first one names
+ * one (s->probed), or nothing yet (an empty page). */
+static int on_probe_page(void *p, json_t *value)
+{
+    struct scan *s = p;
+    const char *pk = entity_wire_sys(json_array_get(value, 0), ENTITY_PK);
+
+    if (!pk)
+        return 0;
+    return (s->probed = strdup(pk)) ? 1 : -ENOMEM;
+}
+
+/* A query for the first partition after PK, asking for its key only. */
+static int after_query(struct scan *s, const char *pk, struct table_cursor **out)
+{
+    char *filter = table_filter_after(pk);
+    int rc = filter ? table_cursor_new(out, s->table, filter, table_select_key(ENTITY_PK), 1)
+                    : -ENOMEM;
+
+    free(filter);
+    return rc;
+}
+
 /* FSP_TABLE: replace the cursor by a query for the first partition after
  * the current one, which is named in the table's listing without its own
  * (the scan has not seen all of it). Returns 0 or -errno. */
 static int skip_ahead(struct scan *s)
 {
-    char *filter = table_filter_after(s->cur_pk);
-    int rc = -ENOMEM, rc2;
+    int rc, rc2;
 
     table_cursor_free(s->cur);
     s->cur = NULL;
-    if (filter)
-        rc = table_cursor_new(&s->cur, s->table, filter, table_select_key(ENTITY_PK), 1);
-    free(filter);
+    rc = after_query(s, s->cur_pk, &s->cur);
     rc2 = finish_partition(s, 0);
     return rc < 0 ? rc : rc2;
+}
+
+/* FSP_TABLE, early: is there a partition after the current one? Its query
+ * is sent first, the scan's cursor kept: a table of one partition goes on
+ * with its scan (one request spent), else the named partitions are listed
+ * in parallel. Returns 1 when the table's listing is complete, 0 when more
+ * is to be fetched, or -errno. */
+static int probe_next(struct scan *s)
+{
+    int rc;
+
+    if (!s->held) {                     /* the scan's page is in: ask */
+        s->held = s->cur;
+        s->cur = NULL;
+        return after_query(s, s->cur_pk, &s->cur);
+    }
+    if (!s->probed && !table_cursor_done(s->cur))
+        return 0;                       /* an empty page: ask on */
+    table_cursor_free(s->cur);
+    s->cur = s->held;
+    s->held = NULL;
+    s->early = 0;
+    if (!s->probed)                     /* one partition: scan on */
+        return table_cursor_done(s->cur);
+    log_debug(&s->st->log, "%s: partitions of %d pages or more: naming them one query "
+              "each, listed in parallel", s->dir, EARLY_PAGES);
+    s->skipping = 1;
+    if ((rc = finish_partition(s, 0)) < 0 || (rc = set_partition(s, s->probed)) < 0)
+        return rc;
+    free(s->probed);
+    s->probed = NULL;
+    return skip_ahead(s);
 }
 
 /* FSP_TABLE: after a page of the scan or of a skip query, decide what comes
@@ -262,12 +325,14 @@ static int table_scan_next(struct scan *s)
 {
     /* scanning within budget, or a skip page that named nothing (empty,
      * with a continuation, or the end) */
+    if (s->held || (!s->skipping && !over_budget(s) && early_due(s) &&
+                    !table_cursor_done(s->cur)))
+        return probe_next(s);
     if (s->skipping ? !s->cur_pk : !over_budget(s))
         return table_cursor_done(s->cur);
     if (!s->skipping) {
-        log_debug(&s->st->log, "%s: %s: naming the remaining partitions one query "
-                  "each", s->dir, s->charged > s->budget ? "larger than half the cache"
-                  : "partitions of a page or more, listed in parallel");
+        log_debug(&s->st->log, "%s: larger than half the cache: naming the remaining "
+                  "partitions one query each", s->dir);
         s->skipping = 1;
     }
     return skip_ahead(s);
@@ -300,13 +365,14 @@ static int scan_step(struct scan *s, struct az_status *st)
 
     if (s->done)
         return 0;
-    if (s->kind == FSP_TABLE && !s->skipping)    /* no page fetched for nothing */
+    if (s->kind == FSP_TABLE && !s->skipping && !s->held)  /* no page fetched for nothing */
         table_cursor_prefetch(s->cur, !near_budget(s));
     if (!s->cur)
         rc = list_named_tables(s, st);
     else
         rc = table_cursor_next(s->st->tc, s->cur,
                                s->kind == FSP_ROOT ? on_tables_page :
+                               s->held ? on_probe_page :
                                s->skipping ? on_skip_page : on_entities_page, s, st);
     if (rc < 0) {
         if (s->quiet)
