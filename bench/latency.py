@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 # latency.py - walks of a table at a distance: aztfs with and without scan_parallel, against scripts.
-"""A table of N entities in P partitions (bench/seed.py's), read through a
+"""For each table shape (N entities in P partitions, bench/seed.py's: by
+default 20,000 in 20, 30,000 in 10 and 20,000 in 1), read through a
 proxy that holds every request for D ms (tests/faultproxy.py's delay=),
 side by side in one run for each D:
 
@@ -15,7 +16,7 @@ side by side in one run for each D:
 Prints a markdown table: wall seconds, requests (the mount's own count) and
 the daemon's peak RSS, and the ratios asked by issue 20.
 
-    /usr/bin/python3 bench/latency.py [--entities 20000] [--partitions 20]
+    /usr/bin/python3 bench/latency.py [--tables 20000x20,30000x10,20000x1]
                                       [--delays 0,25] [--out FILE]
 
 AZTFS_BIN overrides ./aztfs.
@@ -91,14 +92,14 @@ def floor_rsync(exe, src, work):
     return wall
 
 
-def run(args):
+def run(args, entities, partitions):
     work = tempfile.mkdtemp(prefix="aztfs-latency-")
     rows = []
     try:
         floor = build_floor(work)
         tree = os.path.join(work, "tree")      # the table as files: floorfs serves it
         with Azurite(work) as az:
-            seed_table(az.conn_str, TABLE, args.entities, args.partitions)
+            seed_table(az.conn_str, TABLE, entities, partitions)
             for d in args.delays:
                 with FaultProxy(az.port, rate=0.0, delay=d / 1000.0) as px:
                     cs = conn_str_for(px.port)
@@ -109,12 +110,12 @@ def run(args):
                     shutil.rmtree(dest, ignore_errors=True)
                     for label, opts in (("seq", "scan_parallel=1"), ("par", "")):
                         f = walk(work, cs, "find '{m}/%s' -type f | wc -l" % TABLE, opts)
-                        if int(f[3].strip()) != args.entities:
+                        if int(f[3].strip()) != entities:
                             raise BenchError("find saw %s files" % f[3].strip())
                         out = os.path.join(work, "copy")
                         r = walk(work, cs, "rsync -a '{m}/%s/' '%s/'" % (TABLE, out), opts)
                         n = sum(len(fs) for _, _, fs in os.walk(out))
-                        if n != args.entities:
+                        if n != entities:
                             raise BenchError("rsync copied %d files" % n)
                         if os.path.exists(tree):
                             shutil.rmtree(out)
@@ -128,10 +129,8 @@ def run(args):
     return rows
 
 
-def report(rows, args):
-    out = ["N = %d entities in %d partitions; every request held D ms by the proxy; "
-           "s = wall seconds, req = requests the mount sent, RSS = the daemon's peak "
-           "(MiB)." % (args.entities, args.partitions), "",
+def report(rows, entities, partitions):
+    out = ["### %d entities in %d partition(s)" % (entities, partitions), "",
            "| D ms | REST scan s | SDK dump s | find s / req / RSS, scan_parallel=1 "
            "| find, default | rsync s / req / RSS, scan_parallel=1 | rsync, default "
            "| rsync, floorfs s | find default / REST scan | rsync default / floorfs |",
@@ -152,14 +151,20 @@ def report(rows, args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--entities", type=int, default=20000)
-    ap.add_argument("--partitions", type=int, default=20)
+    ap.add_argument("--tables", default="20000x20,30000x10,20000x1",
+                    help="table shapes ENTITIESxPARTITIONS, comma-separated")
     ap.add_argument("--delays", default="0,25", help="ms added to every request, comma-separated")
     ap.add_argument("--out")
     a = ap.parse_args()
     a.delays = [float(x) for x in a.delays.split(",")]
+    parts = ["## Latency: walks at a distance", "",
+             "Every request held D ms by the proxy; s = wall seconds, req = requests the "
+             "mount sent, RSS = the daemon's peak (MiB)."]
     try:
-        text = "## Latency: walks at a distance\n\n" + report(run(a), a) + "\n"
+        for shape in a.tables.split(","):
+            n, p = (int(x) for x in shape.split("x"))
+            parts += ["", report(run(a, n, p), n, p)]
+        text = "\n".join(parts) + "\n"
     except BenchError as e:
         print("latency.py: %s" % e, file=sys.stderr)
         return 1
