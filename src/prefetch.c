@@ -335,13 +335,15 @@ void prefetch_claim(struct prefetch *p, const char *dir)
     if (!p)
         return;
     pthread_mutex_lock(&p->lock);
-    while ((j = job_find(p, dir)) && j->state == PF_RUNNING) {
+    while ((j = job_find(p, dir)) && j->state != PF_DONE) {
         j->claimed = 1;
-        pthread_cond_wait(&p->done, &p->lock);
+        if (j->state == PF_QUEUED)
+            run_job(p, j);     /* not started: this walker fetches it, others join */
+        else
+            pthread_cond_wait(&p->done, &p->lock);
     }
     if (j) {
-        job_drop(p, j);    /* done: its listing is in the cache; queued: the
-                            * walker lists it itself, streaming */
+        job_drop(p, j);        /* its listing is in the cache */
         pthread_cond_signal(&p->work);
     }
     pthread_mutex_unlock(&p->lock);

@@ -49,9 +49,10 @@ int prefetch_add(struct prefetch_walk *w, const char *pk, size_t pk_len, const c
  * page. Frees W (NULL: nothing). */
 void prefetch_walk_end(struct prefetch_walk *w, int complete);
 
-/* A walker enters DIR: a job fetching it is waited for (its listing is
- * then in the cache), a queued one is dropped (the walker lists it itself,
- * streaming). Nothing when P is NULL or no job names DIR. */
+/* A walker enters DIR: a job fetching it is waited for, a queued one is
+ * run by the caller (other walkers entering DIR wait for it): either way
+ * its listing is then in the cache, unless the fetch failed (the walker
+ * then lists it itself). Nothing when P is NULL or no job names DIR. */
 void prefetch_claim(struct prefetch *p, const char *dir);
 
 #endif
