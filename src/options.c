@@ -25,6 +25,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("negative_timeout=%lf", negative_timeout),
     OPT("attr_timeout=%lf", attr_timeout),
     OPT("cache_size=%lu", cache_size_mb),
+    OPT("scan_parallel=%d", scan_parallel),
     OPT("scratch_size=%lu", scratch_size_mb),
     OPT("connect_timeout=%ld", connect_timeout),
     OPT("timeout=%ld", timeout),
@@ -44,7 +45,6 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE),
     FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
     OPT("ino32", ino32),
-    OPT("scan_parallel=%d", scan_parallel),
     /* libfuse's, but aztfs sets them itself (fsops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
@@ -177,13 +177,13 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     o->attr_timeout = NAN;    /* unset: 1, or cache_timeout when smaller */
     o->negative_timeout = NAN;
     o->cache_size_mb = 32;
+    o->scan_parallel = SCAN_PARALLEL_DEFAULT;
     o->scratch_size_mb = 64;
     o->connect_timeout = 10;
     o->timeout = 60;
     o->retries = 4;
     o->retry_time = 120;
     o->metrics_interval = 60;
-    o->scan_parallel = SCAN_PARALLEL_DEFAULT;
     o->umask = o->file_mode = o->dir_mode = UINT_MAX;
     if (fuse_opt_parse(args, o, opt_spec, opt_proc) == -1)
         return -EINVAL;
@@ -225,13 +225,13 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
                 SCRATCH_SIZE_MAX_MB);
         return -EINVAL;
     }
+    if (o->scan_parallel < 1 || o->scan_parallel > SCAN_PARALLEL_MAX) {
+        fprintf(stderr, "aztfs: scan_parallel must be between 1 and %d\n", SCAN_PARALLEL_MAX);
+        return -EINVAL;
+    }
     modes(o);
     if (o->metrics_interval < 1 || o->metrics_interval > 86400) {
         fprintf(stderr, "aztfs: metrics_interval must be between 1 and 86400 seconds\n");
-        return -EINVAL;
-    }
-    if (o->scan_parallel < 1 || o->scan_parallel > SCAN_PARALLEL_MAX) {
-        fprintf(stderr, "aztfs: scan_parallel must be between 1 and %d\n", SCAN_PARALLEL_MAX);
         return -EINVAL;
     }
     if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retry_time <= 0 ||
@@ -313,6 +313,8 @@ void options_usage(const char *progname)
            "    -o negative_timeout=SECS how long \"does not exist\" is believed, and\n"
            "                            how old a copy may be when a file is opened (1)\n"
            "    -o cache_size=MIB       memory for cached listings and entities (32)\n"
+           "    -o scan_parallel=N      partition listings fetched ahead of a walk, at\n"
+           "                            most N at a time; 1: one after another (" SCAN_PARALLEL_DEFAULT_STR ")\n"
            "    -o scratch_size=MIB     memory for all scratch files together (64)\n"
            "    -o connect_timeout=SECS TCP/TLS connect timeout (10)\n"
            "    -o timeout=SECS         timeout of one request (60)\n"
@@ -339,8 +341,6 @@ void options_usage(const char *progname)
            "    -o umask=M              files 0666 & ~M, directories 0777 & ~M (octal)\n"
            "    -o file_mode=M          permission bits of files (octal; default 0644)\n"
            "    -o dir_mode=M           permission bits of directories (octal; default 0755)\n"
-           "    -o scan_parallel=N      partition listings fetched ahead of a walk, at\n"
-           "                            most N at a time; 1: one after another (" SCAN_PARALLEL_DEFAULT_STR ")\n"
            "    -o ino32                inode numbers below 2^32, for 32-bit programs\n"
            "                            (two files may then share one: doc/USAGE.md)\n"
            "    -o allow_other          let other users in; the kernel then checks the\n"

@@ -6,10 +6,6 @@
 
 /* Seconds an absence is believed (-o negative_timeout). */
 #define NEGATIVE_TIMEOUT_DEFAULT 1.0
-/* Partition listings fetched ahead of a walk at a time (-o scan_parallel). */
-#define SCAN_PARALLEL_DEFAULT 4
-#define SCAN_PARALLEL_DEFAULT_STR "4"
-#define SCAN_PARALLEL_MAX 64
 #include <fuse.h>
 
 struct aztfs_opts {
@@ -19,6 +15,7 @@ struct aztfs_opts {
     double attr_timeout;      /* -o attr_timeout=SECONDS (NAN until given) */
     double negative_timeout;  /* -o negative_timeout=SECONDS (NAN until given) */
     unsigned long cache_size_mb;  /* -o cache_size=MiB */
+    int scan_parallel;        /* -o scan_parallel=N: listing fetches in flight ahead */
     unsigned long scratch_size_mb; /* -o scratch_size=MiB: all scratch files together */
     long connect_timeout;     /* -o connect_timeout=SECONDS */
     long timeout;             /* -o timeout=SECONDS (whole request) */
@@ -41,12 +38,16 @@ struct aztfs_opts {
     unsigned file_mode;       /* -o file_mode=OCTAL; after parsing, the mode of files */
     unsigned dir_mode;        /* -o dir_mode=OCTAL; after parsing, the mode of directories */
     int ino32;                /* -o ino32: inode numbers below 2^32 */
-    int scan_parallel;        /* -o scan_parallel=N: listing fetches in flight ahead */
     char *positional[2];      /* non-option arguments, in order */
     int n_positional;
     int show_help;
     int show_version;
 };
+
+/* Partition listings fetched ahead of a walk at a time (-o scan_parallel). */
+#define SCAN_PARALLEL_DEFAULT 4
+#define SCAN_PARALLEL_DEFAULT_STR "4"
+#define SCAN_PARALLEL_MAX 64
 
 /* Parse aztfs's options out of ARGS (matched ones are removed, the rest are
  * left for libfuse), applying defaults first. With two positional arguments
