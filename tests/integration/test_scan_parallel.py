@@ -215,3 +215,17 @@ def test_unmount_while_fetching_ahead_is_clean(tables, mounter, sh, azurite):
         m.unmount(check=True)
         assert time.monotonic() - t0 < 5
         assert "filter=PartitionKey%20eq%20%27p0" in m.stderr()   # they were under way
+
+
+@pytest.mark.parametrize("value", ["0", "65", "x"])
+def test_scan_parallel_out_of_range_is_refused(azurite, tmp_path, aztfs_run, value):
+    from conftest import aztfs_env
+    res = aztfs_run(["-f", "-o", "scan_parallel=" + value, str(tmp_path)],
+                    aztfs_env(azurite.conn_str))
+    assert res.returncode != 0
+    assert "scan_parallel" in res.stderr, res.stderr
+
+
+def test_help_names_scan_parallel(aztfs_run):
+    res = aztfs_run(["--help"], dict(os.environ))
+    assert "scan_parallel=N" in res.stdout + res.stderr
