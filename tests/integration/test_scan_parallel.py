@@ -26,6 +26,8 @@ from harness import FaultProxy  # noqa: E402
 BIG = "spBig"           # 6 partitions of 2100 entities: named one query each
 ONE = "spOne"           # 1 partition of 2500 entities
 MANY = "spMany"         # 500 partitions of 2 entities: one full scan
+TWENTY = "spTwenty"     # 20 partitions, the first of 2000 entities (so they are
+                        # named one query each and fetched ahead), then 60 each
 ODD = "spOdd"           # awkward keys, one long shared prefix
 LONG = "spLong"         # 14 partitions with 240-character names (the first
                         # of 2000 entities, so they are named one query each):
@@ -42,6 +44,9 @@ def tables(sdk, seed):
                     for p in range(P_BIG) for i in range(PER_BIG)])
     t = seed.table(sdk, ONE)
     seed.insert(t, [{"PartitionKey": "only", "RowKey": "r%05d" % i, "v": i} for i in range(2500)])
+    t = seed.table(sdk, TWENTY)
+    seed.insert(t, [{"PartitionKey": "t%02d" % p, "RowKey": "r%05d" % i, "v": i}
+                    for p in range(20) for i in range(2000 if p == 0 else 60)])
     t = seed.table(sdk, MANY)
     seed.insert(t, [{"PartitionKey": "m%03d" % p, "RowKey": "r%d" % i, "v": p}
                     for p in range(500) for i in range(2)])
@@ -88,12 +93,12 @@ def mount_tree(top):
     return [(d, os.listdir(os.path.join(top, d))) for d in os.listdir(top)]
 
 
-@pytest.mark.parametrize("table", [ONE, BIG, MANY, ODD])
+@pytest.mark.parametrize("table", [ONE, BIG, TWENTY, MANY, ODD])
 def test_default_listings_are_complete_and_in_the_sdks_order(tables, mounter, table):
     mnt = mounter.mount(options=["-o", "loglevel=debug"])
     top = os.path.join(str(mnt), table)
     assert mount_tree(top) == sdk_tree(tables, table)
-    if table in (BIG, ODD):     # partitions of two pages or more: fetched ahead
+    if table in (BIG, TWENTY, ODD):   # partitions of two pages or more: fetched ahead
         assert "listed in parallel" in mnt.stderr()
     else:                       # one partition, or small ones: one scan
         assert "listed in parallel" not in mnt.stderr()
