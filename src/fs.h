@@ -14,6 +14,7 @@
 #include "storecore.h"
 
 struct fs_handles;
+struct prefetch;
 struct view_pending;
 
 /* Everything one mount needs; handed to FUSE as private_data. */
@@ -23,6 +24,7 @@ struct aztfs {
     struct scratch *scratch;     /* owned: scratch files and local directories */
     struct fs_handles *handles;  /* owned: write handles by path, recent conflicts */
     struct view_pending *views;  /* owned: query views looked up, waiting for readdir */
+    struct prefetch *prefetch;   /* owned: partition listings fetched ahead (NULL: off) */
     double attr_timeout;         /* seconds the kernel keeps a stat without asking */
     time_t mount_time;           /* mtime of directories */
     uid_t uid;                   /* owner of every file */

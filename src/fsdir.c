@@ -6,6 +6,7 @@
 
 #include "fscommon.h"
 #include "fsdir.h"
+#include "prefetch.h"
 #include "scan.h"
 #include "store.h"
 #include "storedir.h"
@@ -21,6 +22,8 @@ struct dir_handle {
     struct scan_view *view;    /* remote names: complete, or growing page by page */
     int err;                   /* a page failed: later calls fail the same */
     struct listing *local;     /* local names not listed remotely, once known */
+    struct prefetch_walk *walk;  /* a table's: its partitions fetched ahead (or NULL) */
+    int at_end;                /* the remote names were read to their end */
 };
 
 static void dir_handle_free(struct dir_handle *h)
@@ -53,7 +56,13 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
         return -ENOMEM;
     }
     h->kind = fp.kind;
+    if (fp.kind == FSP_PARTITION)     /* a fetch ahead under way is joined */
+        prefetch_claim(a->prefetch, path);
     rc = scan_view_open(&a->store, &fp, path, &h->view);
+    if (rc == 0 && fp.kind == FSP_TABLE && a->prefetch) {
+        scan_view_name_early(h->view);
+        h->walk = prefetch_walk_new(a->prefetch, fp.table);
+    }
     if (rc == -ENOENT && fp.kind == FSP_PARTITION && scratch_is_dir(a->scratch, path))
         rc = (h->view = scan_view_empty()) ? 0 : -ENOMEM;    /* mkdir'd, nothing remote */
     fspath_free(&fp);
@@ -68,8 +77,22 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
 /* See fsdir.h. */
 int fs_releasedir(const char *path, struct fuse_file_info *fi)
 {
-    dir_handle_free((struct dir_handle *)(uintptr_t)fi->fh);
+    struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
+
+    (void)path;
+    prefetch_walk_end(h->walk, h->at_end);    /* abandoned halfway: cancelled */
+    dir_handle_free(h);
     return 0;
+}
+
+/* A table's partition E is handed out: fetch its listing ahead of the walk. */
+static void fetch_ahead(struct dir_handle *h, const char *path, const struct listing_ent *e)
+{
+    char *dir = fspath_join(path, e->name);
+
+    if (dir)          /* best effort: without it the walker lists it itself */
+        (void)prefetch_add(h->walk, e->key, e->key_len, dir);
+    free(dir);
 }
 
 static void add_local_name(struct dir_handle *h, const char *name)
@@ -185,9 +208,14 @@ int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
         goto out;
     if (pos == 1 && filler(buf, "..", NULL, ++pos, 0))
         goto out;
-    for (; (rc = scan_view_get(h->view, pos - 2, &e)) == 0; pos++)
+    for (; (rc = scan_view_get(h->view, pos - 2, &e)) == 0; pos++) {
+        if (h->walk)
+            fetch_ahead(h, path, &e);
         if (fill_entry(a, h->kind, path, &e, 0, (off_t)pos + 1, buf, filler))
             goto out;
+    }
+    if (rc == 1)
+        h->at_end = 1;
     if (rc < 0) {
         h->err = rc;
         goto out;

@@ -23,6 +23,7 @@
 #include "fscommon.h"
 #include "metrics.h"
 #include "options.h"
+#include "prefetch.h"
 #include "scan.h"
 #include "secenv.h"
 #include "store.h"
@@ -291,6 +292,8 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         fuse_loop_cfg_destroy(lc);
     }
 out_signals:
+    prefetch_free(a->prefetch);     /* before fuse_destroy: its requests ask the */
+    a->prefetch = NULL;             /* session whether to stop */
     metrics_stop(metrics);
     if (have_usr1) {
         atomic_store(&u.stop, 1);
@@ -380,6 +383,10 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
         fprintf(stderr, "aztfs: out of memory\n");
         return -1;
     }
+    if (!(a->prefetch = prefetch_new(&a->store, o->scan_parallel, &rc)) && rc < 0) {
+        fprintf(stderr, "aztfs: out of memory\n");
+        return -1;
+    }
     /* the probe's own warnings would repeat its one-line verdict */
     if (lvl < LOG_LVL_DEBUG)
         a->store.log.level = LOG_LVL_QUIET;
@@ -456,6 +463,7 @@ int main(int argc, char *argv[])
         goto out;
     }
     rc = open_mount(&a, &o, &acct, &cs) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o);
+    prefetch_free(a.prefetch);      /* its workers use the store */
     view_pending_free(a.views);     /* its queries use the store's client */
     store_writeback_close(&a.store);    /* unmounted: what is queued is sent */
     store_free(&a.store);

@@ -25,6 +25,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("negative_timeout=%lf", negative_timeout),
     OPT("attr_timeout=%lf", attr_timeout),
     OPT("cache_size=%lu", cache_size_mb),
+    OPT("scan_parallel=%d", scan_parallel),
     OPT("scratch_size=%lu", scratch_size_mb),
     OPT("connect_timeout=%ld", connect_timeout),
     OPT("timeout=%ld", timeout),
@@ -180,6 +181,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     o->attr_timeout = NAN;    /* unset: 1, or cache_timeout when smaller */
     o->negative_timeout = NAN;
     o->cache_size_mb = 32;
+    o->scan_parallel = SCAN_PARALLEL_DEFAULT;
     o->scratch_size_mb = 64;
     o->connect_timeout = 10;
     o->timeout = 60;
@@ -227,6 +229,10 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
         o->scratch_size_mb > SIZE_MAX / (1024 * 1024)) {
         fprintf(stderr, "aztfs: scratch_size must be between 0 and %lu MiB\n",
                 SCRATCH_SIZE_MAX_MB);
+        return -EINVAL;
+    }
+    if (o->scan_parallel < 1 || o->scan_parallel > SCAN_PARALLEL_MAX) {
+        fprintf(stderr, "aztfs: scan_parallel must be between 1 and %d\n", SCAN_PARALLEL_MAX);
         return -EINVAL;
     }
     modes(o);
@@ -324,6 +330,8 @@ void options_usage(const char *progname)
            "    -o negative_timeout=SECS how long \"does not exist\" is believed, and\n"
            "                            how old a copy may be when a file is opened (1)\n"
            "    -o cache_size=MIB       memory for cached listings and entities (32)\n"
+           "    -o scan_parallel=N      partition listings fetched ahead of a walk, at\n"
+           "                            most N at a time; 1: one after another (" SCAN_PARALLEL_DEFAULT_STR ")\n"
            "    -o scratch_size=MIB     memory for all scratch files together (64)\n"
            "    -o connect_timeout=SECS TCP/TLS connect timeout (10)\n"
            "    -o timeout=SECS         timeout of one request (60)\n"

@@ -17,6 +17,7 @@ struct aztfs_opts {
     double attr_timeout;      /* -o attr_timeout=SECONDS (NAN until given) */
     double negative_timeout;  /* -o negative_timeout=SECONDS (NAN until given) */
     unsigned long cache_size_mb;  /* -o cache_size=MiB */
+    int scan_parallel;        /* -o scan_parallel=N: listing fetches in flight ahead */
     unsigned long scratch_size_mb; /* -o scratch_size=MiB: all scratch files together */
     long connect_timeout;     /* -o connect_timeout=SECONDS */
     long timeout;             /* -o timeout=SECONDS (whole request) */
@@ -48,6 +49,11 @@ struct aztfs_opts {
     int show_help;
     int show_version;
 };
+
+/* Partition listings fetched ahead of a walk at a time (-o scan_parallel). */
+#define SCAN_PARALLEL_DEFAULT 4
+#define SCAN_PARALLEL_DEFAULT_STR "4"
+#define SCAN_PARALLEL_MAX 64
 
 /* Parse aztfs's options out of ARGS (matched ones are removed, the rest are
  * left for libfuse), applying defaults first. With two positional arguments

@@ -22,6 +22,15 @@ int scan_list_root(struct store *s, struct az_status *st);
  * cache as directory DIR. Returns 0 or -errno (logged). */
 int scan_list_partition(struct store *s, const struct fspath *fp, const char *dir);
 
+/* Fetch partition PK of TABLE to its end into the cache as directory DIR,
+ * one request in flight, for the prefetch pool (prefetch.h): before each
+ * page STOP(CTX, BYTES) is asked (BYTES: what the fetch has charged to the
+ * cache so far); nonzero ends it with -EINTR. The listing is cached only
+ * when complete. Failures are logged at debug level only (the walker's own
+ * fetch logs them). Returns 0 or -errno. */
+int scan_fetch_partition(struct store *s, const char *table, const char *pk,
+                         const char *dir, int (*stop)(void *ctx, size_t bytes), void *ctx);
+
 /* Fill in FP->pk (and FP->rk for entities) when the names are long-form
  * (doc/NAMES.md), from the fresh listing of the directory, else by listing
  * it (which fills the cache). Returns 0, -ENOENT (not listed), or -errno. */
@@ -43,6 +52,13 @@ int scan_view_open(struct store *s, struct fspath *fp, const char *dir,
 /* A view with no names (a directory that exists only locally); NULL on
  * ENOMEM. */
 struct scan_view *scan_view_empty(void);
+
+/* V lists a table from scratch: once its partitions hold a page of
+ * entities or more on average, name the remaining ones with one query each
+ * (as a table larger than half the cache does) instead of reading their
+ * entities, so that their listings can be fetched in parallel (prefetch.h).
+ * Only before the first page; nothing for other views. */
+void scan_view_name_early(struct scan_view *v);
 
 /* Entry I of V (borrowed: valid while V is open), fetching pages until it
  * is in. Returns 0 with *e, 1 when the listing ended before I, or -errno

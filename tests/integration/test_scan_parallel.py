@@ -1,0 +1,236 @@
+"""-o scan_parallel=N: partition listings fetched ahead of a walk (src/prefetch.c).
+
+Checked against the official SDK (azure.data.tables): every listing
+complete and in the service's order with the default, request counts with
+scan_parallel=1 those of one sequential scan, no request left running after
+a walk is abandoned, nothing lost under injected faults."""
+
+import ctypes
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aztfs_names import dir_name, file_name
+from conftest import conn_str_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness import FaultProxy  # noqa: E402
+
+BIG = "spBig"           # 6 partitions of 2100 entities: named one query each
+ONE = "spOne"           # 1 partition of 2500 entities
+MANY = "spMany"         # 500 partitions of 2 entities: one full scan
+TWENTY = "spTwenty"     # 20 partitions, the first of 2000 entities (so they are
+                        # named one query each and fetched ahead), then 60 each
+ODD = "spOdd"           # awkward keys, one long shared prefix
+LONG = "spLong"         # 14 partitions with 240-character names (the first
+                        # of 2000 entities, so they are named one query each):
+                        # one readdir of the kernel's (4 KiB) holds 10 of them
+P_BIG, PER_BIG = 6, 2100
+ODD_PKS = ["a b", "caf\u00e9 %41", "x'y~z", "\u00fc\u00f1-\u4e2d"]
+PREFIX = "k" * 180
+
+
+@pytest.fixture(scope="module")
+def tables(sdk, seed):
+    t = seed.table(sdk, BIG)
+    seed.insert(t, [{"PartitionKey": "p%02d" % p, "RowKey": "r%05d" % i, "v": "big %d.%d" % (p, i)}
+                    for p in range(P_BIG) for i in range(PER_BIG)])
+    t = seed.table(sdk, ONE)
+    seed.insert(t, [{"PartitionKey": "only", "RowKey": "r%05d" % i, "v": i} for i in range(2500)])
+    t = seed.table(sdk, TWENTY)
+    seed.insert(t, [{"PartitionKey": "t%02d" % p, "RowKey": "r%05d" % i, "v": i}
+                    for p in range(20) for i in range(2000 if p == 0 else 60)])
+    t = seed.table(sdk, MANY)
+    seed.insert(t, [{"PartitionKey": "m%03d" % p, "RowKey": "r%d" % i, "v": p}
+                    for p in range(500) for i in range(2)])
+    t = seed.table(sdk, LONG)
+    seed.insert(t, [{"PartitionKey": "L" * 240 + "%02d" % p, "RowKey": "r%05d" % i, "v": i}
+                    for p in range(14) for i in range(2000 if p == 0 else 3)])
+    t = seed.table(sdk, ODD)
+    rows = []
+    for n, pk in enumerate(ODD_PKS):
+        for i in range(2000):
+            rk = (PREFIX + "%04d" % i) if n == 0 else "r %04d\u00e9%s" % (i, "'!" if i % 7 else "")
+            rows.append({"PartitionKey": pk, "RowKey": rk, "v": i})
+    seed.insert(t, rows)
+    return sdk
+
+
+def read_dir_once(fd, size):
+    """One getdents64(2) of SIZE bytes on FD (os.scandir reads with a buffer
+    that takes a whole small directory at once); bytes returned."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(size)
+    n = libc.syscall(217 if platform.machine() == "x86_64" else 61, fd, buf, size)
+    assert n >= 0, os.strerror(ctypes.get_errno())
+    return n
+
+
+def stats(mnt):
+    return json.loads(os.getxattr(str(mnt), "user.aztfs.stats"))
+
+
+def sdk_tree(sdk, table):
+    """[(partition dir name, [file names in order])] in the service's order."""
+    out = []
+    for e in sdk.get_table_client(table).list_entities():
+        d, f = dir_name(e["PartitionKey"]), file_name(e["RowKey"])
+        if not out or out[-1][0] != d:
+            out.append((d, []))
+        out[-1][1].append(f)
+    return out
+
+
+def mount_tree(top):
+    """The same, as readdir hands the names out (os.listdir keeps its order)."""
+    return [(d, os.listdir(os.path.join(top, d))) for d in os.listdir(top)]
+
+
+@pytest.mark.parametrize("table", [ONE, BIG, TWENTY, MANY, ODD])
+def test_default_listings_are_complete_and_in_the_sdks_order(tables, mounter, table):
+    mnt = mounter.mount(options=["-o", "loglevel=debug"])
+    top = os.path.join(str(mnt), table)
+    assert mount_tree(top) == sdk_tree(tables, table)
+    if table in (BIG, TWENTY, ODD):   # partitions of two pages or more: fetched ahead
+        assert "listed in parallel" in mnt.stderr()
+    else:                       # one partition, or small ones: one scan
+        assert "listed in parallel" not in mnt.stderr()
+    # the second walk is answered from the cache
+    before = stats(mnt)["requests"]
+    assert mount_tree(top) == sdk_tree(tables, table)
+    assert stats(mnt)["requests"] == before
+
+
+def test_one_big_partition_costs_one_request_more(tables, mounter, sh):
+    """A table of one partition of three pages: after its second page the
+    scan asks for a partition after it (none), and goes on: one request
+    more than scan_parallel=1, no page read twice."""
+    counts = []
+    for opts in ("scan_parallel=1", "scan_parallel=4"):
+        mnt = mounter.mount(options=["-o", opts])
+        before = stats(mnt)["requests"]
+        assert len(sh(["find", os.path.join(str(mnt), ONE), "-type", "f"]).lines()) == 2500
+        counts.append(stats(mnt)["requests"] - before)
+        mnt.unmount(check=True)
+    assert counts[1] == counts[0] + 1, counts
+
+
+def test_scan_parallel_1_is_one_sequential_scan(tables, mounter, sh):
+    mnt = mounter.mount(options=["-o", "scan_parallel=1,loglevel=debug"])
+    before = stats(mnt)["requests"]
+    files = sh(["find", os.path.join(str(mnt), BIG), "-type", "f"]).lines()
+    assert len(files) == P_BIG * PER_BIG
+    total = stats(mnt)["requests"] - before
+    # one scan of the table (its pages, maybe one empty last page) and the
+    # existence check of the table
+    assert total <= math.ceil(P_BIG * PER_BIG / 1000) + 2, total
+    assert "listed in parallel" not in mnt.stderr()
+
+
+def test_default_walk_stays_within_the_documented_bound(tables, mounter, sh):
+    mnt = mounter.mount()
+    before = stats(mnt)
+    files = sh(["find", os.path.join(str(mnt), BIG), "-type", "f"]).lines()
+    assert len(files) == len(set(files)) == P_BIG * PER_BIG
+    after = stats(mnt)
+    total = after["requests"] - before["requests"]
+    assert after["requests_by_kind"]["get_entity"] == before["requests_by_kind"]["get_entity"]
+    # ceil(N/1000) + P + 2, plus the documented cost of naming early: the
+    # first two pages read again, and one page more per partition (its
+    # pages are counted one partition at a time)
+    assert total <= math.ceil(P_BIG * PER_BIG / 1000) + P_BIG + 2 + 2 + P_BIG, total
+
+
+def test_two_walkers_share_the_fetches(tables, mounter):
+    """Two finds of the table at once: each partition's pages are fetched
+    once (a walker entering a partition joins the fetch under way, or runs
+    the queued one while the other waits for it)."""
+    mnt = mounter.mount(options=["-o", "loglevel=debug"])
+    top = os.path.join(str(mnt), BIG)
+    os.listdir(top)                    # the table's listing: both walkers share it
+    procs = [subprocess.Popen(["find", top, "-type", "f"], stdout=subprocess.PIPE)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=60)[0].decode().split() for p in procs]
+    assert all(len(o) == P_BIG * PER_BIG for o in outs)
+    log = mnt.stderr()
+    for p in range(P_BIG):
+        pages = log.count("$filter=PartitionKey%%20eq%%20%%27p%02d%%27" % p)
+        assert pages == math.ceil(PER_BIG / 1000), (p, pages)
+
+
+def test_abandoned_walk_leaves_no_request_running(tables, mounter):
+    mnt = mounter.mount(options=["-o", "loglevel=debug"])
+    top = os.path.join(str(mnt), LONG)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:                               # one small readdir: 2-3 partitions handed out
+        n = read_dir_once(fd, 1024)
+    finally:
+        os.close(fd)                   # closed before the end: jobs cancelled
+    assert n > 0
+    time.sleep(1.5)                    # a page under way finishes
+    settled = stats(mnt)["requests"]
+    time.sleep(2)
+    assert stats(mnt)["requests"] == settled
+    log = mnt.stderr()
+    assert "closed before its end" in log, "\n".join(
+        l[:60] + l[-90:] for l in log.splitlines())
+    # and the walk after it still sees everything, in the service's order
+    assert mount_tree(top) == sdk_tree(tables, LONG)
+
+
+def test_faults_during_parallel_fetches_lose_nothing(tables, mounter, sh, azurite):
+    px = FaultProxy(azurite.port, rate=0.0, seed=20261123, weights={"stall": 0, "stall_after": 0})
+    px.start()
+    try:
+        m = mounter.mount(conn_str=conn_str_for(px.port),
+                          options=["-o", "timeout=5,retries=8,scan_parallel=8"])
+        px.set_faults(rate=0.2)
+        top = os.path.join(str(m), BIG)
+        got = None
+        for _ in range(5):        # a walk that hit a fault after its retries is run again
+            r = sh(["find", top, "-type", "f"], check=False)
+            if r.returncode == 0:
+                got = sorted(r.lines())
+                break
+        px.set_faults(rate=0.0)
+        assert got is not None, "every walk failed"
+        want = sorted(os.path.join(top, d, f) for d, fs in sdk_tree(tables, BIG) for f in fs)
+        assert got == want
+        assert mount_tree(top) == sdk_tree(tables, BIG)
+        assert px.injected() > 0, "no fault was injected"
+    finally:
+        px.stop()
+
+
+def test_unmount_while_fetching_ahead_is_clean(tables, mounter, sh, azurite):
+    """ls of a table hands out its partitions, which are then fetched ahead
+    (slowly: 0.3 s a request); unmounting then stops the fetch and aztfs
+    exits 0 (the mounter checks the exit status and the sanitizer report)."""
+    with FaultProxy(azurite.port, rate=0.0, delay=0.3) as px:
+        m = mounter.mount(conn_str=conn_str_for(px.port), options=["-o", "loglevel=debug"])
+        assert len(sh(["ls", os.path.join(str(m), BIG)]).lines()) == P_BIG
+        t0 = time.monotonic()
+        m.unmount(check=True)
+        assert time.monotonic() - t0 < 5
+        assert "filter=PartitionKey%20eq%20%27p0" in m.stderr()   # they were under way
+
+
+@pytest.mark.parametrize("value", ["0", "65", "x"])
+def test_scan_parallel_out_of_range_is_refused(azurite, tmp_path, aztfs_run, value):
+    from conftest import aztfs_env
+    res = aztfs_run(["-f", "-o", "scan_parallel=" + value, str(tmp_path)],
+                    aztfs_env(azurite.conn_str))
+    assert res.returncode != 0
+    assert "scan_parallel" in res.stderr, res.stderr
+
+
+def test_help_names_scan_parallel(aztfs_run):
+    res = aztfs_run(["--help"], dict(os.environ))
+    assert "scan_parallel=N" in res.stdout + res.stderr
