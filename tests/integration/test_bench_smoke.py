@@ -115,7 +115,8 @@ def test_rsync_comparison_and_parallel_reads_are_reported(report):
 
 def test_restore_benchmark_smoke(tmp_path):
     """bench/restore.py on a tiny backup at two delays: the report has a row
-    per delay, aztfs stays within N + P + 5 requests with no point read, and
+    per delay and mode, aztfs stays within N + P + 5 requests synchronous
+    and ceil(N/100) + 2P + 5 with -o writeback, with no point read, and
     restoring the same backup again writes nothing."""
     out = tmp_path / "restore.md"
     env = dict(os.environ, AZTFS_BIN=str(AZTFS))
@@ -126,11 +127,14 @@ def test_restore_benchmark_smoke(tmp_path):
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr[-6000:]
     rows = section(parse_report(out.read_text()), "Restore")
-    assert [r["delay ms"] for r in rows] == ["0", "5"], rows
+    assert [(r["mode"], r["delay ms"]) for r in rows] == [
+        ("sync", "0"), ("writeback", "0"), ("sync", "5"), ("writeback", "5")], rows
     for r in rows:
         n, parts = int(r["N"]), int(r["P"])
         assert (n, parts) == (60, 3)
-        assert int(r["aztfs requests"]) <= n + parts + 5, r
+        bound = n + parts + 5 if r["mode"] == "sync" else -(-n // 100) + 2 * parts + 5
+        assert int(r["bound"]) == bound, r
+        assert int(r["aztfs requests"]) <= bound, r
         assert int(r["point reads"]) == 0, r
         assert r["again: writes / all"].startswith("0 /"), r
         assert float(r["aztfs s"]) > 0 and float(r["x SDK batch"]) > 0, r
