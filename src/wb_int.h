@@ -106,6 +106,10 @@ struct wb_part *wb_part_get(struct writeback *wb, const char *dir, int create);
 /* Remember that TOKEN's change was sent and the service gave ETAG. */
 void wb_done_put(struct writeback *wb, const char *token, const char *etag);
 
+/* The ETag the service gave TOKEN's change: 1 with *etag malloc'd, 0
+ * (unknown), or -ENOMEM. Lock held. */
+int wb_done_get(struct writeback *wb, const char *token, char **etag);
+
 /* OP's token (the ETag the entity shows while OP is queued) in OUT. */
 void wb_op_token(const struct wb_op *op, char out[64]);
 

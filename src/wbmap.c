@@ -1,6 +1,7 @@
 /* wbmap.c - write-behind's maps: entities by path, partitions by
  * directory, and the tokens of changes sent with the ETags the service gave
  * (bounded); and its clock (wb_int.h). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,4 +111,15 @@ void wb_done_put(struct writeback *wb, const char *token, const char *etag)
     d->hnext = wb->dones[b];
     wb->dones[b] = d;
     wb->n_dones++;
+}
+
+/* See wb_int.h. */
+int wb_done_get(struct writeback *wb, const char *token, char **etag)
+{
+    *etag = NULL;
+    for (struct wb_done *d = wb->dones[hash_fnv1a(token) % wb->n_done_buckets]; d;
+         d = d->hnext)
+        if (strcmp(d->token, token) == 0)
+            return (*etag = strdup(d->etag)) ? 1 : -ENOMEM;
+    return 0;
 }

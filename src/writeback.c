@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "failring.h"
-#include "hash.h"
 #include "wb_int.h"
 
 /* A hook call to make once the lock is released (wb_int.h). */
@@ -223,7 +222,7 @@ static int change_check(struct writeback *wb, const struct wb_change *c,
     if (c->kind == WB_INSERT)
         return 0;
     if (c->if_match && strncmp(c->if_match, WB_TOKEN_PREFIX, strlen(WB_TOKEN_PREFIX)) == 0) {
-        int r = wb_resolve(wb, c->if_match, if_match);
+        int r = wb_done_get(wb, c->if_match, if_match);     /* lock held */
 
         return r == 1 ? 0 : r < 0 ? r : -ESTALE;
     }
@@ -462,16 +461,10 @@ int wb_lookup(struct writeback *wb, const char *path, json_t **entity)
 /* See writeback.h. */
 int wb_resolve(struct writeback *wb, const char *etag, char **real)
 {
-    struct wb_done *d;
-    int rc = 0;
+    int rc;
 
-    *real = NULL;
     pthread_mutex_lock(&wb->mu);
-    for (d = wb->dones[hash_fnv1a(etag) % wb->n_done_buckets]; d; d = d->hnext)
-        if (strcmp(d->token, etag) == 0) {
-            rc = (*real = strdup(d->etag)) ? 1 : -ENOMEM;
-            break;
-        }
+    rc = wb_done_get(wb, etag, real);
     pthread_mutex_unlock(&wb->mu);
     return rc;
 }

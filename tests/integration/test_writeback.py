@@ -376,3 +376,25 @@ def test_sync_of_the_mount_root_with_sync_1(sdk, seed, mounter, tmp_path):
     assert entities(t) == {}
     subprocess.run(["sync", str(mnt)], check=True)
     assert entities(t) == {"a": 1}
+
+
+def test_handle_saves_again_after_its_change_was_sent(sdk, seed, mounter, tmp_path):
+    """A file kept open across the send of its first save saves again
+    (its ETag was the queued change's token, now resolved to the service's)."""
+    t = seed.table(sdk, "wbAgain")
+    opts, _ = wb_options(tmp_path)
+    mnt = mounter.mount(options=opts)
+    pdir = os.path.join(str(mnt), "wbAgain", "p")
+    os.mkdir(pdir)
+    fd = os.open(os.path.join(pdir, "x.json"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b'{"v": 1}')
+        os.fsync(fd)                    # saved and sent
+        assert entities(t) == {"x": 1}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, b'{"v": 2}', 0)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    assert entities(t) == {"x": 2}
+    assert pending(mnt)["failed"] == 0
