@@ -528,12 +528,16 @@ static int part_in(const struct wb_part *p, const char *scope)
     return under(p->dir, scope) || under(scope, p->dir);
 }
 
-/* Is anything under SCOPE still to be sent? Lock held. */
-static int scope_busy(struct writeback *wb, const char *scope)
+/* Is anything under SCOPE still to be sent? With WAITING, a partition
+ * whose last send failed for a transient reason (the service unreachable:
+ * retried later, with backoff) does not count: a flush does not wait for
+ * it. Lock held. */
+static int scope_busy(struct writeback *wb, const char *scope, int waiting)
 {
     for (size_t b = 0; b < wb->n_part_buckets; b++)
         for (struct wb_part *p = wb->parts[b]; p; p = p->hnext)
-            if (part_in(p, scope) && (p->sending || (p->head && !p->gave_up)))
+            if (part_in(p, scope) &&
+                (p->sending || (p->head && !p->gave_up && !(waiting && p->backoff))))
                 return 1;
     return 0;
 }
@@ -544,7 +548,7 @@ int wb_queued(struct writeback *wb, const char *scope)
     int busy;
 
     pthread_mutex_lock(&wb->mu);
-    busy = scope_busy(wb, scope);
+    busy = scope_busy(wb, scope, 0);
     pthread_mutex_unlock(&wb->mu);
     return busy;
 }
@@ -557,15 +561,22 @@ int wb_flush(struct writeback *wb, const char *scope, int wait)
     pthread_mutex_lock(&wb->mu);
     for (size_t b = 0; b < wb->n_part_buckets; b++)
         for (struct wb_part *p = wb->parts[b]; p; p = p->hnext)
-            if (p->head && part_in(p, scope))
-                p->flush = 1;
+            if (p->head && part_in(p, scope)) {
+                p->flush = 1;       /* now, even in a backoff: the caller waits */
+                p->backoff = 0;
+                p->not_before = (struct timespec){ 0, 0 };
+            }
     pthread_cond_broadcast(&wb->work_cv);
-    while (wait && wb->n_threads > 0 && scope_busy(wb, scope))
+    while (wait && wb->n_threads > 0 && scope_busy(wb, scope, 1))
         pthread_cond_wait(&wb->done_cv, &wb->mu);
     for (struct wb_op *f = wb->failed_head; f && rc == 0; f = f->next)
         if (under(f->path, scope))
             rc = -EIO;
+    /* not sent: the service could not be reached (still queued, retried) */
+    if (wait && rc == 0 && scope_busy(wb, scope, 0))
+        rc = -EIO;
     pthread_mutex_unlock(&wb->mu);
+    log_debug(wb->lg, "flush of %s: %s", scope, rc < 0 ? strerror(-rc) : "sent");
     return rc;
 }
 

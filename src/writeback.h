@@ -100,8 +100,10 @@ int wb_resolve(struct writeback *wb, const char *etag, char **real);
 
 /* Send now the queued changes under SCOPE (a path: "/" for all, a table
  * or partition directory, or an entity's path) and, with WAIT, wait until
- * they are sent or failed. Returns 0, or -EIO when a change under SCOPE
- * has failed (then it stays reported until dealt with). */
+ * they are sent, failed, or could not be sent (the service unreachable
+ * after the request's own retries: they stay queued, retried with
+ * backoff). Returns 0, or -EIO when a change under SCOPE has failed (then
+ * it stays reported until dealt with) or, with WAIT, is still unsent. */
 int wb_flush(struct writeback *wb, const char *scope, int wait);
 
 /* Are changes under SCOPE queued or being sent? 1 or 0. */

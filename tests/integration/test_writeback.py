@@ -398,3 +398,32 @@ def test_handle_saves_again_after_its_change_was_sent(sdk, seed, mounter, tmp_pa
         os.close(fd)
     assert entities(t) == {"x": 2}
     assert pending(mnt)["failed"] == 0
+
+
+def test_service_unreachable_sync_fails_then_sends_later(sdk, seed, mounter, azurite,
+                                                         tmp_path):
+    """While every send fails (503 before the service), sync returns EIO
+    after the send's own retries instead of hanging, the changes stay
+    queued, a listing is still answered; once the service answers, the
+    next sync sends them."""
+    t = seed.table(sdk, "wbDown")
+    opts, _ = wb_options(tmp_path, LONG + ",retries=1,retry_time=2,timeout=5")
+    with FaultProxy(azurite.port, rate=0.0) as px:
+        mnt = mounter.mount(conn_str=conn_str_for(px.port), options=opts)
+        pdir = os.path.join(str(mnt), "wbDown", "p")
+        os.mkdir(pdir)
+        for i in range(5):
+            put(os.path.join(pdir, "r%d.json" % i), {"v": i})
+        px.set_faults(rate=1.0, kinds=["503"], methods=["POST"])
+        t0 = time.monotonic()
+        with pytest.raises(OSError) as ei:
+            sync_all(mnt)
+        assert ei.value.errno == errno.EIO and time.monotonic() - t0 < 30
+        assert pending(mnt)["queued"] == 5 and pending(mnt)["failed"] == 0
+        assert "not sent" in mnt.stderr()
+        assert sorted(os.listdir(pdir)) == ["r%d.json" % i for i in range(5)]
+        os.statvfs(str(mnt))                    # the mount answers meanwhile
+        px.set_faults(rate=0.0)
+        sync_all(mnt)                           # tries again now
+        assert entities(t) == {"r%d" % i: i for i in range(5)}
+        mnt.unmount()
