@@ -100,22 +100,6 @@ static int format_record(struct buf *b, const json_t *rec)
     return rc;
 }
 
-/* Write all LEN bytes of DATA to FD. Returns 0 or -errno. */
-static int write_all(int fd, const char *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Where the records of file FD (SIZE bytes) end: at its first zero byte
  * (the space grown ahead of them), else at its end. 0 or -errno. */
 static int find_end(int fd, off_t size, off_t *end)
@@ -400,7 +384,7 @@ static int write_new(struct journal *j, const json_t *recs, off_t *len)
     fd = rc < 0 ? -1 : open(j->tmp_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (rc == 0 && fd < 0)
         rc = -errno;
-    if (rc == 0 && ((rc = write_all(fd, b.ptr ? b.ptr : "", b.len)) == 0) && fsync(fd) < 0)
+    if (rc == 0 && ((rc = pwrite_all(fd, b.ptr ? b.ptr : "", b.len, 0)) == 0) && fsync(fd) < 0)
         rc = -errno;
     *len = (off_t)b.len;
     buf_free(&b);

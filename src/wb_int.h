@@ -125,6 +125,9 @@ void wb_op_swap(struct writeback *wb, struct wb_op *old, struct wb_op *new);
  * the change it was merged into (0: none). */
 json_t *wb_op_record(const struct wb_op *op, uint64_t replaces);
 
+/* Take failed change F off the failed list (and its entity's). */
+void wb_failed_unlink(struct writeback *wb, struct wb_op *f);
+
 /* Keep OP as its entity's failed change (replacing an older one). */
 void wb_failed_keep(struct writeback *wb, struct wb_op *op, int rc, const char *why);
 

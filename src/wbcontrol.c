@@ -195,22 +195,6 @@ static void replay_unqueue(struct writeback *wb, struct wb_op *op)
         e->last = op->dep;
 }
 
-/* Take failed OP off the failed list (replaying). */
-static void replay_unfail(struct writeback *wb, struct wb_op *op)
-{
-    struct wb_ent *e = wb_ent_get(wb, op->path, 0);
-
-    if (op->prev)
-        op->prev->next = op->next;
-    else
-        wb->failed_head = op->next;
-    if (op->next)
-        op->next->prev = op->prev;
-    wb->n_failed--;
-    if (e && e->failed == op)
-        e->failed = NULL;
-}
-
 /* Replay one state record of type T for OP (seq SEQ; ETAG from a "done"). */
 static void replay_one(struct replay *r, const json_t *rec, const char *t, struct wb_op *op,
                        const char *etag)
@@ -237,7 +221,7 @@ static void replay_one(struct replay *r, const json_t *rec, const char *t, struc
         }
         replay_unqueue(wb, op);
     } else {
-        replay_unfail(wb, op);
+        wb_failed_unlink(wb, op);
     }
     if (strcmp(t, "done") == 0) {
         wb_op_token(op, tok);
@@ -627,20 +611,12 @@ int wb_discard(struct writeback *wb, const char *path)
             rc = -EIO;
             break;
         }
-        if (f->prev)
-            f->prev->next = f->next;
-        else
-            wb->failed_head = f->next;
-        if (f->next)
-            f->next->prev = f->prev;
-        wb->n_failed--;
+        wb_failed_unlink(wb, f);
         log_info(wb->lg, "%s: the failed %s was discarded from the journal", f->path,
                  wb_kind_name(f->kind));
         wb_call_add(&calls, 0, f, NULL);
-        if ((e = wb_ent_get(wb, f->path, 0)) != NULL) {
-            e->failed = NULL;
+        if ((e = wb_ent_get(wb, f->path, 0)) != NULL)
             wb_ent_release(wb, e);
-        }
         wb_op_free(f);
         rc = 0;
     }

@@ -97,6 +97,23 @@ void wb_part_push_front(struct wb_op *op)
     p->n++;
 }
 
+/* See wb_int.h. */
+void wb_failed_unlink(struct writeback *wb, struct wb_op *f)
+{
+    struct wb_ent *e = wb_ent_get(wb, f->path, 0);
+
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        wb->failed_head = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    f->prev = f->next = NULL;
+    wb->n_failed--;
+    if (e && e->failed == f)
+        e->failed = NULL;
+}
+
 /* Put NEW where OLD is in its partition's queue and in its entity's chain. */
 void wb_op_swap(struct writeback *wb, struct wb_op *old, struct wb_op *new)
 {
@@ -349,14 +366,7 @@ static int change_queue(struct writeback *wb, const struct wb_change *c, uint64_
     if (e->failed) {                /* a new change replaces a failed one */
         struct wb_op *f = e->failed;
 
-        e->failed = NULL;
-        if (f->prev)
-            f->prev->next = f->next;
-        else
-            wb->failed_head = f->next;
-        if (f->next)
-            f->next->prev = f->prev;
-        wb->n_failed--;
+        wb_failed_unlink(wb, f);
         rec = json_pack("{s:s, s:I}", "t", "drop", "seq", (json_int_t)f->seq);
         if (rec)
             (void)journal_append(wb->j, rec, lsn);
@@ -557,13 +567,7 @@ void wb_failed_keep(struct writeback *wb, struct wb_op *op, int rc, const char *
     if (e && e->failed) {
         struct wb_op *f = e->failed;
 
-        if (f->prev)
-            f->prev->next = f->next;
-        else
-            wb->failed_head = f->next;
-        if (f->next)
-            f->next->prev = f->prev;
-        wb->n_failed--;
+        wb_failed_unlink(wb, f);
         wb_op_free(f);
     }
     if (e)
