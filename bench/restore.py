@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from common import Azurite, BenchError, Mount, emit_report, run_timed, shell
-from harness import FaultProxy, conn_str_for
+from harness import FaultProxy, conn_str_for, fsync_dir
 
 PYTHON = "/usr/bin/python3"
 BENCH = Path(__file__).resolve().parent
@@ -69,15 +69,6 @@ def mode_options(mode, workdir):
     return ["-o", "writeback,journal_dir=%s" % os.path.join(workdir, "journal")]
 
 
-def sync_root(m):
-    """fsync of the mount's root: with -o writeback, every queued change sent."""
-    fd = os.open(str(m), os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def aztfs_restore(workdir, conn_str, table, backup, scratch, mode):
     """Wall time of mkdir + rsync + unmount, requests by kind, peak RSS KiB."""
     m = Mount(workdir, conn_str, mode_options(mode, workdir))
@@ -87,7 +78,7 @@ def aztfs_restore(workdir, conn_str, table, backup, scratch, mode):
         t0 = time.perf_counter()
         run_timed(shell("mkdir %s && rsync -a %s/ %s/" % (
             m.join(table), backup, m.join(table))), scratch).check()
-        sync_root(m)
+        fsync_dir(m)
         after = m.stats()["requests_by_kind"]
         rss = m.peak_rss_kib()
         m.unmount()
@@ -102,7 +93,7 @@ def aztfs_again(workdir, conn_str, table, backup, scratch, mode):
     with Mount(workdir, conn_str, mode_options(mode, workdir)) as m:
         before = m.stats()["requests_by_kind"]
         run_timed(shell("rsync -a %s/ %s/" % (backup, m.join(table))), scratch).check()
-        sync_root(m)
+        fsync_dir(m)
         after = m.stats()["requests_by_kind"]
     return {k: after[k] - before[k] for k in after if after[k] != before[k]}
 

@@ -125,6 +125,16 @@ def peak_rss_kib(pid="self"):
     raise HarnessError("no VmHWM in /proc/%s/status" % pid)
 
 
+def fsync_dir(path):
+    """fsync of directory PATH (of a mount's root: with -o writeback, every
+    queued change sent, or OSError EIO)."""
+    fd = os.open(str(path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def write_through(path, flags, writes, mode=0o644):
     """Open PATH with FLAGS, call WRITES(fd) to write, close: the way an
     application saves, where the close (the commit) can fail too. Returns

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from harness import FaultProxy, conn_str_for, unmount_path
+from harness import FaultProxy, conn_str_for, fsync_dir, unmount_path
 from test_restore import P, PER, SRC, backup, delta, kinds, rsync, sdk_state, writes
 
 LONG = "writeback=60000"        # nothing goes out before an fsync or the unmount
@@ -32,11 +32,7 @@ def pending(mnt):
 
 def sync_all(mnt):
     """fsync of the mount's root: every queued change sent (or EIO)."""
-    fd = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(mnt)
 
 
 def sync_path(path):
@@ -109,16 +105,31 @@ def test_reads_see_queued_changes_and_two_saves_merge(sdk, seed, mounter, tmp_pa
     assert t.get_entity("p", "new")["v"] == 3
 
 
+def new_partition(sdk, seed, mounter, tmp_path, table):
+    """Table TABLE (made with the SDK), a write-behind mount with a long
+    delay, and a partition directory made in it: (table client, mount,
+    partition path)."""
+    t = seed.table(sdk, table)
+    mnt = mounter.mount(options=wb_options(tmp_path)[0])
+    pdir = os.path.join(str(mnt), table, "p")
+    os.mkdir(pdir)
+    return t, mnt, pdir
+
+
+def kill_mount(mnt):
+    """kill -9 the daemon of MNT, then unmount what it left."""
+    mnt.proc.send_signal(signal.SIGKILL)
+    mnt.proc.wait(10)
+    unmount_path(str(mnt))
+    mnt.closed = True
+
+
 def entities(t):
     return {e["RowKey"]: e.get("v") for e in t.list_entities()}
 
 
 def test_kill_9_then_remount_sends_every_acknowledged_change(sdk, seed, mounter, tmp_path):
-    t = seed.table(sdk, "wbKill")
-    opts, _ = wb_options(tmp_path)
-    mnt = mounter.mount(options=opts)
-    pdir = os.path.join(str(mnt), "wbKill", "p")
-    os.mkdir(pdir)
+    t, mnt, pdir = new_partition(sdk, seed, mounter, tmp_path, "wbKill")
     for i in range(60):
         put(os.path.join(pdir, "r%03d.json" % i), {"v": i})
     sync_all(mnt)                               # these are on the service
@@ -131,13 +142,10 @@ def test_kill_9_then_remount_sends_every_acknowledged_change(sdk, seed, mounter,
         put(os.path.join(pdir, "r%03d.json" % i), {"v": i})
     # (a listing fetched meanwhile sends its directory's queue first)
     assert pending(mnt)["queued"] >= 21
-    mnt.proc.send_signal(signal.SIGKILL)        # acknowledged, never sent
-    mnt.proc.wait(10)
-    unmount_path(str(mnt))
-    mnt.closed = True
+    kill_mount(mnt)                             # acknowledged, never sent
     want = {"r%03d" % i: (1000 + i if i < 10 else i) for i in range(170) if i != 20}
     assert entities(t) != want
-    mnt2 = mounter.mount(options=opts)          # sends the journal before serving
+    mnt2 = mounter.mount(options=wb_options(tmp_path)[0])     # sends the journal first
     assert entities(t) == want
     assert pending(mnt2) == dict(pending(mnt2), queued=0, failed=0)
     assert "90" not in "".join(mnt2.stderr().split("damaged")[1:])     # nothing torn
@@ -170,10 +178,7 @@ def test_crash_while_a_batch_is_out_is_settled_not_doubled(sdk, seed, mounter, a
         while len(entities(t)) < 30 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert len(entities(t)) == 30           # applied; the answer is stalled
-        mnt.proc.send_signal(signal.SIGKILL)
-        mnt.proc.wait(10)
-        unmount_path(str(mnt))
-        mnt.closed = True
+        kill_mount(mnt)
         os.waitpid(pid, 0)
         os.close(fd)
         port = px.port
@@ -367,11 +372,7 @@ def test_merge_mode_batches_merges(sdk, seed, mounter, tmp_path):
 
 def test_sync_of_the_mount_root_with_sync_1(sdk, seed, mounter, tmp_path):
     """`sync /mnt` (coreutils: fsync of the directory) sends the queue."""
-    t = seed.table(sdk, "wbSync")
-    opts, _ = wb_options(tmp_path)
-    mnt = mounter.mount(options=opts)
-    pdir = os.path.join(str(mnt), "wbSync", "p")
-    os.mkdir(pdir)
+    t, mnt, pdir = new_partition(sdk, seed, mounter, tmp_path, "wbSync")
     put(os.path.join(pdir, "a.json"), {"v": 1})
     assert entities(t) == {}
     subprocess.run(["sync", str(mnt)], check=True)
@@ -381,11 +382,7 @@ def test_sync_of_the_mount_root_with_sync_1(sdk, seed, mounter, tmp_path):
 def test_handle_saves_again_after_its_change_was_sent(sdk, seed, mounter, tmp_path):
     """A file kept open across the send of its first save saves again
     (its ETag was the queued change's token, now resolved to the service's)."""
-    t = seed.table(sdk, "wbAgain")
-    opts, _ = wb_options(tmp_path)
-    mnt = mounter.mount(options=opts)
-    pdir = os.path.join(str(mnt), "wbAgain", "p")
-    os.mkdir(pdir)
+    t, mnt, pdir = new_partition(sdk, seed, mounter, tmp_path, "wbAgain")
     fd = os.open(os.path.join(pdir, "x.json"), os.O_RDWR | os.O_CREAT, 0o644)
     try:
         os.write(fd, b'{"v": 1}')
