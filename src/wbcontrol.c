@@ -117,8 +117,20 @@ static int replay_index(struct replay *r, struct wb_op *op)
         r->seqs = s;
         r->cap = cap;
     }
-    r->ops[r->n] = op;
-    r->seqs[r->n++] = op->seq;
+    if (r->n == 0 || op->seq > r->seqs[r->n - 1]) {
+        r->ops[r->n] = op;
+        r->seqs[r->n++] = op->seq;
+    } else {                /* out of order (a journal of another writer): in place */
+        size_t at = r->n;
+
+        while (at > 0 && r->seqs[at - 1] > op->seq)
+            at--;
+        memmove(&r->ops[at + 1], &r->ops[at], (r->n - at) * sizeof(*r->ops));
+        memmove(&r->seqs[at + 1], &r->seqs[at], (r->n - at) * sizeof(*r->seqs));
+        r->ops[at] = op;
+        r->seqs[at] = op->seq;
+        r->n++;
+    }
     if (op->seq > r->max_seq)
         r->max_seq = op->seq;
     return 0;
@@ -273,19 +285,35 @@ static int replay_record(void *ctx, const json_t *rec)
     return 0;
 }
 
+static int by_seq(const void *a, const void *b)
+{
+    uint64_t x = (*(struct wb_op *const *)a)->seq, y = (*(struct wb_op *const *)b)->seq;
+
+    return x < y ? -1 : x > y;
+}
+
 /* What is live, as journal records (a journal_rewrite builder; CTX the
- * writeback, its lock held): every queued and sending change, in its
- * partition's order, and every failed one with its failure. */
+ * writeback, its lock held): every queued change in the order of its
+ * seq (the order they were journalled: a change's predecessor comes
+ * first, and the replay finds changes by seq), and every failed one with
+ * its failure. */
 static json_t *live_records(void *ctx)
 {
     struct writeback *wb = ctx;
     json_t *recs = json_array();
-    int ok = recs != NULL;
+    struct wb_op **all = calloc(wb->n_queued + 1, sizeof(*all));
+    size_t n = 0;
+    int ok = recs && all;
 
     for (size_t b = 0; ok && b < wb->n_part_buckets; b++)
-        for (struct wb_part *p = wb->parts[b]; ok && p; p = p->hnext)
-            for (struct wb_op *op = p->head; ok && op; op = op->next)
-                ok = json_array_append_new(recs, wb_op_record(op, 0)) == 0;
+        for (struct wb_part *p = wb->parts[b]; p; p = p->hnext)
+            for (struct wb_op *op = p->head; op && n < wb->n_queued; op = op->next)
+                all[n++] = op;
+    if (ok)
+        qsort(all, n, sizeof(*all), by_seq);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = json_array_append_new(recs, wb_op_record(all[i], 0)) == 0;
+    free(all);
     for (struct wb_op *f = wb->failed_head; ok && f; f = f->next)
         ok = json_array_append_new(recs, wb_op_record(f, 0)) == 0 &&
              json_array_append_new(recs, json_pack("{s:s, s:I, s:i, s:s?}", "t", "fail",

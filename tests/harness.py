@@ -106,11 +106,24 @@ def stop_process(proc, grace=10):
             proc.wait()
 
 
+def is_mounted(path):
+    """Is something mounted at PATH? Read from /proc/mounts: os.path.ismount
+    says no for the mount of a killed daemon (ENOTCONN)."""
+    want = os.path.abspath(path)
+    with open("/proc/mounts") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 1 and fields[1].replace("\\040", " ") == want:
+                return True
+    return False
+
+
 def unmount_path(path):
-    """Unmount the FUSE mount at PATH if there is one (lazily if busy)."""
-    if os.path.ismount(path):
+    """Unmount the FUSE mount at PATH if there is one (lazily if busy, or
+    left by a killed daemon)."""
+    if is_mounted(path):
         r = subprocess.run(["fusermount3", "-u", path], capture_output=True, timeout=30)
-        if r.returncode != 0 and os.path.ismount(path):
+        if r.returncode != 0 and is_mounted(path):
             subprocess.run(["fusermount3", "-uz", path], capture_output=True, timeout=30)
 
 
