@@ -856,18 +856,32 @@ def gen_steps(seed, n, wb=False):
 # running on fresh tables, shrinking
 # ---------------------------------------------------------------------------
 class Remounter:
-    """The write-behind mount of a Session: START() returns a started
-    harness.Mount (with -o writeback and its own journal_dir); down() takes
-    it away (an unmount, or kill -9), up() starts it again with the same
-    options, so with the same journal."""
+    """The write-behind mount of a Session: START(JOURNAL_DIR) returns a
+    started harness.Mount (with -o writeback and that journal_dir). Each
+    try gets a new journal (fresh(): nothing of an earlier try is replayed);
+    down() takes the mount away (an unmount, or kill -9), up() starts it
+    again with the same options, so with the same journal."""
 
-    def __init__(self, start):
-        self.start = start
-        self.cur = start()
+    def __init__(self, start, journal_base):
+        self.start, self.base, self.n = start, Path(journal_base), 0
+        self.journal_dir = None
+        self.cur = None
 
     @property
     def path(self):
         return str(self.cur)
+
+    def fresh(self):
+        """A mount on a new journal; its path."""
+        if self.cur is not None and not self.cur.closed:
+            try:
+                harness.Mount.unmount(self.cur, check=True)
+            except harness.HarnessError as e:
+                raise StepFailed("unmount: %s" % e)
+        self.n += 1
+        self.journal_dir = self.base / ("journal-%d" % self.n)
+        self.cur = self.start(self.journal_dir)
+        return self.path
 
     def down(self, clean):
         import signal
@@ -884,8 +898,10 @@ class Remounter:
         m.closed = True
 
     def up(self):
+        if self.cur is None:
+            return self.fresh()
         if self.cur.closed:
-            self.cur = self.start()
+            self.cur = self.start(self.journal_dir)
         return self.path
 
 
@@ -921,7 +937,7 @@ class Session:
             pass
         self.sdk.create_table(table)
         time.sleep(0.01)
-        mount = self.main_path()
+        mount = self.wb.fresh() if self.wb else str(self.mount)
         os.listdir(mount)                        # the mounts learn the new table
         os.listdir(str(self.other))
         deadline = time.monotonic() + SETTLE + 1
@@ -1003,9 +1019,9 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     wb_mounts = []
 
-    def start_wb():
+    def start_wb(journal_dir):
         delay = None if args.writeback == "default" else int(args.writeback)
-        m = Mount(work, az.conn_str, wb_options(work / ("journal-%d" % os.getpid()), delay))
+        m = Mount(work, az.conn_str, wb_options(journal_dir, delay))
         wb_mounts.append(m)
         return m.start()
 
@@ -1021,7 +1037,8 @@ def main():
 
 
 def run_seeds(args, m1, m2, sdk, start_wb):
-    wb = Remounter(start_wb) if args.writeback else None
+    wb = Remounter(start_wb, Path(args.out) / "work" / ("journals-%d" % os.getpid())) \
+        if args.writeback else None
     sess = Session(None if wb else m1.path, m2.path, sdk, wb)
     replay_args = "--writeback %s" % args.writeback if wb else ""
     if args.replay:

@@ -41,9 +41,9 @@ def seed_list(spec):
     return list(range(int(a), int(b or a) + 1))
 
 
-def make_session(mounter, sdk, journal_dir, delay):
-    opts = model.wb_options(journal_dir, delay)
-    wb = model.Remounter(lambda: mounter.mount(options=opts))
+def make_session(mounter, sdk, journal_base, delay):
+    wb = model.Remounter(lambda jdir: mounter.mount(options=model.wb_options(jdir, delay)),
+                         journal_base)
     return model.Session(None, mounter.mount(options=["-o", model.MOUNT_OPTIONS]), sdk, wb)
 
 
