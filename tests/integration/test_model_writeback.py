@@ -19,8 +19,9 @@ At the end the root is fsynced (nothing queued or failed) and the service
 compared with the model. Each seed runs on a new table and a write-behind
 mount on a new journal_dir (the second mount, the "someone else", saves
 synchronously). A long delay (writeback=60000) keeps changes queued between
-steps, and the test checks that they were; a few seeds run with aztfs'
-default delay (200 ms), where batches go out while the steps run.
+steps, and the test checks that they were. MODEL_WB_DEFAULT_SEEDS=101-112
+runs seeds with aztfs' default delay (200 ms) too, where batches go out
+while the steps run (not by default: see the deadlock test at the end).
 
 MODEL_WB_SEEDS / MODEL_WB_DEFAULT_SEEDS / MODEL_WB_STEPS override the set;
 the long mode is `model.py --writeback [MS|default] --minutes N`."""
@@ -29,17 +30,22 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
 import model
 
 SEEDS = os.environ.get("MODEL_WB_SEEDS", "1-40")
-DEFAULT_SEEDS = os.environ.get("MODEL_WB_DEFAULT_SEEDS", "101-112")
+# With aztfs' default delay (200 ms) batches go out while the steps run; left
+# out of the default set until the deadlock below is fixed (it hangs the mount).
+DEFAULT_SEEDS = os.environ.get("MODEL_WB_DEFAULT_SEEDS", "")
 STEPS = int(os.environ.get("MODEL_WB_STEPS", "60"))
 
 
 def seed_list(spec):
+    if not spec:
+        return []
     a, _, b = spec.partition("-")
     return list(range(int(a), int(b or a) + 1))
 
@@ -78,9 +84,10 @@ def test_model_writeback_seed(long_session, seed):
     assert s.max_queued >= 1, "nothing was ever queued: is -o writeback in effect?"
 
 
-@pytest.mark.parametrize("seed", seed_list(DEFAULT_SEEDS))
-def test_model_writeback_default_delay_seed(default_session, seed):
-    run_seed(default_session, seed, "default")
+if DEFAULT_SEEDS:
+    @pytest.mark.parametrize("seed", seed_list(DEFAULT_SEEDS))
+    def test_model_writeback_default_delay_seed(default_session, seed):
+        run_seed(default_session, seed, "default")
 
 
 def test_model_writeback_steps_covered(long_session, default_session):
@@ -134,3 +141,52 @@ def test_second_crash_replay_sends_nothing_already_applied(sdk, seed, mounter, t
     assert [e["PartitionKey"] for e in t.list_entities()] == []
     p = pending(mnt)
     assert p["queued"] == 0 and p["failed"] == 0, p
+
+
+@pytest.mark.xfail(strict=True, reason="aztfs bug found by the model (default delay, seed 106 "
+                   "under the sanitizer build): wb_submit holds wb->mu and change_check calls "
+                   "wb_resolve, which locks it again (src/writeback.c): the mount deadlocks")
+def test_save_of_a_handle_opened_while_queued_after_the_send(sdk, seed, mounter, tmp_path):
+    """A handle opened while its file's change is queued (its ETag is the
+    local token), saved after that change was sent: the save goes through
+    (the token resolves to the service's ETag) and the mount keeps
+    answering. The close runs in a child; if it is still blocked after 15 s
+    the daemon is killed (which frees the child) and the test fails."""
+    t = seed.table(sdk, "wbDead")
+    mnt = mounter.mount(options=model.wb_options(tmp_path / "journal"))
+    path = os.path.join(str(mnt), "wbDead", "p", "x.json")
+    os.mkdir(os.path.dirname(path))
+    with open(path, "w") as f:
+        f.write('{"v": 1}')
+    assert os.getxattr(path, "user.aztfs.etag").startswith(b'W/"aztfs-queued-')
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    root = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(root)                              # the change is sent
+    os.close(root)
+    os.write(fd, b'{"v": 2}')
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(fd)                        # the save
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 15
+    while not os.waitpid(pid, os.WNOHANG)[0]:
+        if time.monotonic() > deadline:
+            mnt.proc.kill()                     # frees the blocked close
+            mnt.proc.wait(10)
+            os.waitpid(pid, 0)
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+            if subprocess.run(["fusermount3", "-u", str(mnt)], timeout=30).returncode:
+                subprocess.run(["fusermount3", "-uz", str(mnt)], timeout=30)
+            mnt.closed = True
+            pytest.fail("the save of the handle is still blocked after 15 s: the mount hangs")
+        time.sleep(0.1)
+    os.close(fd)                                # (the parent's copy: the same save again)
+    root = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(root)
+    os.close(root)
+    assert t.get_entity("p", "x")["v"] == 2
