@@ -32,6 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
+import harness  # noqa: E402
 import sdk_values  # noqa: E402
 from harness import write_through  # noqa: E402
 from aztfs_names import dir_name, file_name  # noqa: E402
@@ -197,11 +198,14 @@ class Runner:
     """Applies steps to MOUNT (and OTHER, a second mount) and to a model of
     TABLE; SDK is a TableServiceClient."""
 
-    def __init__(self, mount, other, sdk, table):
+    def __init__(self, mount, other, sdk, table, wb=None):
         self.m, self.other, self.sdk, self.table = str(mount), str(other), sdk, table
         self.model = Model()
         self.tc = sdk.get_table_client(table)
         self.log = []
+        self.wb = wb                # write-behind mode: a Remounter (WRITEBACK below)
+        self.max_queued = 0         # the most changes seen queued after a step (write-behind)
+        self.wb_done = {}           # write-behind steps carried out, by kind
 
     # paths ---------------------------------------------------------------
     def pdir(self, pk, root=None):
@@ -513,6 +517,8 @@ class Runner:
         pk, rk = s["pk"], s["rk"]
         if self.model.get(pk, rk) is None or len(rk.encode()) > 250:
             return
+        if self.wb:
+            return self.ext_change_wb(s)
         fd = os.open(self.path(pk, rk), os.O_RDWR)
         try:
             os.read(fd, 1 << 22)
@@ -546,6 +552,134 @@ class Runner:
         else:
             self.expect(s, errno.ESTALE, got)
             self.model.put(pk, rk, theirs)
+
+    # write-behind (-o writeback): the steps that differ --------------------------
+    def sync_root(self):
+        """fsync of the mount's root (everything queued sent): 0 or the errno."""
+        def go():
+            fd = os.open(self.m, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        return errno_of(go)
+
+    def pending(self):
+        return json.loads(os.getxattr(self.m, "user.aztfs.pending"))
+
+    def check_pending(self, queued=None, failed=0):
+        """user.aztfs.pending holds FAILED failed changes (and QUEUED queued
+        ones when given)."""
+        p = self.pending()
+        self.max_queued = max(self.max_queued, p["queued"])
+        if p["failed"] != failed or (queued is not None and p["queued"] + p["sending"] != queued):
+            raise StepFailed("user.aztfs.pending: %s (expected %s failed%s)" % (
+                p, failed, "" if queued is None else ", %d queued" % queued))
+        return p
+
+    def ext_change_wb(self, s):
+        """op_ext_change with write-behind: our entity is sent first (fsync),
+        then someone else changes or deletes it and we save or rm it: the save
+        is acknowledged and shown, the conflict comes at the next fsync of the
+        root (EIO, the change listed in user.aztfs.pending, the other
+        writer's entity kept and shown), and the failed change is discarded."""
+        pk, rk = s["pk"], s["rk"]
+        self.expect({"op": "ext_change: fsync of the root first"}, 0, self.sync_root())
+        theirs = s["props2"] if not s["same"] else s["props"]
+        dirs = set(self.model.dirs)
+        fd = os.open(self.path(pk, rk), os.O_RDWR)
+        try:
+            os.read(fd, 1 << 22)
+            if s["how"] == "rm_after_change":
+                self.tc.upsert_entity(self.sdk_entity(pk, rk, theirs), mode="replace")
+                os.close(fd)
+                fd = None
+                self.expect(s, 0, errno_of(lambda: os.unlink(self.path(pk, rk))))
+                self.removed(pk, rk)
+            else:
+                if s["how"] == "sdk_delete":
+                    self.tc.delete_entity(pk, rk)
+                elif s["how"] == "sdk_replace":
+                    self.tc.upsert_entity(self.sdk_entity(pk, rk, theirs), mode="replace")
+                else:
+                    self.save_elsewhere(pk, rk, theirs)
+                os.lseek(fd, 0, os.SEEK_SET)
+                os.ftruncate(fd, 0)
+                os.write(fd, self.text(s["props"], pk, rk))
+                got, fd = errno_of(lambda: os.close(fd)), None
+                self.expect(s, 0, got)
+                self.saved(pk, rk, s["props"])
+        finally:
+            if fd is not None:
+                os.close(fd)
+        self.check_view()                     # the acknowledged change is shown
+        self.expect({"op": "ext_change: fsync of the root after the conflict"}, errno.EIO,
+                    self.sync_root())
+        gone = s["how"] == "sdk_delete"
+        p = self.check_pending(failed=1)
+        f = p["failures"][0]
+        want_path = "/%s/%s/%s" % (self.table, dir_name(pk), file_name(rk))
+        want_errno = errno.ENOENT if gone else errno.ESTALE
+        if f["path"] != want_path or f["errno"] != want_errno:
+            raise StepFailed("user.aztfs.pending: %s, expected %s failed with %s" % (
+                p, want_path, errno.errorcode[want_errno]))
+        self.check_remote_entity(pk, rk, None if gone else theirs)
+        self.model.dirs = dirs                # the mount shows the service's entity again
+        if gone:
+            self.model.delete(pk, rk)
+            self.model.emptied[pk] = time.monotonic()
+        else:
+            self.model.put(pk, rk, theirs)
+        self.check_view()
+        os.setxattr(self.m, "user.aztfs.discard", want_path.encode())
+        self.check_pending()
+        self.count("conflict_" + s["how"])
+
+    def count(self, kind):
+        self.wb_done[kind] = self.wb_done.get(kind, 0) + 1
+
+    def check_remote_entity(self, pk, rk, props):
+        """The service holds PROPS as PK/RK (None: no such entity)."""
+        from azure.core.exceptions import ResourceNotFoundError
+        try:
+            got = sdk_props(self.tc.get_entity(pk, rk))
+        except ResourceNotFoundError:
+            got = None
+        if (got is None) != (props is None) or (
+                props is not None and not same_props(model_for_sdk(props), got)):
+            raise StepFailed("remote %s/%s: %s, expected %s" % (pk, rk, got, props))
+
+    def op_sync(self, s):
+        """fsync of the root: nothing queued or failed after it, and the
+        service holds the model."""
+        self.check_remote()
+        self.count("sync")
+
+    def op_remount(self, s):
+        """Unmount (cleanly, or kill -9 the daemon) and mount again with the
+        same journal: everything acknowledged is on the service (after a
+        clean unmount at once, after kill -9 once the next mount replayed
+        the journal, before it serves the tree). Partition directories made
+        with mkdir and still empty existed only in the mount."""
+        clean = s["how"] == "clean"
+        m = self.m
+        journal = self.pending()["journal"]
+        self.m = None                          # no fsync through a mount while it is down
+        self.wb.down(clean)
+        if clean:
+            self.check_remote()
+        with open(journal, errors="replace") as f:
+            held = f.read()                    # what the next mount replays
+        self.m = self.wb.up()
+        try:
+            self.check_pending(queued=0)
+        except StepFailed as e:
+            raise StepFailed("%s; the journal before the mount replayed it:\n%s" % (e, held))
+        self.check_remote()
+        self.model.dirs.clear()
+        if m == self.m:
+            raise StepFailed("remount: the same mountpoint came back")
+        self.count("remount_" + s["how"])
 
     def save_elsewhere(self, pk, rk, props):
         """Save PROPS as entity PK/RK through the second mount, whose view
@@ -620,6 +754,9 @@ class Runner:
 
     def check_remote(self):
         """The remote table equals the model, through the official SDK."""
+        if self.wb and self.m:
+            self.expect({"op": "fsync of the root before the SDK check"}, 0, self.sync_root())
+            self.check_pending(queued=0)
         got = {}
         for e in self.tc.list_entities():
             # the SDK leaves an empty key out of the entity
@@ -636,6 +773,8 @@ class Runner:
     def run_step(self, s):
         self.log.append(s)
         getattr(self, "op_" + s["op"])(s)
+        if self.wb:
+            self.check_pending()
 
     def run(self, steps):
         """Run STEPS from an empty table; raises StepFailed at the first
@@ -661,8 +800,12 @@ OPS = [("create", 6), ("overwrite", 8), ("append_fix", 2), ("truncate0", 2), ("r
        ("new_open_listed", 1), ("rsync_copy", 1)]
 
 
-def gen_step(rng, depth=0):
-    ops = [o for o, w in OPS for _ in range(w) if not (depth and o == "held_read")]
+WB_OPS = [("sync", 2), ("remount", 1)]    # with write-behind only
+
+
+def gen_step(rng, depth=0, wb=False):
+    ops = [o for o, w in OPS + (WB_OPS if wb else []) for _ in range(w)
+           if not (depth and o in ("held_read", "remount"))]
     op = rng.choice(ops)
     s = {"op": op, "pk": rng.choice(PARTITIONS), "rk": rng.choice(ROWS)}
     if op in ("create", "overwrite", "append_fix", "scratch", "two_handles", "ext_change",
@@ -684,8 +827,10 @@ def gen_step(rng, depth=0):
     if op == "ext_change":
         s["how"] = rng.choice(["sdk_replace", "sdk_delete", "mount2", "rm_after_change"])
         s["same"] = rng.random() < 0.3
+    if op == "remount":
+        s["how"] = rng.choice(["clean", "kill"])
     if op == "held_read":
-        s["inner"] = gen_step(rng, depth + 1)
+        s["inner"] = gen_step(rng, depth + 1, wb)
     # JSON round trip: props values as tuples become lists; keep them tuples
     return s
 
@@ -700,20 +845,90 @@ def normalise(step):
     return step
 
 
-def gen_steps(seed, n):
+def gen_steps(seed, n, wb=False):
+    """N steps from SEED; WB: with the write-behind steps too (another
+    sequence than without)."""
     rng = random.Random(seed)
-    return [gen_step(rng) for _ in range(n)]
+    return [gen_step(rng, 0, wb) for _ in range(n)]
 
 
 # ---------------------------------------------------------------------------
 # running on fresh tables, shrinking
 # ---------------------------------------------------------------------------
-class Session:
-    """A mount, a second mount and an SDK client; each try gets a new table."""
+class Remounter:
+    """The write-behind mount of a Session: START(JOURNAL_DIR) returns a
+    started harness.Mount (with -o writeback and that journal_dir). Each
+    try gets a new journal (fresh(): nothing of an earlier try is replayed);
+    down() takes the mount away (an unmount, or kill -9), up() starts it
+    again with the same options, so with the same journal."""
 
-    def __init__(self, mount, other, sdk):
-        self.mount, self.other, self.sdk = mount, other, sdk
+    def __init__(self, start, journal_base):
+        self.start, self.base, self.n = start, Path(journal_base), 0
+        self.journal_dir = None
+        self.cur = None
+
+    @property
+    def path(self):
+        return str(self.cur)
+
+    def fresh(self):
+        """A mount on a new journal; its path."""
+        if self.cur is not None and not self.cur.closed:
+            try:
+                harness.Mount.unmount(self.cur, check=True)
+            except harness.HarnessError as e:
+                raise StepFailed("unmount: %s" % e)
+        self.n += 1
+        self.journal_dir = self.base / ("journal-%d" % self.n)
+        self.cur = self.start(self.journal_dir)
+        return self.path
+
+    def down(self, clean):
+        import signal
+        m = self.cur
+        if clean:
+            try:
+                harness.Mount.unmount(m, check=True)
+            except harness.HarnessError as e:
+                raise StepFailed("unmount: %s" % e)
+            return
+        m.proc.send_signal(signal.SIGKILL)
+        m.proc.wait(10)
+        # the dead mount answers ENOTCONN, so os.path.ismount (harness.unmount_path) says no
+        if subprocess.run(["fusermount3", "-u", m.path], capture_output=True,
+                          timeout=30).returncode != 0:
+            subprocess.run(["fusermount3", "-uz", m.path], capture_output=True, timeout=30)
+        m.closed = True
+
+    def up(self):
+        if self.cur is None:
+            return self.fresh()
+        if self.cur.closed:
+            self.cur = self.start(self.journal_dir)
+        return self.path
+
+
+def wb_options(journal_dir, delay=60000):
+    """The model's mount options with write-behind (DELAY ms; None: the
+    default delay) journalled in JOURNAL_DIR."""
+    return ["-o", "%s,writeback%s,journal_dir=%s" % (
+        MOUNT_OPTIONS, "" if delay is None else "=%d" % delay, journal_dir)]
+
+
+class Session:
+    """A mount, a second mount and an SDK client; each try gets a new table.
+    With WB (a Remounter; MOUNT is then None) the first mount writes behind
+    and the write-behind steps are run."""
+
+    def __init__(self, mount, other, sdk, wb=None):
+        self.mount, self.other, self.sdk, self.wb = mount, other, sdk, wb
         self.n = 0
+        self.max_queued = 0         # write-behind: the most changes seen queued in the last try
+        self.wb_done = {}           # write-behind steps carried out in the last try, by kind
+        self.wb_total = {}          # ... in all tries
+
+    def main_path(self):
+        return self.wb.up() if self.wb else str(self.mount)
 
     def attempt(self, steps, tag="m"):
         """Run STEPS on a new table; the failure message, or None."""
@@ -725,20 +940,28 @@ class Session:
             pass
         self.sdk.create_table(table)
         time.sleep(0.01)
-        os.listdir(str(self.mount))              # the mounts learn the new table
+        mount = self.wb.fresh() if self.wb else str(self.mount)
+        os.listdir(mount)                        # the mounts learn the new table
         os.listdir(str(self.other))
         deadline = time.monotonic() + SETTLE + 1
-        while table not in os.listdir(str(self.mount)) or table not in os.listdir(str(self.other)):
+        while table not in os.listdir(mount) or table not in os.listdir(str(self.other)):
             if time.monotonic() > deadline:
                 return "table %s never appeared in the mounts" % table
             time.sleep(0.2)
-        r = Runner(self.mount, self.other, self.sdk, table)
+        r = Runner(mount, self.other, self.sdk, table, self.wb)
         try:
             r.run([normalise(json.loads(json.dumps(s))) for s in steps])
             return None
         except StepFailed as e:
             return str(e)
         finally:
+            self.max_queued, self.wb_done = r.max_queued, r.wb_done
+            for k, v in r.wb_done.items():
+                self.wb_total[k] = self.wb_total.get(k, 0) + v
+            if self.wb:                          # a failed try leaves nothing behind
+                r.m = self.main_path()
+                r.sync_root()
+                errno_of(lambda: os.setxattr(r.m, "user.aztfs.discard", b"*"))   # ENODATA: none
             try:
                 self.sdk.delete_table(table)
             except Exception:
@@ -766,17 +989,19 @@ class Session:
         return steps, msg
 
 
-def report(seed, steps, msg, shrunk, smsg, out_dir):
-    """The failure, and how to replay it."""
+def report(seed, steps, msg, shrunk, smsg, out_dir, replay_args=""):
+    """The failure, and how to replay it (REPLAY_ARGS: the mode's options,
+    e.g. "--writeback 60000")."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / ("model-seed-%s.json" % seed)
     path.write_text(json.dumps(shrunk, ensure_ascii=False, indent=1))
     return ("model test failed, seed %s (%d steps): %s\n"
             "shrunk to %d steps: %s\n%s\n"
-            "replay: /usr/bin/python3 tests/integration/model.py --replay %s"
+            "replay: /usr/bin/python3 tests/integration/model.py %s--replay %s"
             % (seed, len(steps), msg, len(shrunk), smsg,
-               json.dumps(shrunk, ensure_ascii=False, indent=1), path))
+               json.dumps(shrunk, ensure_ascii=False, indent=1),
+               replay_args + " " if replay_args else "", path))
 
 
 def main():
@@ -787,39 +1012,65 @@ def main():
                     help="long mode: seeds from the first of --seeds on, until this much time passed")
     ap.add_argument("--replay", help="run the steps saved in this JSON file")
     ap.add_argument("--out", default=".run/model", help="where failing sequences go")
+    ap.add_argument("--writeback", nargs="?", const="60000", metavar="MS|default",
+                    help="the first mount writes behind (-o writeback=MS, default 60000; "
+                    "'default': aztfs' own delay), with the write-behind steps")
     args = ap.parse_args()
     from harness import Azurite, Mount
     from azure.data.tables import TableServiceClient
     work = Path(args.out) / "work"
     work.mkdir(parents=True, exist_ok=True)
+    wb_mounts = []
+
+    def start_wb(journal_dir):
+        delay = None if args.writeback == "default" else int(args.writeback)
+        m = Mount(work, az.conn_str, wb_options(journal_dir, delay))
+        wb_mounts.append(m)
+        return m.start()
+
     with Azurite(work) as az, \
             Mount(work, az.conn_str, ["-o", MOUNT_OPTIONS]) as m1, \
             Mount(work, az.conn_str, ["-o", MOUNT_OPTIONS]) as m2:
-        sess = Session(m1.path, m2.path, TableServiceClient.from_connection_string(az.conn_str))
-        if args.replay:
-            steps = [normalise(s) for s in json.loads(Path(args.replay).read_text())]
-            msg = sess.attempt(steps)
-            print(msg or "replay passed (%d steps)" % len(steps))
-            return 1 if msg else 0
-        a, _, b = args.seeds.partition("-")
-        if args.minutes:        # from the first seed of --seeds on, until the time is up
-            seeds, end = iter(range(int(a), 10 ** 9)), time.monotonic() + 60 * args.minutes
-        else:
-            seeds, end = iter(range(int(a), int(b or a) + 1)), None
-        total = 0
-        for seed in seeds:
-            if end is not None and time.monotonic() > end:
-                break
-            steps = gen_steps(seed, args.steps)
-            msg = sess.attempt(steps)
-            total += len(steps)
-            if msg:
-                shrunk, smsg = sess.shrink(steps)
-                print(report(seed, steps, msg, shrunk, smsg, args.out))
-                return 1
-            print("seed %d: %d steps ok (%d in all)" % (seed, len(steps), total), flush=True)
-        print("model: %d steps passed" % total)
-        return 0
+        try:
+            return run_seeds(args, m1, m2, TableServiceClient.from_connection_string(az.conn_str),
+                             start_wb)
+        finally:
+            for m in wb_mounts:
+                m.unmount(check=False)
+
+
+def run_seeds(args, m1, m2, sdk, start_wb):
+    wb = Remounter(start_wb, Path(args.out) / "work" / ("journals-%d" % os.getpid())) \
+        if args.writeback else None
+    sess = Session(None if wb else m1.path, m2.path, sdk, wb)
+    replay_args = "--writeback %s" % args.writeback if wb else ""
+    if args.replay:
+        steps = [normalise(s) for s in json.loads(Path(args.replay).read_text())]
+        msg = sess.attempt(steps)
+        print(msg or "replay passed (%d steps)" % len(steps))
+        return 1 if msg else 0
+    a, _, b = args.seeds.partition("-")
+    if args.minutes:        # from the first seed of --seeds on, until the time is up
+        seeds, end = iter(range(int(a), 10 ** 9)), time.monotonic() + 60 * args.minutes
+    else:
+        seeds, end = iter(range(int(a), int(b or a) + 1)), None
+    total = 0
+    for seed in seeds:
+        if end is not None and time.monotonic() > end:
+            break
+        steps = gen_steps(seed, args.steps, bool(wb))
+        msg = sess.attempt(steps)
+        total += len(steps)
+        if msg:
+            shrunk, smsg = sess.shrink(steps)
+            print(report(seed, steps, msg, shrunk, smsg, args.out, replay_args))
+            return 1
+        print("seed %d: %d steps ok (%d in all%s)" % (
+            seed, len(steps), total, ", at most %d queued, %s" % (
+                sess.max_queued, json.dumps(sess.wb_done, sort_keys=True)) if wb else ""),
+            flush=True)
+    print("model: %d steps passed" % total)
+    return 0
 
 
 if __name__ == "__main__":

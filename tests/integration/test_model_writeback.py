@@ -1,0 +1,192 @@
+"""The reference-model test (tests/integration/model.py) on a mount that
+writes behind (-o writeback, doc/USAGE.md "Write-behind"): the same random
+operations, checked after every step against the model (reads and listings
+show queued changes), with nothing failed in user.aztfs.pending after any
+step; and, generated only here:
+
+* sync: fsync of the mount's root mid-sequence, then nothing queued or
+  failed and the service equal to the model (official SDK);
+* remount: a clean unmount (the service then equals the model) or kill -9
+  of the daemon, and a new mount with the same journal_dir: nothing queued
+  or failed once it serves, the service equal to the model;
+* ext_change (someone else changes or deletes an entity we read, then we
+  save or rm it): the save is acknowledged and shown, the next fsync of
+  the root returns EIO, user.aztfs.pending names the file with ESTALE (or
+  ENOENT when deleted), the service keeps the other writer's entity and
+  the mount shows it; the failed change is discarded (user.aztfs.discard).
+
+At the end the root is fsynced (nothing queued or failed) and the service
+compared with the model. Each seed runs on a new table and a write-behind
+mount on a new journal_dir (the second mount, the "someone else", saves
+synchronously). A long delay (writeback=60000) keeps changes queued between
+steps, and the test checks that they were. MODEL_WB_DEFAULT_SEEDS=101-112
+runs seeds with aztfs' default delay (200 ms) too, where batches go out
+while the steps run (not by default: see the deadlock test at the end).
+
+MODEL_WB_SEEDS / MODEL_WB_DEFAULT_SEEDS / MODEL_WB_STEPS override the set;
+the long mode is `model.py --writeback [MS|default] --minutes N`."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+import model
+
+SEEDS = os.environ.get("MODEL_WB_SEEDS", "1-40")
+# With aztfs' default delay (200 ms) batches go out while the steps run; left
+# out of the default set until the deadlock below is fixed (it hangs the mount).
+DEFAULT_SEEDS = os.environ.get("MODEL_WB_DEFAULT_SEEDS", "")
+STEPS = int(os.environ.get("MODEL_WB_STEPS", "60"))
+
+
+def seed_list(spec):
+    if not spec:
+        return []
+    a, _, b = spec.partition("-")
+    return list(range(int(a), int(b or a) + 1))
+
+
+def make_session(mounter, sdk, journal_base, delay):
+    wb = model.Remounter(lambda jdir: mounter.mount(options=model.wb_options(jdir, delay)),
+                         journal_base)
+    return model.Session(None, mounter.mount(options=["-o", model.MOUNT_OPTIONS]), sdk, wb)
+
+
+@pytest.fixture(scope="module")
+def long_session(module_mounter, sdk, tmp_path_factory):
+    return make_session(module_mounter, sdk, tmp_path_factory.mktemp("journal-long"), 60000)
+
+
+@pytest.fixture(scope="module")
+def default_session(module_mounter, sdk, tmp_path_factory):
+    return make_session(module_mounter, sdk, tmp_path_factory.mktemp("journal-default"), None)
+
+
+def run_seed(session, seed, delay):
+    steps = model.gen_steps(seed, STEPS, wb=True)
+    msg = session.attempt(steps)
+    if msg:
+        shrunk, smsg = session.shrink(steps, budget=90)
+        pytest.fail(model.report(seed, steps, msg, shrunk, smsg,
+                                 os.path.join(os.getcwd(), ".run", "model-wb"),
+                                 "--writeback %s" % delay), pytrace=False)
+    return session
+
+
+@pytest.mark.parametrize("seed", seed_list(SEEDS))
+def test_model_writeback_seed(long_session, seed):
+    s = run_seed(long_session, seed, 60000)
+    # changes really stayed queued between steps (reads were served from the queue)
+    assert s.max_queued >= 1, "nothing was ever queued: is -o writeback in effect?"
+
+
+if DEFAULT_SEEDS:
+    @pytest.mark.parametrize("seed", seed_list(DEFAULT_SEEDS))
+    def test_model_writeback_default_delay_seed(default_session, seed):
+        run_seed(default_session, seed, "default")
+
+
+def test_model_writeback_steps_covered(long_session, default_session):
+    """The seeds above (run first: pytest keeps the file's order) carried
+    out each write-behind step kind, not merely generated it: a change of
+    the generator or of a precondition could silently drop one."""
+    done = {}
+    for sess in (long_session, default_session):
+        for k, v in sess.wb_total.items():
+            done[k] = done.get(k, 0) + v
+    for kind in ("sync", "remount_clean", "remount_kill", "conflict_sdk_replace",
+                 "conflict_sdk_delete", "conflict_mount2", "conflict_rm_after_change"):
+        assert done.get(kind, 0) >= 1, (kind, done)
+
+
+@pytest.mark.xfail(strict=True, reason="aztfs bug found by the model (seed 11, 80 steps): "
+                   "the journal rewritten after a replay holds its op records in partition "
+                   "order, not in seq order, and replay_find (src/wbcontrol.c) binary-searches "
+                   "them, so a later replay misses their done records and sends them again")
+def test_second_crash_replay_sends_nothing_already_applied(sdk, seed, mounter, tmp_path):
+    """kill -9 with changes queued in several partitions; the next mount
+    replays and sends them; someone else then deletes the entities; kill -9
+    again (nothing queued) and mount: nothing may be sent again (no entity
+    comes back, nothing fails)."""
+    t = seed.table(sdk, "wbTwice")
+    opts = model.wb_options(tmp_path / "journal")
+    parts = ["p1", "q2", "a3", "z4", "m5"]
+
+    def kill(m):
+        m.proc.send_signal(signal.SIGKILL)
+        m.proc.wait(10)
+        subprocess.run(["fusermount3", "-u", str(m)], check=True, timeout=30)
+        m.closed = True
+
+    def pending(m):
+        return json.loads(os.getxattr(str(m), "user.aztfs.pending"))
+
+    mnt = mounter.mount(options=opts)
+    for pk in parts:
+        os.makedirs(os.path.join(str(mnt), "wbTwice", pk))
+        with open(os.path.join(str(mnt), "wbTwice", pk, "x.json"), "w") as f:
+            f.write('{"v": 1}')
+    kill(mnt)                                   # acknowledged, not sent
+    mnt = mounter.mount(options=opts)           # replayed and sent before it serves
+    assert sorted(e["PartitionKey"] for e in t.list_entities()) == sorted(parts)
+    assert pending(mnt)["queued"] == 0
+    for pk in parts:
+        t.delete_entity(pk, "x")                # someone else
+    kill(mnt)
+    mnt = mounter.mount(options=opts)
+    assert [e["PartitionKey"] for e in t.list_entities()] == []
+    p = pending(mnt)
+    assert p["queued"] == 0 and p["failed"] == 0, p
+
+
+@pytest.mark.xfail(strict=True, reason="aztfs bug found by the model (default delay, seed 106 "
+                   "under the sanitizer build): wb_submit holds wb->mu and change_check calls "
+                   "wb_resolve, which locks it again (src/writeback.c): the mount deadlocks")
+def test_save_of_a_handle_opened_while_queued_after_the_send(sdk, seed, mounter, tmp_path):
+    """A handle opened while its file's change is queued (its ETag is the
+    local token), saved after that change was sent: the save goes through
+    (the token resolves to the service's ETag) and the mount keeps
+    answering. The close runs in a child; if it is still blocked after 15 s
+    the daemon is killed (which frees the child) and the test fails."""
+    t = seed.table(sdk, "wbDead")
+    mnt = mounter.mount(options=model.wb_options(tmp_path / "journal"))
+    path = os.path.join(str(mnt), "wbDead", "p", "x.json")
+    os.mkdir(os.path.dirname(path))
+    with open(path, "w") as f:
+        f.write('{"v": 1}')
+    assert os.getxattr(path, "user.aztfs.etag").startswith(b'W/"aztfs-queued-')
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    root = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(root)                              # the change is sent
+    os.close(root)
+    os.write(fd, b'{"v": 2}')
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(fd)                        # the save
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 15
+    while not os.waitpid(pid, os.WNOHANG)[0]:
+        if time.monotonic() > deadline:
+            mnt.proc.kill()                     # frees the blocked close
+            mnt.proc.wait(10)
+            os.waitpid(pid, 0)
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+            if subprocess.run(["fusermount3", "-u", str(mnt)], timeout=30).returncode:
+                subprocess.run(["fusermount3", "-uz", str(mnt)], timeout=30)
+            mnt.closed = True
+            pytest.fail("the save of the handle is still blocked after 15 s: the mount hangs")
+        time.sleep(0.1)
+    os.close(fd)                                # (the parent's copy: the same save again)
+    root = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
+    os.fsync(root)
+    os.close(root)
+    assert t.get_entity("p", "x")["v"] == 2
