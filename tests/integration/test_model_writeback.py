@@ -19,9 +19,11 @@ At the end the root is fsynced (nothing queued or failed) and the service
 compared with the model. Each seed runs on a new table and a write-behind
 mount on a new journal_dir (the second mount, the "someone else", saves
 synchronously). A long delay (writeback=60000) keeps changes queued between
-steps, and the test checks that they were. MODEL_WB_DEFAULT_SEEDS=101-112
-runs seeds with aztfs' default delay (200 ms) too, where batches go out
-while the steps run (not by default: see the deadlock test at the end).
+steps, and the test checks that they were. Seeds 101-112 run with aztfs'
+default delay (200 ms), where batches go out while the steps run. The two
+tests at the end replay the two bugs the model found (a second crash sent
+applied changes again; a save guarded by the token of a sent change
+deadlocked).
 
 MODEL_WB_SEEDS / MODEL_WB_DEFAULT_SEEDS / MODEL_WB_STEPS override the set;
 the long mode is `model.py --writeback [MS|default] --minutes N`."""
@@ -37,9 +39,8 @@ import pytest
 import model
 
 SEEDS = os.environ.get("MODEL_WB_SEEDS", "1-40")
-# With aztfs' default delay (200 ms) batches go out while the steps run; left
-# out of the default set until the deadlock below is fixed (it hangs the mount).
-DEFAULT_SEEDS = os.environ.get("MODEL_WB_DEFAULT_SEEDS", "")
+# With aztfs' default delay (200 ms) batches go out while the steps run.
+DEFAULT_SEEDS = os.environ.get("MODEL_WB_DEFAULT_SEEDS", "101-112")
 STEPS = int(os.environ.get("MODEL_WB_STEPS", "60"))
 
 
@@ -103,10 +104,6 @@ def test_model_writeback_steps_covered(long_session, default_session):
         assert done.get(kind, 0) >= 1, (kind, done)
 
 
-@pytest.mark.xfail(strict=True, reason="aztfs bug found by the model (seed 11, 80 steps): "
-                   "the journal rewritten after a replay holds its op records in partition "
-                   "order, not in seq order, and replay_find (src/wbcontrol.c) binary-searches "
-                   "them, so a later replay misses their done records and sends them again")
 def test_second_crash_replay_sends_nothing_already_applied(sdk, seed, mounter, tmp_path):
     """kill -9 with changes queued in several partitions; the next mount
     replays and sends them; someone else then deletes the entities; kill -9
@@ -143,9 +140,6 @@ def test_second_crash_replay_sends_nothing_already_applied(sdk, seed, mounter, t
     assert p["queued"] == 0 and p["failed"] == 0, p
 
 
-@pytest.mark.xfail(strict=True, reason="aztfs bug found by the model (default delay, seed 106 "
-                   "under the sanitizer build): wb_submit holds wb->mu and change_check calls "
-                   "wb_resolve, which locks it again (src/writeback.c): the mount deadlocks")
 def test_save_of_a_handle_opened_while_queued_after_the_send(sdk, seed, mounter, tmp_path):
     """A handle opened while its file's change is queued (its ETag is the
     local token), saved after that change was sent: the save goes through
