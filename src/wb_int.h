@@ -7,8 +7,12 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include <time.h>
+
 #include "journal.h"
-#include "writeback.h"
+#include "log.h"
+#include "table.h"
+#include "wbtypes.h"
 
 #define WB_BATCH_OPS 100
 #define WB_BATCH_BYTES (4u * 1024 * 1024 - 64 * 1024)   /* under the 4 MiB cap */

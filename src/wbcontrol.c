@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "wb_int.h"
+#include "writeback.h"
 
 #define ENT_BUCKETS 65536
 #define PART_BUCKETS 4096

@@ -7,6 +7,7 @@
 
 #include "hash.h"
 #include "wb_int.h"
+#include "writeback.h"
 
 /* Tokens remembered after their change was sent (for files still open
  * with one): at most this many, the oldest forgotten first. */

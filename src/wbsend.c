@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "wb_int.h"
+#include "writeback.h"
 
 /* Longest wait after transient failures in a row (seconds). */
 #define BACKOFF_MAX 30

@@ -11,6 +11,7 @@
 
 #include "failring.h"
 #include "wb_int.h"
+#include "writeback.h"
 
 /* A hook call to make once the lock is released (wb_int.h). */
 struct wb_call {

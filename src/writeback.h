@@ -20,44 +20,9 @@
 
 #include "log.h"
 #include "table.h"
+#include "wbtypes.h"
 
 struct writeback;
-
-/* What a change does to its entity. */
-enum wb_kind { WB_INSERT, WB_REPLACE, WB_MERGE, WB_DELETE };
-
-/* One change, as store.c hands it over (everything borrowed). */
-struct wb_change {
-    const char *path;           /* the entity's path in the mount */
-    const char *table, *pk, *rk;
-    enum wb_kind kind;
-    const json_t *entity;       /* wire form without keys; NULL for WB_DELETE */
-    const char *if_match;       /* the ETag the change was made against (a real
-                                 * one, or the token of a queued change);
-                                 * NULL for WB_INSERT */
-};
-
-/* How the store hears of outcomes (called without writeback's lock, from
- * a sending thread or wb_open's replay). */
-struct wb_hooks {
-    /* PATH's change is applied: ENTITY (NULL: deleted) now has ETAG (NULL:
-     * unknown). EXACT: the entity is exactly ENTITY (not a merge). Called
-     * only when no later change of PATH is queued. */
-    void (*applied)(void *ctx, const char *path, const json_t *entity, int exact,
-                    const char *etag);
-    /* PATH's queued changes failed for good: what the mount shows of it
-     * must be read again. */
-    void (*failed)(void *ctx, const char *path);
-    void *ctx;
-};
-
-struct wb_config {
-    const char *dir;            /* journal directory */
-    const char *name;           /* journal file name in it */
-    double delay;               /* seconds a change may wait for batch-mates */
-    size_t max_bytes;           /* queue bound: writers wait beyond it */
-    int senders;                /* partitions sent in parallel */
-};
 
 /* Open the journal and load what it holds (failed changes stay failed,
  * the others are queued again; nothing is sent yet: wb_drain). TC and LG

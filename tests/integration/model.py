@@ -531,12 +531,7 @@ class Runner:
                 self.expect(s, errno.ESTALE, got)
                 self.model.put(pk, rk, theirs)
                 return
-            if s["how"] == "sdk_delete":
-                self.tc.delete_entity(pk, rk)
-            elif s["how"] == "sdk_replace":
-                self.tc.upsert_entity(self.sdk_entity(pk, rk, theirs), mode="replace")
-            else:
-                self.save_elsewhere(pk, rk, theirs)
+            self.change_elsewhere(s["how"], pk, rk, theirs)
             os.lseek(fd, 0, os.SEEK_SET)
             os.ftruncate(fd, 0)
             os.write(fd, self.text(s["props"], pk, rk))
@@ -597,12 +592,7 @@ class Runner:
                 self.expect(s, 0, errno_of(lambda: os.unlink(self.path(pk, rk))))
                 self.removed(pk, rk)
             else:
-                if s["how"] == "sdk_delete":
-                    self.tc.delete_entity(pk, rk)
-                elif s["how"] == "sdk_replace":
-                    self.tc.upsert_entity(self.sdk_entity(pk, rk, theirs), mode="replace")
-                else:
-                    self.save_elsewhere(pk, rk, theirs)
+                self.change_elsewhere(s["how"], pk, rk, theirs)
                 os.lseek(fd, 0, os.SEEK_SET)
                 os.ftruncate(fd, 0)
                 os.write(fd, self.text(s["props"], pk, rk))
@@ -680,6 +670,16 @@ class Runner:
         if m == self.m:
             raise StepFailed("remount: the same mountpoint came back")
         self.count("remount_" + s["how"])
+
+    def change_elsewhere(self, how, pk, rk, theirs):
+        """Someone else deletes (sdk_delete) or replaces (sdk_replace) the
+        entity through the SDK, or saves THEIRS through the second mount."""
+        if how == "sdk_delete":
+            self.tc.delete_entity(pk, rk)
+        elif how == "sdk_replace":
+            self.tc.upsert_entity(self.sdk_entity(pk, rk, theirs), mode="replace")
+        else:
+            self.save_elsewhere(pk, rk, theirs)
 
     def save_elsewhere(self, pk, rk, props):
         """Save PROPS as entity PK/RK through the second mount, whose view
