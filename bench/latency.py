@@ -5,10 +5,12 @@ default 20,000 in 20, 30,000 in 10 and 20,000 in 1), read through a
 proxy that holds every request for D ms (tests/faultproxy.py's delay=),
 side by side in one run for each D:
 
-* the sequential raw paged scan (bench/rest_scan.py) and the SDK's
+* the sequential raw paged scan (bench/rest_scan.py, REPEAT runs, the
+  median shown) and the SDK's
   ``list_entities`` writing one file per entity (bench/sdk_dump.py);
-* aztfs cold ``find -type f | wc -l`` and cold ``rsync -a`` of the table,
-  each on a fresh mount, with ``-o scan_parallel=1`` and with the default;
+* aztfs cold ``find -type f | wc -l`` (REPEAT runs, the median shown) and
+  cold ``rsync -a`` of the table, each on a fresh mount, with
+  ``-o scan_parallel=1`` and with the default;
 * ``rsync -a`` of the same tree served from memory by bench/floorfs.c (the
   FUSE floor: what FUSE itself costs on this machine in this run), built
   here with cc.
@@ -17,7 +19,7 @@ Prints a markdown table: wall seconds, requests (the mount's own count) and
 the daemon's peak RSS, and the ratios asked by issue 20.
 
     /usr/bin/python3 bench/latency.py [--tables 20000x20,30000x10,20000x1]
-                                      [--delays 0,25] [--out FILE]
+                                      [--delays 0,25] [--repeat 3] [--out FILE]
 
 AZTFS_BIN overrides ./aztfs.
 """
@@ -26,6 +28,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -104,12 +107,16 @@ def run(args, entities, partitions):
                 with FaultProxy(az.port, rate=0.0, delay=d / 1000.0) as px:
                     cs = conn_str_for(px.port)
                     row = {"delay": d}
-                    row["rest"] = script("rest_scan.py", [TABLE], cs, work)[0]
+                    row["rest"] = statistics.median(
+                        script("rest_scan.py", [TABLE], cs, work)[0] for _ in range(args.repeat))
                     dest = os.path.join(work, "sdk")
                     row["sdk"] = script("sdk_dump.py", [TABLE, dest], cs, work)[0]
                     shutil.rmtree(dest, ignore_errors=True)
                     for label, opts in (("seq", "scan_parallel=1"), ("par", "")):
-                        f = walk(work, cs, "find '{m}/%s' -type f | wc -l" % TABLE, opts)
+                        finds = sorted((walk(work, cs, "find '{m}/%s' -type f | wc -l" % TABLE,
+                                             opts) for _ in range(args.repeat)),
+                                       key=lambda w: w[0])
+                        f = finds[len(finds) // 2]     # the median run
                         if int(f[3].strip()) != entities:
                             raise BenchError("find saw %s files" % f[3].strip())
                         out = os.path.join(work, "copy")
@@ -154,6 +161,8 @@ def main():
     ap.add_argument("--tables", default="20000x20,30000x10,20000x1",
                     help="table shapes ENTITIESxPARTITIONS, comma-separated")
     ap.add_argument("--delays", default="0,25", help="ms added to every request, comma-separated")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="runs of the REST scan and of each find (their median is shown)")
     ap.add_argument("--out")
     a = ap.parse_args()
     a.delays = [float(x) for x in a.delays.split(",")]

@@ -35,6 +35,7 @@ struct table_cursor {
     int prefetch;             /* fetch page N+1 while page N is parsed */
     int fetching;             /* pf holds a running fetch of page tok1/tok2 */
     struct page_fetch pf;
+    struct table_split *split;  /* table_cursor_split: pages come from it */
 };
 
 /* Parse a page; see cursor.h. */
@@ -122,6 +123,7 @@ void table_cursor_free(struct table_cursor *c)
 {
     if (!c)
         return;
+    table_split_free(c->split);
     if (c->fetching) {
         fetch_join(c);
         http_response_clear(&c->pf.resp);
@@ -133,6 +135,35 @@ void table_cursor_free(struct table_cursor *c)
     free(c->tok1);
     free(c->tok2);
     free(c);
+}
+
+/* See tableint.h. */
+int table_cursor_narrow(const struct table_cursor *c, const char *extra,
+                        struct table_cursor **out)
+{
+    char *filter = NULL;
+    int rc;
+
+    if (extra && c->filter && asprintf(&filter, "(%s) and %s", c->filter, extra) < 0)
+        return -ENOMEM;
+    rc = cursor_new(out, c->path, c->what, filter ? filter : extra ? extra : c->filter,
+                    c->select, c->top, c->tables);
+    free(filter);
+    return rc;
+}
+
+/* See tableint.h. */
+const char *table_cursor_next_pk(const struct table_cursor *c)
+{
+    return c->done || c->tables ? NULL : c->tok1;
+}
+
+/* See cursor.h. */
+int table_cursor_split(struct table_cursor *c, int ways, int one_partition)
+{
+    if (ways <= 1 || c->tables || c->split || c->tok1 || c->done)
+        return 0;
+    return table_split_new(&c->split, c, ways, one_partition);
 }
 
 /* See cursor.h. */
@@ -299,6 +330,11 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
 
     if (c->done)
         return 0;
+    if (c->split) {
+        rc = table_split_next(tc, c->split, fn, ctx, st);
+        c->done = rc == 0;
+        return rc;
+    }
     if (tc->cancelled && tc->cancelled(tc->cancel_ctx)) {
         memset(st, 0, sizeof(*st));
         snprintf(st->message, sizeof(st->message), "cancelled");

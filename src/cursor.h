@@ -64,6 +64,19 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
  * dropped by table_cursor_free, so a caller that may stop turns it off. */
 void table_cursor_prefetch(struct table_cursor *c, int on);
 
+/* From its first page on, read C (a query of entities) as disjoint key
+ * ranges with up to WAYS requests in flight (splitcur.c): each page that
+ * comes back with more to come has the rest of its range cut into ranges
+ * at keys guessed from it (PartitionKeys, and RowKeys within a partition;
+ * only RowKeys when ONE_PARTITION), while fewer than WAYS are open. Pages
+ * still reach FN in the service's order; each range costs at most one
+ * request more than the sequential scan, and at most 64 ranges are made
+ * (none after 16 came back empty). Up to WAYS + 2 pages are held ahead of
+ * the caller. A failed range is fetched again, alone, when the caller asks
+ * again. WAYS <= 1, or pages already read: nothing changes. Returns 0 or
+ * -ENOMEM. */
+int table_cursor_split(struct table_cursor *c, int ways, int one_partition);
+
 /* From now on C keeps going through pages without an entity however many
  * come in a row, as long as their continuation advances (a selective
  * filter over a big table: the service sends such pages while it looks);

@@ -59,10 +59,8 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
     if (fp.kind == FSP_PARTITION)     /* a fetch ahead under way is joined */
         prefetch_claim(a->prefetch, path);
     rc = scan_view_open(&a->store, &fp, path, &h->view);
-    if (rc == 0 && fp.kind == FSP_TABLE && a->prefetch) {
-        scan_view_name_early(h->view);
+    if (rc == 0 && fp.kind == FSP_TABLE && a->prefetch)
         h->walk = prefetch_walk_new(a->prefetch, fp.table);
-    }
     if (rc == -ENOENT && fp.kind == FSP_PARTITION && scratch_is_dir(a->scratch, path))
         rc = (h->view = scan_view_empty()) ? 0 : -ENOMEM;    /* mkdir'd, nothing remote */
     fspath_free(&fp);

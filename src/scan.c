@@ -13,11 +13,6 @@
 #define SCAN_ENTITY_COST 320
 /* Entities in a full page of Query Entities (the service's maximum). */
 #define TABLE_PAGE 1000
-/* Pages a partition must hold on average before a table scanned with
- * scan_parallel names its partitions early: naming costs one round trip a
- * partition, so it only gains when the partitions, fetched in parallel,
- * take more than that. */
-#define EARLY_PAGES 2
 
 /* A scan that fills listings: the tables of the account (FSP_ROOT), the
  * entities of a whole table (FSP_TABLE: the table's listing holds its
@@ -44,11 +39,7 @@ struct scan {
     size_t entities, partitions;  /* FSP_TABLE: seen by the scan */
     int skipping;              /* FSP_TABLE: naming partitions one query each (the
                                 * one a query named is cur_pk) */
-    int early;                 /* FSP_TABLE: skip ahead as soon as partitions average
-                                * EARLY_PAGES (scan_view_name_early) */
-    struct table_cursor *held; /* FSP_TABLE, early: the scan's cursor, kept while
-                                * cur is the query for a partition after cur_pk */
-    char *probed;              /* ... and the partition that query named */
+    int split;                 /* its cursor reads key ranges in parallel (scan_split) */
     int quiet;                 /* a failure is logged at debug level only (a
                                 * prefetch: the walker's own fetch logs it) */
     int done;
@@ -61,8 +52,6 @@ static void scan_free(struct scan *s)
     free(s->table);
     free(s->dir);
     table_cursor_free(s->cur);
-    table_cursor_free(s->held);
-    free(s->probed);
     listing_unref(s->out);
     free(s->cur_pk);
     free(s->cur_dir);
@@ -109,6 +98,21 @@ static int scan_new(struct store *st, const struct fspath *fp, const char *dir,
 fail:
     free(filter);
     scan_free(s);
+    return rc;
+}
+
+/* A walker's listing of a table or partition: its pages fetched as key
+ * ranges in parallel (-o scan_parallel; table_cursor_split). A fetch of
+ * the prefetch pool is not split: the pool is already N fetches. Returns 0
+ * or -ENOMEM. */
+static int scan_split(struct scan *s)
+{
+    int rc;
+
+    if (s->kind == FSP_ROOT || !s->cur || s->st->scan_ways <= 1)
+        return 0;
+    if ((rc = table_cursor_split(s->cur, s->st->scan_ways, s->kind == FSP_PARTITION)) == 0)
+        s->split = 1;
     return rc;
 }
 
@@ -189,24 +193,12 @@ static int over_budget(const struct scan *s)
     return s->charged > s->budget && s->entities >= (size_t)TABLE_PAGE * s->partitions;
 }
 
-/* FSP_TABLE, after a whole page: should a scan told to name early
- * (scan_view_name_early) do so now? Its partitions hold EARLY_PAGES pages
- * or more on average. */
-static int early_due(const struct scan *s)
-{
-    return s->early && s->cur_pk &&
-           s->entities >= (size_t)EARLY_PAGES * TABLE_PAGE * s->partitions;
-}
-
 /* FSP_TABLE: could the next page take the scan over its budget? (Then the
  * page after it may never be asked for.) */
 static int near_budget(const struct scan *s)
 {
     size_t per = s->entities ? s->charged / s->entities : 1024;
 
-    if (s->early && s->entities + TABLE_PAGE >= (size_t)EARLY_PAGES * TABLE_PAGE *
-                                               (s->partitions ? s->partitions : 1))
-        return 1;          /* the next page may start the naming */
     return s->charged + per * TABLE_PAGE > s->budget;
 }
 
@@ -251,18 +243,6 @@ static int on_skip_page(void *p, json_t *value)
     return (rc = set_partition(s, pk)) < 0 ? rc : 1;
 }
 
-/* FSP_TABLE, early: the query for a partition after the first one names
- * one (s->probed), or nothing yet (an empty page). */
-static int on_probe_page(void *p, json_t *value)
-{
-    struct scan *s = p;
-    const char *pk = entity_wire_sys(json_array_get(value, 0), ENTITY_PK);
-
-    if (!pk)
-        return 0;
-    return (s->probed = strdup(pk)) ? 1 : -ENOMEM;
-}
-
 /* A query for the first partition after PK, asking for its key only. */
 static int after_query(struct scan *s, const char *pk, struct table_cursor **out)
 {
@@ -288,38 +268,6 @@ static int skip_ahead(struct scan *s)
     return rc < 0 ? rc : rc2;
 }
 
-/* FSP_TABLE, early: is there a partition after the current one? Its query
- * is sent first, the scan's cursor kept: a table of one partition goes on
- * with its scan (one request spent), else the named partitions are listed
- * in parallel. Returns 1 when the table's listing is complete, 0 when more
- * is to be fetched, or -errno. */
-static int probe_next(struct scan *s)
-{
-    int rc;
-
-    if (!s->held) {                     /* the scan's page is in: ask */
-        s->held = s->cur;
-        s->cur = NULL;
-        return after_query(s, s->cur_pk, &s->cur);
-    }
-    if (!s->probed && !table_cursor_done(s->cur))
-        return 0;                       /* an empty page: ask on */
-    table_cursor_free(s->cur);
-    s->cur = s->held;
-    s->held = NULL;
-    s->early = 0;
-    if (!s->probed)                     /* one partition: scan on */
-        return table_cursor_done(s->cur);
-    log_debug(&s->st->log, "%s: partitions of %d pages or more: naming them one query "
-              "each, listed in parallel", s->dir, EARLY_PAGES);
-    s->skipping = 1;
-    if ((rc = finish_partition(s, 0)) < 0 || (rc = set_partition(s, s->probed)) < 0)
-        return rc;
-    free(s->probed);
-    s->probed = NULL;
-    return skip_ahead(s);
-}
-
 /* FSP_TABLE: after a page of the scan or of a skip query, decide what comes
  * next. Returns 1 when the table's listing is complete, 0 when more is to
  * be fetched, or -errno. */
@@ -327,9 +275,6 @@ static int table_scan_next(struct scan *s)
 {
     /* scanning within budget, or a skip page that named nothing (empty,
      * with a continuation, or the end) */
-    if (s->held || (!s->skipping && !over_budget(s) && early_due(s) &&
-                    !table_cursor_done(s->cur)))
-        return probe_next(s);
     if (s->skipping ? !s->cur_pk : !over_budget(s))
         return table_cursor_done(s->cur);
     if (!s->skipping) {
@@ -367,14 +312,13 @@ static int scan_step(struct scan *s, struct az_status *st)
 
     if (s->done)
         return 0;
-    if (s->kind == FSP_TABLE && !s->skipping && !s->held)  /* no page fetched for nothing */
+    if (s->kind == FSP_TABLE && !s->skipping)  /* no page fetched for nothing */
         table_cursor_prefetch(s->cur, !near_budget(s));
     if (!s->cur)
         rc = list_named_tables(s, st);
     else
         rc = table_cursor_next(s->st->tc, s->cur,
                                s->kind == FSP_ROOT ? on_tables_page :
-                               s->held ? on_probe_page :
                                s->skipping ? on_skip_page : on_entities_page, s, st);
     if (rc < 0) {
         if (s->quiet)
@@ -408,6 +352,8 @@ static int scan_dir(struct store *s, const struct fspath *fp, const char *dir,
     int rc = scan_new(s, fp, dir, &sc);
     long i;
 
+    if (rc == 0)
+        rc = scan_split(sc);
     while (rc == 0 && !sc->done)
         rc = scan_step(sc, st);
     if (rc == 0 && name) {
@@ -530,6 +476,8 @@ int scan_view_open(struct store *s, struct fspath *fp, const char *dir,
         if (rc == 0)
             rc = scan_new(s, fp, dir, &v->scan);
         if (rc == 0)
+            rc = scan_split(v->scan);
+        if (rc == 0)
             v->l = listing_ref(v->scan->out);
     }
     if (rc < 0) {
@@ -538,13 +486,6 @@ int scan_view_open(struct store *s, struct fspath *fp, const char *dir,
     }
     *out = v;
     return 0;
-}
-
-/* See scan.h. */
-void scan_view_name_early(struct scan_view *v)
-{
-    if (v->scan && v->scan->kind == FSP_TABLE && v->scan->entities == 0)
-        v->scan->early = 1;
 }
 
 /* See scan.h. */

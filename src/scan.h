@@ -53,13 +53,6 @@ int scan_view_open(struct store *s, struct fspath *fp, const char *dir,
  * ENOMEM. */
 struct scan_view *scan_view_empty(void);
 
-/* V lists a table from scratch: once its partitions hold a page of
- * entities or more on average, name the remaining ones with one query each
- * (as a table larger than half the cache does) instead of reading their
- * entities, so that their listings can be fetched in parallel (prefetch.h).
- * Only before the first page; nothing for other views. */
-void scan_view_name_early(struct scan_view *v);
-
 /* Entry I of V (borrowed: valid while V is open), fetching pages until it
  * is in. Returns 0 with *e, 1 when the listing ended before I, or -errno
  * (logged; the page may be asked for again). */

@@ -34,6 +34,7 @@ struct store {
     double cache_timeout;        /* seconds a listing or entity stays fresh */
     double negative_timeout;     /* seconds an absence stays known (<= cache_timeout) */
     time_t mount_time;           /* the mtime of an entity without a Timestamp */
+    int scan_ways;               /* -o scan_parallel: requests in flight of a listing */
     /* Told of every path store_forget drops (the layer above drops its
      * own copies, the kernel's); NULL: nobody to tell. */
     void (*dropped)(void *ctx, const char *path);

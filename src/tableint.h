@@ -1,4 +1,4 @@
-/* tableint.h - inside the table protocol layer: what tablereq.c, cursor.c,
+/* tableint.h - inside the table protocol layer: what tablereq.c, cursor.c, splitcur.c,
  * batch.c and table.c share and no other module uses (they use table.h).
  * Sending a signed request, the Table headers each response is searched
  * for, the one error parser, wire addresses and bodies of entities, and
@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "cursor.h"
 #include "http.h"
 
 struct account;
@@ -109,5 +110,62 @@ struct write_probe {
  * our sends (http_send_window); a deleted one must be gone. Returns 1
  * (ctx->etag set for writes), 0, or -errno when it cannot tell. */
 int table_write_applied(void *ctx, const struct http_response *resp);
+
+/* --- a query split into key ranges (splitcur.c, for cursor.c) --------------- */
+
+struct table_split;
+
+/* Requests in flight at most (scan_parallel's maximum), ranges one query
+ * is cut into at most, empty ranges after which it is cut no more, and
+ * pages held for the reader beyond one per way. */
+#define SPLIT_MAX_WAYS 64
+#define SPLIT_MAX_RANGES 64
+#define SPLIT_MAX_EMPTY 16
+#define SPLIT_HELD_EXTRA 2
+/* Ranges open at most per way: more than the workers, so that a worker
+ * finds one queued while a range that may be cut again is out. */
+#define SPLIT_OPEN_PER_WAY 2
+
+/* Up to MAX keys, in increasing order, after LAST (the last key of a page
+ * whose first was FIRST) and before HI (NULL: no bound), where the keys to
+ * come are guessed to lie a page apart: keys that end in a number step by
+ * the numbers a page spanned (r00999 after r00000: r02000, r03000, ...;
+ * the cut after LAST leaves the next page's numbers before it); others by
+ * the characters the page spanned at the first place FIRST and LAST differ
+ * (printable ASCII only). Each is malloc'd into CUTS. Returns how many (0:
+ * no guess), or -ENOMEM. */
+int table_split_cuts(const char *first, const char *last, const char *hi, char **cuts,
+                     int max);
+
+/* A cursor for C's query (its path, filter, $select, $top) with EXTRA
+ * and'ed to its filter (NULL: none), from its first page, without
+ * background fetch or split. Returns 0 with *OUT or -ENOMEM. */
+int table_cursor_narrow(const struct table_cursor *c, const char *extra,
+                        struct table_cursor **out);
+
+/* C's NextPartitionKey token, where its next page starts (borrowed; NULL:
+ * none, or before the first page). Opaque to the protocol: a hint only. */
+const char *table_cursor_next_pk(const struct table_cursor *c);
+
+/* Does NextPartitionKey token TOK (NULL: none) seem to name partition PK?
+ * The emulator sends the key in base64, Azure "1!N!" and the key in base64
+ * with '-' for '='. Only a guess (tokens are opaque): 1 or 0. */
+int table_token_names(const char *tok, const char *pk);
+
+/* The split of cursor C (borrowed: it must outlive the split) with up to
+ * WAYS requests in flight; ONE_PARTITION: C's query is one partition's,
+ * so only RowKeys are cut. Nothing is sent yet. Returns 0 with *OUT or
+ * -ENOMEM. */
+int table_split_new(struct table_split **out, const struct table_cursor *c, int ways,
+                    int one_partition);
+
+/* The next page in key order, as table_cursor_next (1: more follow, 0:
+ * complete or FN stopped it, -errno: a range failed; asked again, it is
+ * fetched again). */
+int table_split_next(struct table_client *tc, struct table_split *sp, table_page_fn fn,
+                     void *ctx, struct az_status *st);
+
+/* Stop SP's workers (each finishes the request it has out), free it. */
+void table_split_free(struct table_split *sp);
 
 #endif

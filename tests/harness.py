@@ -351,6 +351,14 @@ class Mount:
         except (OSError, TypeError):
             return ""
 
+    def ranges_made(self):
+        """Key ranges the mount's listings were cut into so far (-o
+        scan_parallel; read from its debug log, so mount with
+        loglevel=debug): each costs at most one request more than the
+        sequential scan (doc/PERFORMANCE.md)."""
+        return sum(int(n) for n in
+                   re.findall(r"into (\d+) ranges fetched in parallel", self.stderr()))
+
     def _failure(self, what):
         return HarnessError("%s (args %s); stderr:\n%s" % (what, self.args, self.stderr()[-6000:]))
 

@@ -1,9 +1,11 @@
-"""-o scan_parallel=N: partition listings fetched ahead of a walk (src/prefetch.c).
+"""-o scan_parallel=N: listings read as key ranges in parallel (src/splitcur.c)
+and partition listings fetched ahead of a walk (src/prefetch.c).
 
 Checked against the official SDK (azure.data.tables): every listing
 complete and in the service's order with the default, request counts with
-scan_parallel=1 those of one sequential scan, no request left running after
-a walk is abandoned, nothing lost under injected faults."""
+scan_parallel=1 those of one sequential scan and with the default within
+the documented bound (one request more per range made), no request left
+running after a walk is abandoned, nothing lost under injected faults."""
 
 import ctypes
 import json
@@ -30,8 +32,8 @@ TWENTY = "spTwenty"     # 20 partitions, the first of 2000 entities (so they are
                         # named one query each and fetched ahead), then 60 each
 ODD = "spOdd"           # awkward keys, one long shared prefix
 LONG = "spLong"         # 14 partitions with 240-character names (the first
-                        # of 2000 entities, so they are named one query each):
-                        # one readdir of the kernel's (4 KiB) holds 10 of them
+                        # of 2000 entities, the others of 300): one readdir
+                        # of 1 KiB holds 3 of them
 P_BIG, PER_BIG = 6, 2100
 ODD_PKS = ["a b", "caf\u00e9 %41", "x'y~z", "\u00fc\u00f1-\u4e2d"]
 PREFIX = "k" * 180
@@ -52,7 +54,7 @@ def tables(sdk, seed):
                     for p in range(500) for i in range(2)])
     t = seed.table(sdk, LONG)
     seed.insert(t, [{"PartitionKey": "L" * 240 + "%02d" % p, "RowKey": "r%05d" % i, "v": i}
-                    for p in range(14) for i in range(2000 if p == 0 else 3)])
+                    for p in range(14) for i in range(2000 if p == 0 else 300)])
     t = seed.table(sdk, ODD)
     rows = []
     for n, pk in enumerate(ODD_PKS):
@@ -98,28 +100,32 @@ def test_default_listings_are_complete_and_in_the_sdks_order(tables, mounter, ta
     mnt = mounter.mount(options=["-o", "loglevel=debug"])
     top = os.path.join(str(mnt), table)
     assert mount_tree(top) == sdk_tree(tables, table)
-    if table in (BIG, TWENTY, ODD):   # partitions of two pages or more: fetched ahead
-        assert "listed in parallel" in mnt.stderr()
-    else:                       # one partition, or small ones: one scan
-        assert "listed in parallel" not in mnt.stderr()
+    if table in (ONE, BIG, TWENTY, ODD):   # more than a page: cut into ranges
+        assert "fetched in parallel" in mnt.stderr()
+    else:                       # one page: one request
+        assert "fetched in parallel" not in mnt.stderr()
     # the second walk is answered from the cache
     before = stats(mnt)["requests"]
     assert mount_tree(top) == sdk_tree(tables, table)
     assert stats(mnt)["requests"] == before
 
 
-def test_one_big_partition_costs_one_request_more(tables, mounter, sh):
-    """A table of one partition of three pages: after its second page the
-    scan asks for a partition after it (none), and goes on: one request
-    more than scan_parallel=1, no page read twice."""
-    counts = []
+def test_one_big_partition_is_read_as_row_ranges(tables, mounter, sh):
+    """A table of one partition of three pages: after its first page the
+    rest of the partition is cut into RowKey ranges fetched in parallel; one
+    request more per range made, no page read twice."""
+    counts, logs = [], []
     for opts in ("scan_parallel=1", "scan_parallel=4"):
-        mnt = mounter.mount(options=["-o", opts])
+        mnt = mounter.mount(options=["-o", opts + ",loglevel=debug"])
         before = stats(mnt)["requests"]
         assert len(sh(["find", os.path.join(str(mnt), ONE), "-type", "f"]).lines()) == 2500
         counts.append(stats(mnt)["requests"] - before)
+        made = mnt.ranges_made()
         mnt.unmount(check=True)
-    assert counts[1] == counts[0] + 1, counts
+        logs.append(mnt.stderr())
+    assert "fetched in parallel" not in logs[0]
+    assert "RowKey%20gt%20%27r00999%27%20and%20RowKey%20lt%20%27r02000%27" in logs[1]
+    assert counts[0] < counts[1] <= counts[0] + made, (counts, made)
 
 
 def test_scan_parallel_1_is_one_sequential_scan(tables, mounter, sh):
@@ -131,58 +137,60 @@ def test_scan_parallel_1_is_one_sequential_scan(tables, mounter, sh):
     # one scan of the table (its pages, maybe one empty last page) and the
     # existence check of the table
     assert total <= math.ceil(P_BIG * PER_BIG / 1000) + 2, total
-    assert "listed in parallel" not in mnt.stderr()
+    assert "fetched in parallel" not in mnt.stderr()
 
 
 def test_default_walk_stays_within_the_documented_bound(tables, mounter, sh):
-    mnt = mounter.mount()
+    mnt = mounter.mount(options=["-o", "loglevel=debug"])
     before = stats(mnt)
     files = sh(["find", os.path.join(str(mnt), BIG), "-type", "f"]).lines()
     assert len(files) == len(set(files)) == P_BIG * PER_BIG
     after = stats(mnt)
     total = after["requests"] - before["requests"]
     assert after["requests_by_kind"]["get_entity"] == before["requests_by_kind"]["get_entity"]
-    # ceil(N/1000) + P + 2, plus the documented cost of naming early: the
-    # first two pages read again, and one page more per partition (its
-    # pages are counted one partition at a time)
-    assert total <= math.ceil(P_BIG * PER_BIG / 1000) + P_BIG + 2 + 2 + P_BIG, total
+    # one sequential scan (ceil(N/1000) + 2) plus the documented cost of
+    # the ranges: one request more per range made, 64 ranges at most
+    made = mnt.ranges_made()
+    assert 0 < made <= 64
+    assert total <= math.ceil(P_BIG * PER_BIG / 1000) + 2 + made, (total, made)
 
 
 def test_two_walkers_share_the_fetches(tables, mounter):
-    """Two finds of the table at once: each partition's pages are fetched
-    once (a walker entering a partition joins the fetch under way, or runs
-    the queued one while the other waits for it)."""
+    """The table's listing, read as ranges in parallel, caches every
+    partition's: two finds of the table at once then send nothing."""
     mnt = mounter.mount(options=["-o", "loglevel=debug"])
     top = os.path.join(str(mnt), BIG)
     os.listdir(top)                    # the table's listing: both walkers share it
+    before = stats(mnt)["requests"]
     procs = [subprocess.Popen(["find", top, "-type", "f"], stdout=subprocess.PIPE)
              for _ in range(2)]
     outs = [p.communicate(timeout=60)[0].decode().split() for p in procs]
     assert all(len(o) == P_BIG * PER_BIG for o in outs)
-    log = mnt.stderr()
-    for p in range(P_BIG):
-        pages = log.count("$filter=PartitionKey%%20eq%%20%%27p%02d%%27" % p)
-        assert pages == math.ceil(PER_BIG / 1000), (p, pages)
+    assert stats(mnt)["requests"] == before
 
 
-def test_abandoned_walk_leaves_no_request_running(tables, mounter):
-    mnt = mounter.mount(options=["-o", "loglevel=debug"])
-    top = os.path.join(str(mnt), LONG)
-    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
-    try:                               # one small readdir: 2-3 partitions handed out
-        n = read_dir_once(fd, 1024)
-    finally:
-        os.close(fd)                   # closed before the end: jobs cancelled
-    assert n > 0
-    time.sleep(1.5)                    # a page under way finishes
-    settled = stats(mnt)["requests"]
-    time.sleep(2)
-    assert stats(mnt)["requests"] == settled
-    log = mnt.stderr()
-    assert "closed before its end" in log, "\n".join(
-        l[:60] + l[-90:] for l in log.splitlines())
-    # and the walk after it still sees everything, in the service's order
-    assert mount_tree(top) == sdk_tree(tables, LONG)
+def test_abandoned_walk_leaves_no_request_running(tables, mounter, azurite):
+    """A directory closed after one small readdir (2-3 of its partitions
+    handed out), its ranges still being fetched (0.2 s a request): the
+    requests under way finish, nothing more is sent."""
+    with FaultProxy(azurite.port, rate=0.0, delay=0.2) as px:
+        mnt = mounter.mount(conn_str=conn_str_for(px.port), options=["-o", "loglevel=debug"])
+        top = os.path.join(str(mnt), LONG)
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            n = read_dir_once(fd, 1024)
+        finally:
+            os.close(fd)               # closed before the end: the query stops
+        assert n > 0
+        time.sleep(1.0)                # a page under way finishes
+        settled = stats(mnt)["requests"]
+        time.sleep(2)
+        assert stats(mnt)["requests"] == settled
+        log = mnt.stderr()
+        assert "query stopped before its end" in log, "\n".join(
+            l[:60] + l[-90:] for l in log.splitlines())
+        # and the walk after it still sees everything, in the service's order
+        assert mount_tree(top) == sdk_tree(tables, LONG)
 
 
 def test_faults_during_parallel_fetches_lose_nothing(tables, mounter, sh, azurite):

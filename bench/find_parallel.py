@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+# find_parallel.py - cold find of a table at a distance, by scan_parallel value (median of runs).
+"""For each table shape (bench/seed.py's tables, seeded once) and each
+delay D (every request held D ms by tests/faultproxy.py), time the
+sequential raw paged scan (bench/rest_scan.py) and aztfs's cold
+``find -type f | wc -l`` on a fresh mount for each ``-o scan_parallel``
+value; each the median of REPEAT runs. Prints a markdown table: seconds,
+the ratio to the REST scan, and the requests of the median run.
+
+    /usr/bin/python3 bench/find_parallel.py [--tables 20000x20,20000x1,30000x10]
+                                            [--delays 0,25] [--parallel 1,4,8] [--repeat 3]
+
+AZTFS_BIN overrides ./aztfs. Cheaper than bench/latency.py (no SDK dump,
+no rsync), for choosing scan_parallel's default.
+"""
+
+import argparse
+import shutil
+import statistics
+import tempfile
+
+from common import Azurite, BenchError, emit_report
+from harness import FaultProxy, conn_str_for
+from latency import script, walk
+from seed import seed_table
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tables", default="20000x20,20000x1,30000x10")
+    ap.add_argument("--delays", default="0,25")
+    ap.add_argument("--parallel", default="1,4,8")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    shapes = [tuple(int(x) for x in t.split("x")) for t in a.tables.split(",")]
+    pars = [int(x) for x in a.parallel.split(",")]
+    work = tempfile.mkdtemp(prefix="aztfs-findpar-")
+    out = ["| table | D ms | REST scan s | " +
+           " | ".join("find, scan_parallel=%d s (x REST) / req" % p for p in pars) + " |",
+           "|---|---|---|" + "---|" * len(pars)]
+    try:
+        with Azurite(work) as az:
+            names = {}
+            for n, p in shapes:
+                names[(n, p)] = "findPar%dx%d" % (n, p)
+                seed_table(az.conn_str, names[(n, p)], n, p)
+            for d in (float(x) for x in a.delays.split(",")):
+                with FaultProxy(az.port, rate=0.0, delay=d / 1000.0) as px:
+                    cs = conn_str_for(px.port)
+                    for n, p in shapes:
+                        t = names[(n, p)]
+                        rest = statistics.median(script("rest_scan.py", [t], cs, work)[0]
+                                                 for _ in range(a.repeat))
+                        cells = []
+                        for par in pars:
+                            runs = sorted((walk(work, cs, "find '{m}/%s' -type f | wc -l" % t,
+                                                "scan_parallel=%d" % par)
+                                           for _ in range(a.repeat)), key=lambda w: w[0])
+                            m = runs[len(runs) // 2]
+                            if int(m[3].strip()) != n:
+                                raise BenchError("find saw %s files" % m[3].strip())
+                            cells.append("%.2f (%.2fx) / %d" % (m[0], m[0] / rest, m[1]))
+                        out.append("| %d in %d | %g | %.2f | %s |" % (n, p, d, rest, " | ".join(cells)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    emit_report("\n".join(out), a.out)
+
+
+if __name__ == "__main__":
+    main()
