@@ -9,9 +9,14 @@ the ratio to the REST scan, and the requests of the median run.
 
     /usr/bin/python3 bench/find_parallel.py [--tables 20000x20,20000x1,30000x10]
                                             [--delays 0,25] [--parallel 1,4,8] [--repeat 3]
+                                            [--server azurite|memtable]
 
 AZTFS_BIN overrides ./aztfs. Cheaper than bench/latency.py (no SDK dump,
-no rsync), for choosing scan_parallel's default.
+no rsync), for choosing scan_parallel's default. ``--server memtable``
+serves the same entities from bench/memtable.py instead of Azurite: a
+read-only endpoint that serves requests in parallel (Azurite serves one at
+a time), to see what the parallel listing does when the server is not the
+limit.
 """
 
 import argparse
@@ -22,7 +27,22 @@ import tempfile
 from common import Azurite, BenchError, emit_report
 from harness import FaultProxy, conn_str_for
 from latency import script, walk
+from memtable import MemTable
 from seed import seed_table
+
+
+class MemServer:
+    """bench/memtable.py's endpoint as Azurite's stand-in (port, close)."""
+
+    def __init__(self, tables):
+        self.srv = MemTable(tables)
+        self.port = self.srv.port
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.srv.close()
 
 
 def main():
@@ -31,6 +51,7 @@ def main():
     ap.add_argument("--delays", default="0,25")
     ap.add_argument("--parallel", default="1,4,8")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--server", choices=("azurite", "memtable"), default="azurite")
     ap.add_argument("--out")
     a = ap.parse_args()
     shapes = [tuple(int(x) for x in t.split("x")) for t in a.tables.split(",")]
@@ -40,11 +61,13 @@ def main():
            " | ".join("find, scan_parallel=%d s (x REST) / req" % p for p in pars) + " |",
            "|---|---|---|" + "---|" * len(pars)]
     try:
-        with Azurite(work) as az:
-            names = {}
-            for n, p in shapes:
-                names[(n, p)] = "findPar%dx%d" % (n, p)
-                seed_table(az.conn_str, names[(n, p)], n, p)
+        names = {(n, p): "findPar%dx%d" % (n, p) for n, p in shapes}
+        server = (MemServer({names[s]: s for s in shapes}) if a.server == "memtable"
+                  else Azurite(work))
+        with server as az:
+            if a.server == "azurite":
+                for (n, p), name in names.items():
+                    seed_table(az.conn_str, name, n, p)
             for d in (float(x) for x in a.delays.split(",")):
                 with FaultProxy(az.port, rate=0.0, delay=d / 1000.0) as px:
                     cs = conn_str_for(px.port)

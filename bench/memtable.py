@@ -1,0 +1,149 @@
+# memtable.py - a read-only Table endpoint in memory that serves requests in parallel.
+"""Azurite serves one request at a time (its own time for a page of 1,000
+entities is about 25 ms here), so against it requests in flight queue
+instead of overlapping. An account's partitions are served by many servers.
+This endpoint stands in for one that serves requests in parallel, to see
+what aztfs's parallel listings do at a distance when the server is not the
+limit: a threaded HTTP/1.1 server on 127.0.0.1 holding bench/seed.py's
+entities in memory, answering Query Tables and Query Entities with the
+filters aztfs and bench/rest_scan.py send (PartitionKey and RowKey
+comparisons joined with ``and``, parentheses ignored), ``$top``, and
+continuation (NextPartitionKey/NextRowKey: the next matching entity's
+keys in base64, as Azurite sends them; none when no match follows),
+1,000 entities a page. Requests are not
+authenticated; nothing can be written. Standard library only.
+
+    srv = MemTable({"t": (20000, 20)}); ... srv.port ...; srv.close()
+"""
+
+import base64
+import bisect
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, unquote, urlparse
+
+from seed import entity
+
+PAGE = 1000
+TERM = re.compile(r"\s*\(?\s*(PartitionKey|RowKey|TableName)\s+(eq|gt|ge|lt|le)\s+"
+                  r"'((?:[^']|'')*)'\s*\)?\s*(?:and\b)?")
+OPS = {"eq": lambda a, b: a == b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+       "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
+
+
+def parse_filter(text):
+    """[(field, op, value)] of an and-only filter; ValueError otherwise."""
+    terms, pos = [], 0
+    while pos < len(text):
+        m = TERM.match(text, pos)
+        if not m or m.end() == pos:
+            raise ValueError("filter not understood: %r" % text)
+        terms.append((m.group(1), m.group(2), m.group(3).replace("''", "'")))
+        pos = m.end()
+    return terms
+
+
+class MemTable:
+    """TABLES: {name: (entities, partitions)} of bench/seed.py's entities."""
+
+    def __init__(self, tables):
+        self.tables = {}
+        for name, (n, p) in tables.items():
+            rows = []
+            for i in range(n):
+                e = entity(i, p)
+                e["odata.etag"] = "W/\"datetime'2026-11-23T00%%3A00%%3A00.%07dZ'\"" % i
+                e["Timestamp"] = "2026-11-23T00:00:00.%07dZ" % i
+                rows.append(((e["PartitionKey"], e["RowKey"]), json.dumps(e)))
+            rows.sort()
+            self.tables[name] = ([k for k, _ in rows], [j for _, j in rows])
+        self.requests = 0
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                with outer.lock:
+                    outer.requests += 1
+                try:
+                    status, body, headers = outer.answer(self.path)
+                except ValueError as e:
+                    status, headers = 400, {}
+                    body = json.dumps({"odata.error": {"code": "InvalidInput",
+                                                       "message": {"value": str(e)}}})
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type",
+                                 "application/json;odata=minimalmetadata;charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def answer(self, path):
+        """(status, body, headers) for GET PATH."""
+        url = urlparse(path)
+        q = {k: v[0] for k, v in parse_qs(url.query).items()}
+        last = unquote(url.path).rstrip("/").rsplit("/", 1)[-1]
+        terms = parse_filter(q.get("$filter", ""))
+        if last == "Tables":
+            names = [n for n in sorted(self.tables)
+                     if all(OPS[op](n, v) for f, op, v in terms if f == "TableName")]
+            return 200, json.dumps({"value": [{"TableName": n} for n in names]}), {}
+        name = last.split("(", 1)[0]
+        if name not in self.tables or not last.endswith("()"):
+            return 404, json.dumps({"odata.error": {"code": "ResourceNotFound",
+                                                    "message": {"value": "not found"}}}), {}
+        return self.query(self.tables[name], terms, q)
+
+    @staticmethod
+    def query(table, terms, q):
+        keys, rows = table
+        top = min(int(q.get("$top", PAGE)), PAGE)
+        start = ("", "")
+        for f, op, v in terms:       # where the keys that can match begin
+            if f == "PartitionKey" and op in ("eq", "ge", "gt"):
+                start = max(start, (v, "") if op != "gt" else (v + "\0", ""))
+        pks = [v for f, op, v in terms if f == "PartitionKey" and op == "eq"]
+        for f, op, v in terms:
+            if f == "RowKey" and op in ("ge", "gt") and pks:
+                start = max(start, (pks[0], v if op == "ge" else v + "\0"))
+        if "NextPartitionKey" in q:
+            nk = (base64.b64decode(q["NextPartitionKey"]).decode(),
+                  base64.b64decode(q.get("NextRowKey", "")).decode())
+            start = max(start, nk)
+        i = bisect.bisect_left(keys, start)
+        out, nxt = [], None
+        while i < len(keys):
+            pk, rk = keys[i]
+            if any(f == "PartitionKey" and op in ("eq", "lt", "le") and not OPS[op](pk, v)
+                   for f, op, v in terms):
+                break                   # past the partitions that can match
+            if all(OPS[op](pk if f == "PartitionKey" else rk, v) for f, op, v in terms):
+                if len(out) == top:
+                    nxt = keys[i]       # a match after the page: it continues there
+                    break
+                out.append(rows[i])
+            i += 1
+        headers = {}
+        if nxt:
+            headers = {"x-ms-continuation-NextPartitionKey": base64.b64encode(nxt[0].encode()).decode(),
+                       "x-ms-continuation-NextRowKey": base64.b64encode(nxt[1].encode()).decode()}
+        return 200, '{"value":[' + ",".join(out) + "]}", headers
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
