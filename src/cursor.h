@@ -68,7 +68,7 @@ void table_cursor_prefetch(struct table_cursor *c, int on);
  * ranges with up to WAYS requests in flight (splitcur.c): each page that
  * comes back with more to come has the rest of its range cut into ranges
  * at keys guessed from it (PartitionKeys, and RowKeys within a partition;
- * only RowKeys when ONE_PARTITION), while fewer than WAYS are open. Pages
+ * only RowKeys when ONE_PARTITION), while fewer than 2 * WAYS are open. Pages
  * still reach FN in the service's order; each range costs at most one
  * request more than the sequential scan, and at most 64 ranges are made
  * (none after 16 came back empty). Up to WAYS + 2 pages are held ahead of

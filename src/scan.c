@@ -39,7 +39,6 @@ struct scan {
     size_t entities, partitions;  /* FSP_TABLE: seen by the scan */
     int skipping;              /* FSP_TABLE: naming partitions one query each (the
                                 * one a query named is cur_pk) */
-    int split;                 /* its cursor reads key ranges in parallel (scan_split) */
     int quiet;                 /* a failure is logged at debug level only (a
                                 * prefetch: the walker's own fetch logs it) */
     int done;
@@ -107,13 +106,9 @@ fail:
  * or -ENOMEM. */
 static int scan_split(struct scan *s)
 {
-    int rc;
-
-    if (s->kind == FSP_ROOT || !s->cur || s->st->scan_ways <= 1)
+    if (s->kind == FSP_ROOT || !s->cur)
         return 0;
-    if ((rc = table_cursor_split(s->cur, s->st->scan_ways, s->kind == FSP_PARTITION)) == 0)
-        s->split = 1;
-    return rc;
+    return table_cursor_split(s->cur, s->st->scan_ways, s->kind == FSP_PARTITION);
 }
 
 static int on_tables_page(void *p, json_t *value)

@@ -2,9 +2,10 @@
  * parallel (cursor.h: table_cursor_split).
  *
  * The query starts as one range, read page by page by a worker. When a
- * page of a range comes back with more to come and fewer than WAYS ranges
- * are open, the rest of that range (after the page's last key) is cut into
- * ranges at keys guessed from the page (split_cuts) and the range ends
+ * page of a range comes back with more to come and fewer than
+ * SPLIT_OPEN_PER_WAY * WAYS ranges are open, the rest of that range (after
+ * the page's last key) is cut into ranges at keys guessed from the page
+ * (table_split_cuts) and the range ends
  * there: each new range is its own query (the query's filter and'ed with
  * its PartitionKey/RowKey bounds, never a continuation token of another
  * query: Azure's are opaque). Pages are handed to the reader in key order
@@ -15,14 +16,12 @@
  * SPLIT_MAX_EMPTY came back empty). */
 #include <errno.h>
 #include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
 
-#include "buf.h"
 #include "cursor.h"
 #include "entity.h"
 #include "log.h"
@@ -33,12 +32,12 @@ struct split_page {
     json_t *value;              /* the page's "value" array (owned) */
 };
 
-/* Keys K with LO < K < HI (LO_INCL: LO <= K) in one dimension: RowKeys of
- * partition PK when PK is set, else PartitionKeys. NULL bound: none. */
+/* A range of keys below HI (NULL: no bound) in one dimension: RowKeys of
+ * partition PK when PK is set, else PartitionKeys (its lower bound is in
+ * its query only). */
 struct split_range {
     struct split_range *next;   /* key order */
-    char *pk, *lo, *hi;
-    int lo_incl;
+    char *pk, *hi;
     struct table_cursor *cur;   /* its query (NULL: the range is complete) */
     struct split_page *head, *tail;
     size_t entities;
@@ -76,50 +75,33 @@ static void range_free(struct split_range *r)
     }
     table_cursor_free(r->cur);
     free(r->pk);
-    free(r->lo);
     free(r->hi);
     free(r);
 }
 
-/* Append " and FIELD OP 'VALUE'" (the first term without " and "). */
-static void add_term(struct buf *b, const char *field, const char *op, const char *value)
-{
-    char *lit = table_odata_literal(value);
-
-    if (!lit) {
-        b->err = -ENOMEM;
-        return;
-    }
-    buf_addf(b, "%s%s %s %s", b->len ? " and " : "", field, op, lit);
-    free(lit);
-}
-
-/* A range and its query (SP's query narrowed to its bounds; SP->c's
- * fields are only read). NULL on ENOMEM. */
+/* A range of keys K with LO < K (LO_INCL: LO <= K; LO NULL: no bound) and
+ * K < HI, RowKeys of partition PK when PK is set, else PartitionKeys, and
+ * its query (SP's query narrowed to those bounds; SP->c's fields are only
+ * read). NULL on ENOMEM. */
 static struct split_range *range_new(struct table_split *sp, const char *pk, const char *lo,
                                      int lo_incl, const char *hi)
 {
     struct split_range *r = calloc(1, sizeof(*r));
-    struct buf b = BUF_INIT(SIZE_MAX);  /* bounded by the keys' lengths */
     const char *key = pk ? "RowKey" : "PartitionKey";
-    char *bounds;
+    char *upper = hi ? table_filter_cmp(key, "lt", hi, NULL) : NULL;
+    char *lower = lo ? table_filter_cmp(key, lo_incl ? "ge" : "gt", lo, upper) : NULL;
+    char *bounds = pk && !sp->one_partition
+                   ? table_filter_cmp("PartitionKey", "eq", pk, lower ? lower : upper) : NULL;
+    const char *f = bounds ? bounds : lower ? lower : upper;
+    int ok = r && (!hi || upper) && (!lo || lower) && (!(pk && !sp->one_partition) || bounds);
 
-    if (!r)
-        return NULL;
-    r->lo_incl = lo_incl;
-    if (pk && !sp->one_partition)
-        add_term(&b, "PartitionKey", "eq", pk);
-    if (lo)
-        add_term(&b, key, lo_incl ? "ge" : "gt", lo);
-    if (hi)
-        add_term(&b, key, "lt", hi);
-    bounds = buf_take(&b, NULL);
-    if (!bounds || (pk && !(r->pk = strdup(pk))) || (lo && !(r->lo = strdup(lo))) ||
-        (hi && !(r->hi = strdup(hi))) || table_cursor_narrow(sp->c, bounds, &r->cur) < 0) {
-        free(bounds);
+    if (!ok || (pk && !(r->pk = strdup(pk))) || (hi && !(r->hi = strdup(hi))) ||
+        table_cursor_narrow(sp->c, f, &r->cur) < 0) {
         range_free(r);
-        return NULL;
+        r = NULL;
     }
+    free(upper);
+    free(lower);
     free(bounds);
     return r;
 }
@@ -438,6 +420,7 @@ int table_split_new(struct table_split **out, const struct table_cursor *c, int 
 void table_split_free(struct table_split *sp)
 {
     struct split_range *r, *n;
+    int unread = 0;
 
     if (!sp)
         return;
@@ -447,13 +430,13 @@ void table_split_free(struct table_split *sp)
     pthread_mutex_unlock(&sp->lock);
     for (int i = 0; i < sp->nthreads; i++)
         pthread_join(sp->threads[i], NULL);
-    if (sp->ranges && sp->tc && !sp->ended)
-        log_debug(sp->tc->lg, "query stopped before its end: %d ranges not read",
-                  open_ranges(sp) + (sp->ranges->cur == NULL));
     for (r = sp->ranges; r; r = n) {
         n = r->next;
         range_free(r);
+        unread++;
     }
+    if (unread && sp->tc && !sp->ended)
+        log_debug(sp->tc->lg, "query stopped before its end: %d ranges not read", unread);
     pthread_mutex_destroy(&sp->lock);
     pthread_cond_destroy(&sp->work);
     pthread_cond_destroy(&sp->ready);

@@ -8,7 +8,6 @@
 
 #include <jansson.h>
 
-#include "cursor.h"
 #include "http.h"
 
 struct account;
@@ -113,7 +112,14 @@ int table_write_applied(void *ctx, const struct http_response *resp);
 
 /* --- a query split into key ranges (splitcur.c, for cursor.c) --------------- */
 
+struct table_cursor;
 struct table_split;
+
+/* "FIELD OP 'VALUE'" (VALUE quoted), followed by " and REST" unless REST is
+ * NULL: malloc'd, NULL on ENOMEM (tablereq.c; what table_filter_partition
+ * and its kin are made of). */
+char *table_filter_cmp(const char *field, const char *op, const char *value,
+                       const char *rest);
 
 /* Requests in flight at most (scan_parallel's maximum), ranges one query
  * is cut into at most, empty ranges after which it is cut no more, and
@@ -162,8 +168,8 @@ int table_split_new(struct table_split **out, const struct table_cursor *c, int 
 /* The next page in key order, as table_cursor_next (1: more follow, 0:
  * complete or FN stopped it, -errno: a range failed; asked again, it is
  * fetched again). */
-int table_split_next(struct table_client *tc, struct table_split *sp, table_page_fn fn,
-                     void *ctx, struct az_status *st);
+int table_split_next(struct table_client *tc, struct table_split *sp,
+                     int (*fn)(void *ctx, json_t *value), void *ctx, struct az_status *st);
 
 /* Stop SP's workers (each finishes the request it has out), free it. */
 void table_split_free(struct table_split *sp);

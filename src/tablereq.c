@@ -134,8 +134,8 @@ char *table_odata_literal(const char *s)
     return out;
 }
 
-/* "FIELD OP 'VALUE'" (VALUE quoted), with " and "-joined REST when given. */
-static char *filter_cmp(const char *field, const char *op, const char *value,
+/* See tableint.h. */
+char *table_filter_cmp(const char *field, const char *op, const char *value,
                         const char *rest)
 {
     char *lit = table_odata_literal(value), *f = NULL;
@@ -150,20 +150,20 @@ static char *filter_cmp(const char *field, const char *op, const char *value,
 /* See tablereq.h. */
 char *table_filter_partition(const char *pk)
 {
-    return filter_cmp("PartitionKey", "eq", pk, NULL);
+    return table_filter_cmp("PartitionKey", "eq", pk, NULL);
 }
 
 /* See tablereq.h. */
 char *table_filter_after(const char *pk)
 {
-    return filter_cmp("PartitionKey", "gt", pk, NULL);
+    return table_filter_cmp("PartitionKey", "gt", pk, NULL);
 }
 
 /* See tablereq.h. */
 char *table_filter_from_row(const char *pk, const char *rk)
 {
-    char *row = filter_cmp("RowKey", "ge", rk, NULL);
-    char *f = row ? filter_cmp("PartitionKey", "eq", pk, row) : NULL;
+    char *row = table_filter_cmp("RowKey", "ge", rk, NULL);
+    char *f = row ? table_filter_cmp("PartitionKey", "eq", pk, row) : NULL;
 
     free(row);
     return f;
