@@ -14,12 +14,14 @@ the ratio to the REST scan, and the requests of the median run.
 AZTFS_BIN overrides ./aztfs. Cheaper than bench/latency.py (no SDK dump,
 no rsync), for choosing scan_parallel's default. ``--server memtable``
 serves the same entities from bench/memtable.py instead of Azurite: a
-read-only endpoint that serves requests in parallel (Azurite serves one at
-a time), to see what the parallel listing does when the server is not the
-limit.
+read-only endpoint in processes of its own that serves requests in
+parallel (Azurite serves one at a time), to see what the parallel listing
+does when the server is not the limit; it holds each answer D ms itself
+(no proxy relaying the bytes through Python on the same two cores).
 """
 
 import argparse
+import contextlib
 import shutil
 import statistics
 import tempfile
@@ -31,18 +33,24 @@ from memtable import MemTable
 from seed import seed_table
 
 
-class MemServer:
-    """bench/memtable.py's endpoint as Azurite's stand-in (port, close)."""
-
-    def __init__(self, tables):
-        self.srv = MemTable(tables)
-        self.port = self.srv.port
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.srv.close()
+def delay_rows(a, work, shapes, names, d, cs, pars):
+    """The table's rows for delay D against the endpoint at CS."""
+    rows = []
+    for n, p in shapes:
+        t = names[(n, p)]
+        rest = statistics.median(script("rest_scan.py", [t], cs, work)[0]
+                                 for _ in range(a.repeat))
+        cells = []
+        for par in pars:
+            runs = sorted((walk(work, cs, "find '{m}/%s' -type f | wc -l" % t,
+                                "scan_parallel=%d" % par)
+                           for _ in range(a.repeat)), key=lambda w: w[0])
+            m = runs[len(runs) // 2]
+            if int(m[3].strip()) != n:
+                raise BenchError("find saw %s files" % m[3].strip())
+            cells.append("%.2f (%.2fx) / %d" % (m[0], m[0] / rest, m[1]))
+        rows.append("| %d in %d | %g | %.2f | %s |" % (n, p, d, rest, " | ".join(cells)))
+    return rows
 
 
 def main():
@@ -62,29 +70,21 @@ def main():
            "|---|---|---|" + "---|" * len(pars)]
     try:
         names = {(n, p): "findPar%dx%d" % (n, p) for n, p in shapes}
-        server = (MemServer({names[s]: s for s in shapes}) if a.server == "memtable"
-                  else Azurite(work))
-        with server as az:
+        with contextlib.ExitStack() as stack:
             if a.server == "azurite":
+                az = stack.enter_context(Azurite(work))
                 for (n, p), name in names.items():
                     seed_table(az.conn_str, name, n, p)
             for d in (float(x) for x in a.delays.split(",")):
-                with FaultProxy(az.port, rate=0.0, delay=d / 1000.0) as px:
-                    cs = conn_str_for(px.port)
-                    for n, p in shapes:
-                        t = names[(n, p)]
-                        rest = statistics.median(script("rest_scan.py", [t], cs, work)[0]
-                                                 for _ in range(a.repeat))
-                        cells = []
-                        for par in pars:
-                            runs = sorted((walk(work, cs, "find '{m}/%s' -type f | wc -l" % t,
-                                                "scan_parallel=%d" % par)
-                                           for _ in range(a.repeat)), key=lambda w: w[0])
-                            m = runs[len(runs) // 2]
-                            if int(m[3].strip()) != n:
-                                raise BenchError("find saw %s files" % m[3].strip())
-                            cells.append("%.2f (%.2fx) / %d" % (m[0], m[0] / rest, m[1]))
-                        out.append("| %d in %d | %g | %.2f | %s |" % (n, p, d, rest, " | ".join(cells)))
+                with contextlib.ExitStack() as per_delay:
+                    if a.server == "azurite":
+                        port = per_delay.enter_context(
+                            FaultProxy(az.port, rate=0.0, delay=d / 1000.0)).port
+                    else:
+                        srv = MemTable({names[s]: s for s in shapes}, delay=d / 1000.0)
+                        per_delay.callback(srv.close)
+                        port = srv.port
+                    out += delay_rows(a, work, shapes, names, d, conn_str_for(port), pars)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     emit_report("\n".join(out), a.out)

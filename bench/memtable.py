@@ -4,24 +4,38 @@ entities is about 25 ms here), so against it requests in flight queue
 instead of overlapping. An account's partitions are served by many servers.
 This endpoint stands in for one that serves requests in parallel, to see
 what aztfs's parallel listings do at a distance when the server is not the
-limit: a threaded HTTP/1.1 server on 127.0.0.1 holding bench/seed.py's
-entities in memory, answering Query Tables and Query Entities with the
-filters aztfs and bench/rest_scan.py send (PartitionKey and RowKey
-comparisons joined with ``and``, parentheses ignored), ``$top``, and
-continuation (NextPartitionKey/NextRowKey: the next matching entity's
-keys in base64, as Azurite sends them; none when no match follows),
-1,000 entities a page. Requests are not
-authenticated; nothing can be written. Standard library only.
+limit: an HTTP/1.1 server on 127.0.0.1 holding bench/seed.py's entities in
+memory, answering Query Tables and Query Entities with the filters aztfs
+and bench/rest_scan.py send (PartitionKey and RowKey comparisons joined
+with ``and``, parentheses ignored), ``$top``, and continuation
+(NextPartitionKey/NextRowKey: the next matching entity's keys in base64,
+as Azurite sends them; none when no match follows), 1,000 entities a page.
+Requests are not authenticated; nothing can be written. Standard library
+only.
 
-    srv = MemTable({"t": (20000, 20)}); ... srv.port ...; srv.close()
+It runs in a process of its own and forks one per connection, so its
+connections are served in parallel on every core and share no
+interpreter lock with the benchmark, the proxy or each other. With DELAY
+every answer is held that long before it is sent (the server sleeps: no
+CPU spent), which is what bench/faultproxy.py's delay does, without
+relaying every byte through Python.
+
+    srv = MemTable({"tab": (20000, 20)}, delay=0.025); ... srv.port ...; srv.close()
+    /usr/bin/python3 bench/memtable.py --table tab=20000x20 [--delay-ms 25]
 """
 
 import base64
 import bisect
+import argparse
 import json
+import os
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import signal
+import socketserver
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import parse_qs, unquote, urlparse
 
 from seed import entity
@@ -45,10 +59,15 @@ def parse_filter(text):
     return terms
 
 
-class MemTable:
-    """TABLES: {name: (entities, partitions)} of bench/seed.py's entities."""
+class ForkingHTTPServer(socketserver.ForkingMixIn, HTTPServer):
+    """One process per connection."""
 
-    def __init__(self, tables):
+
+class Endpoint:
+    """The server itself (in the process memtable.py runs as): TABLES
+    {name: (entities, partitions)} of bench/seed.py's entities."""
+
+    def __init__(self, tables, delay=0.0):
         self.tables = {}
         for name, (n, p) in tables.items():
             rows = []
@@ -59,19 +78,17 @@ class MemTable:
                 rows.append(((e["PartitionKey"], e["RowKey"]), json.dumps(e)))
             rows.sort()
             self.tables[name] = ([k for k, _ in rows], [j for _, j in rows])
-        self.requests = 0
-        self.lock = threading.Lock()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True   # headers and body leave at once
 
             def log_message(self, *args):
                 pass
 
             def do_GET(self):
-                with outer.lock:
-                    outer.requests += 1
+                t0 = time.monotonic()
                 try:
                     status, body, headers = outer.answer(self.path)
                 except ValueError as e:
@@ -79,6 +96,9 @@ class MemTable:
                     body = json.dumps({"odata.error": {"code": "InvalidInput",
                                                        "message": {"value": str(e)}}})
                 data = body.encode()
+                wait = delay - (time.monotonic() - t0)
+                if wait > 0:
+                    time.sleep(wait)
                 self.send_response(status)
                 self.send_header("Content-Type",
                                  "application/json;odata=minimalmetadata;charset=utf-8")
@@ -88,10 +108,8 @@ class MemTable:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = ForkingHTTPServer(("127.0.0.1", 0), Handler)
         self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def answer(self, path):
         """(status, body, headers) for GET PATH."""
@@ -144,6 +162,47 @@ class MemTable:
                        "x-ms-continuation-NextRowKey": base64.b64encode(nxt[1].encode()).decode()}
         return 200, '{"value":[' + ",".join(out) + "]}", headers
 
+    def serve(self):
+        self.server.serve_forever()
+
+
+class MemTable:
+    """Endpoint in a process of its own: TABLES {name: (entities,
+    partitions)}, every answer held DELAY seconds; .port, .close()."""
+
+    def __init__(self, tables, delay=0.0):
+        argv = [sys.executable, os.path.abspath(__file__), "--delay-ms", str(delay * 1000.0)]
+        for name, (n, p) in tables.items():
+            argv += ["--table", "%s=%dx%d" % (name, n, p)]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
+                                     start_new_session=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("port "):
+            self.proc.kill()
+            raise RuntimeError("memtable.py did not start: %r" % line)
+        self.port = int(line.split()[1])
+
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        """Stop the server and the processes serving its connections."""
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        self.proc.wait()
+        self.proc.stdout.close()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--table", action="append", required=True, help="NAME=ENTITIESxPARTITIONS")
+    ap.add_argument("--delay-ms", type=float, default=0.0)
+    a = ap.parse_args()
+    tables = {}
+    for t in a.table:
+        name, shape = t.split("=")
+        tables[name] = tuple(int(x) for x in shape.split("x"))
+    ep = Endpoint(tables, a.delay_ms / 1000.0)
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    print("port %d" % ep.port, flush=True)
+    ep.serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -159,11 +159,18 @@ const char *table_cursor_next_pk(const struct table_cursor *c)
 }
 
 /* See cursor.h. */
-int table_cursor_split(struct table_cursor *c, int ways, int one_partition)
+int table_cursor_split(struct table_cursor *c, int ways, int one_partition,
+                       const struct table_prep *prep)
 {
     if (ways <= 1 || c->tables || c->split || c->tok1 || c->done)
         return 0;
-    return table_split_new(&c->split, c, ways, one_partition);
+    return table_split_new(&c->split, c, ways, one_partition, prep);
+}
+
+/* See cursor.h. */
+void *table_cursor_page_prep(const struct table_cursor *c)
+{
+    return c->split ? table_split_page_prep(c->split) : NULL;
 }
 
 /* See cursor.h. */

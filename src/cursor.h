@@ -64,6 +64,18 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
  * dropped by table_cursor_free, so a caller that may stop turns it off. */
 void table_cursor_prefetch(struct table_cursor *c, int on);
 
+/* Work on each page of a split query done by the worker that fetched it,
+ * off the caller's thread (cursor.h's caller is FUSE's thread, which a walk
+ * waits for): PREP(VALUE) returns what FN may use while it works on that
+ * page, through table_cursor_page_prep() (NULL: nothing, FN does it all),
+ * freed with FREE after FN returns or when the page is dropped. PREP runs in
+ * several threads at once and must touch nothing but VALUE (read only) and
+ * what it returns. */
+struct table_prep {
+    void *(*prep)(const json_t *value);
+    void (*free)(void *prepared);
+};
+
 /* From its first page on, read C (a query of entities) as disjoint key
  * ranges with up to WAYS requests in flight (splitcur.c): each page that
  * comes back with more to come has the rest of its range cut into ranges
@@ -73,9 +85,15 @@ void table_cursor_prefetch(struct table_cursor *c, int on);
  * request more than the sequential scan, and at most 64 ranges are made
  * (none after 16 came back empty). Up to WAYS + 2 pages are held ahead of
  * the caller. A failed range is fetched again, alone, when the caller asks
- * again. WAYS <= 1, or pages already read: nothing changes. Returns 0 or
- * -ENOMEM. */
-int table_cursor_split(struct table_cursor *c, int ways, int one_partition);
+ * again. PREP (may be NULL) is applied to each page by the workers.
+ * WAYS <= 1, or pages already read: nothing changes. Returns 0 or -ENOMEM. */
+int table_cursor_split(struct table_cursor *c, int ways, int one_partition,
+                       const struct table_prep *prep);
+
+/* During a page callback of split cursor C: what its PREP made of the page
+ * (FN may take parts of it: it is freed with PREP's FREE after FN returns).
+ * NULL when C is not split, PREP made nothing, or there is no PREP. */
+void *table_cursor_page_prep(const struct table_cursor *c);
 
 /* From now on C keeps going through pages without an entity however many
  * come in a row, as long as their continuation advances (a selective

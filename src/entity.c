@@ -224,7 +224,8 @@ static int prop_type(const json_t *obj, const char *name, const json_t *v,
     if (strlen(name) > ENTITY_MAX_PROPNAME)
         return entity_set_err(err, -EINVAL, name, "property name '%.40s...' is longer than %d characters",
                        name, ENTITY_MAX_PROPNAME);
-    snprintf(akey, sizeof(akey), "%s%s", name, TYPE_SUFFIX);
+    memcpy(akey, name, strlen(name));       /* fits: checked just above */
+    memcpy(akey + strlen(name), TYPE_SUFFIX, sizeof(TYPE_SUFFIX));
     ann = json_object_get(obj, akey);
     if (ann) {
         if (!json_is_string(ann))

@@ -57,6 +57,14 @@ int edm_type_parse(const char *name, enum edm_type *out);
  * -ENOMEM. ERR may be NULL. */
 int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity_error *err);
 
+/* entity_render, and from the same pass over WIRE's properties its digest
+ * (entity_wire_digest) into DIGEST when DIGEST is not NULL: *HAS_DIGEST is
+ * 1, or 0 when OpenSSL could not make it (the text is returned all the
+ * same). A listing renders every entity it shows this way. */
+int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
+                         unsigned char digest[ENTITY_DIGEST_LEN], int *has_digest,
+                         struct entity_error *err);
+
 /* Parse file text written by a user into the wire-form object to send
  * (new reference, caller json_decref()s): PartitionKey, RowKey, Timestamp and
  * "odata.*" members are dropped; bare integers are Int32 (Int64 with an

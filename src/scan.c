@@ -101,14 +101,17 @@ fail:
 }
 
 /* A walker's listing of a table or partition: its pages fetched as key
- * ranges in parallel (-o scan_parallel; table_cursor_split). A fetch of
- * the prefetch pool is not split: the pool is already N fetches. Returns 0
- * or -ENOMEM. */
+ * ranges in parallel (-o scan_parallel; table_cursor_split), and rendered
+ * by the workers that fetched them (store_render_page), so FUSE's thread
+ * only caches and lists them. A fetch of the prefetch pool is not split:
+ * the pool is already N fetches. Returns 0 or -ENOMEM. */
 static int scan_split(struct scan *s)
 {
+    static const struct table_prep render = { store_render_page, store_render_page_free };
+
     if (s->kind == FSP_ROOT || !s->cur)
         return 0;
-    return table_cursor_split(s->cur, s->st->scan_ways, s->kind == FSP_PARTITION);
+    return table_cursor_split(s->cur, s->st->scan_ways, s->kind == FSP_PARTITION, &render);
 }
 
 static int on_tables_page(void *p, json_t *value)
@@ -200,9 +203,12 @@ static int near_budget(const struct scan *s)
 static int on_entities_page(void *p, json_t *value)
 {
     struct scan *s = p;
+    struct store_page_render *pre = table_cursor_page_prep(s->cur);   /* split: rendered */
     size_t i;
     json_t *e;
 
+    if (pre && pre->n != json_array_size(value))
+        pre = NULL;
     json_array_foreach(value, i, e) {
         const char *pk = entity_wire_sys(e, ENTITY_PK);
         size_t len = 0;
@@ -212,7 +218,8 @@ static int on_entities_page(void *p, json_t *value)
             (rc = start_partition(s, pk)) < 0)
             return rc;
         rc = store_list_entity(s->st, s->kind == FSP_TABLE ? s->cur_dir : s->dir, e,
-                               s->kind == FSP_TABLE ? s->files : s->out, &len);
+                               s->kind == FSP_TABLE ? s->files : s->out, &len,
+                               pre ? &pre->e[i] : NULL);
         if (rc < 0)
             return rc;
         if (rc > 0)

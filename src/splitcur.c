@@ -30,6 +30,8 @@
 struct split_page {
     struct split_page *next;
     json_t *value;              /* the page's "value" array (owned) */
+    void *prep;                 /* what the split's PREP made of it (owned) */
+    void (*prep_free)(void *prep);
 };
 
 /* A range of keys below HI (NULL: no bound) in one dimension: RowKeys of
@@ -60,7 +62,20 @@ struct table_split {
     size_t held;                /* pages fetched and not yet read, and fetches under way */
     int stop;
     int ended;                  /* the reader stopped it (table_split_next) */
+    struct table_prep prep;     /* the workers' work on each page (none: NULLs) */
+    void *page_prep;            /* the prep of the page the reader's FN has */
 };
+
+/* Free page PG (NULL: nothing). */
+static void page_free(struct split_page *pg)
+{
+    if (!pg)
+        return;
+    json_decref(pg->value);
+    if (pg->prep)
+        pg->prep_free(pg->prep);
+    free(pg);
+}
 
 static void range_free(struct split_range *r)
 {
@@ -70,8 +85,7 @@ static void range_free(struct split_range *r)
         return;
     for (p = r->head; p; p = n) {
         n = p->next;
-        json_decref(p->value);
-        free(p);
+        page_free(p);
     }
     table_cursor_free(r->cur);
     free(r->pk);
@@ -237,9 +251,10 @@ static int add_ranges(struct table_split *sp, struct split_range ***tail, const 
 /* R's page with more to come ran from keys (FPK, FRK) to (PK, RK): cut the
  * rest of R into ranges, when there is room for more to be open (SP
  * locked); R's query then ends with this page. Within a partition (R's, or
- * the query's), RowKeys are cut; else the rest of partition PK is one
- * range (cut too, when the next page's token seems to name PK: a big
- * partition) and the PartitionKeys after it are cut. Nothing happens on
+ * the query's), RowKeys are cut; else, when the next page's token seems to
+ * name PK (a big partition), the rest of PK is cut by RowKey and the
+ * partitions after it are one range, and otherwise the rest of PK is one
+ * range and the PartitionKeys after it are cut. Nothing happens on
  * ENOMEM or when no cut can be guessed (R reads on). */
 static void split_range(struct table_split *sp, struct split_range *r, const char *fpk,
                         const char *frk, const char *pk, const char *rk)
@@ -257,12 +272,16 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
         if ((nr_cut = table_split_cuts(frk, rk, r->hi, rcuts, room - 1)) <= 0)
             return;
     } else {
-        if (table_token_names(table_cursor_next_pk(r->cur), pk) &&
-            (nr_cut = table_split_cuts(frk, rk, NULL, rcuts,
-                                       room / 2 - 1)) < 0)
+        /* a big partition gets the room; the partitions after it stay one
+         * range, cut when its first page shows what they look like */
+        if (table_token_names(table_cursor_next_pk(r->cur), pk))
+            nr_cut = table_split_cuts(frk, rk, NULL, rcuts, room - 2);
+        else
+            np_cut = table_split_cuts(fpk, pk, r->hi, pcuts, room - 2);
+        if (nr_cut < 0 || np_cut < 0) {
+            nr_cut = np_cut = 0;        /* ENOMEM: the cuts made were freed */
             goto out;
-        if ((np_cut = table_split_cuts(fpk, pk, r->hi, pcuts, room - nr_cut - 2)) < 0)
-            goto out;
+        }
     }
     if ((rc = add_ranges(sp, &tail, pk, rk, 0, rcuts, nr_cut, in_row ? r->hi : NULL)) < 0)
         goto out;
@@ -346,6 +365,10 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
     pthread_mutex_unlock(&sp->lock);
     rc = table_cursor_next(sp->tc, r->cur, on_fetched, &f, &st);
     pg = rc >= 0 ? calloc(1, sizeof(*pg)) : NULL;
+    if (pg && sp->prep.prep && json_array_size(f.value) > 0) {
+        pg->prep = sp->prep.prep(f.value);      /* NULL (ENOMEM): the reader does it */
+        pg->prep_free = sp->prep.free;
+    }
     pthread_mutex_lock(&sp->lock);
     r->busy = 0;
     if (rc >= 0 && !pg)
@@ -394,7 +417,7 @@ static void *worker_main(void *arg)
 
 /* See tableint.h. */
 int table_split_new(struct table_split **out, const struct table_cursor *c, int ways,
-                    int one_partition)
+                    int one_partition, const struct table_prep *prep)
 {
     struct table_split *sp = calloc(1, sizeof(*sp));
     struct split_range *r = calloc(1, sizeof(*r));
@@ -409,11 +432,19 @@ int table_split_new(struct table_split **out, const struct table_cursor *c, int 
     sp->ranges = r;
     sp->ways = ways < 1 ? 1 : ways > SPLIT_MAX_WAYS ? SPLIT_MAX_WAYS : ways;
     sp->one_partition = one_partition;
+    if (prep && prep->prep && prep->free)
+        sp->prep = *prep;
     pthread_mutex_init(&sp->lock, NULL);
     pthread_cond_init(&sp->work, NULL);
     pthread_cond_init(&sp->ready, NULL);
     *out = sp;
     return 0;
+}
+
+/* See tableint.h. */
+void *table_split_page_prep(const struct table_split *sp)
+{
+    return sp->page_prep;
 }
 
 /* See tableint.h. */
@@ -510,9 +541,10 @@ int table_split_next(struct table_client *tc, struct table_split *sp, table_page
     sp->held--;
     pthread_cond_broadcast(&sp->work);
     pthread_mutex_unlock(&sp->lock);
+    sp->page_prep = pg->prep;   /* only the reader reads it: no lock */
     rc = fn(ctx, pg->value);
-    json_decref(pg->value);
-    free(pg);
+    sp->page_prep = NULL;
+    page_free(pg);
     if (rc != 0) {             /* stopped early, or failed: the query ends */
         pthread_mutex_lock(&sp->lock);
         sp->stop = sp->ended = 1;

@@ -10,6 +10,8 @@
 #include "storecore.h"
 #include "writeback.h"
 
+_Static_assert(CACHE_DIGEST_LEN == ENTITY_DIGEST_LEN, "a cached file holds an entity digest");
+
 /* See storecore.h. */
 int store_open(struct store *s, const struct account *acct, const struct http_config *hc,
                size_t cache_bytes)
@@ -55,16 +57,18 @@ static int give_copy(struct cache_file *copy, char **text, size_t len, const cha
     return 0;
 }
 
-/* See storecore.h. */
-int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
-                       struct store_shown *shown, struct cache_file *copy)
+/* store_cache_entity, with E rendered ahead in PRE (NULL: render it here;
+ * its text is taken). */
+static int cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
+                        struct store_shown *shown, struct cache_file *copy,
+                        struct store_rendered *pre)
 {
     struct entity_error err;
     const char *rk = entity_wire_sys(e, ENTITY_RK);
     const char *ts = entity_wire_sys(e, ENTITY_TIMESTAMP);
     const char *etag = entity_wire_sys(e, ENTITY_ETAG);
     struct timespec mtime = { s->mount_time, 0 };
-    struct cache_file f;
+    struct cache_file f = { 0 };
     char *text = NULL, *name = NULL, *path = NULL;
     size_t len;
     int rc;
@@ -73,8 +77,13 @@ int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsign
         log_warn(&s->log, "%s: an entity without a RowKey was skipped", dir);
         return -EIO;
     }
-    rc = entity_render(e, &text, &len, &err);
-    if (rc < 0) {
+    if (pre && pre->text) {
+        text = pre->text;
+        len = pre->len;
+        f.has_digest = pre->has_digest;
+        memcpy(f.digest, pre->digest, sizeof(f.digest));
+        pre->text = NULL;
+    } else if ((rc = entity_render_digest(e, &text, &len, f.digest, &f.has_digest, &err)) < 0) {
         log_warn(&s->log, "%s: entity '%s' cannot be shown: %s", dir, rk, err.text);
         return rc;
     }
@@ -83,8 +92,10 @@ int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsign
     rc = -ENOMEM;
     if (!(name = keycodec_file_encode(rk)) || !(path = fspath_join(dir, name)))
         goto out;
-    f = (struct cache_file){ .data = text, .len = len, .etag = (char *)etag, .mtime = mtime };
-    f.has_digest = entity_wire_digest(e, f.digest) == 0;
+    f.data = text;
+    f.len = len;
+    f.etag = (char *)etag;
+    f.mtime = mtime;
     rc = cache_put(s->cache, path, &f, flags);
     if (rc == 0 && copy)
         rc = give_copy(copy, &text, len, etag, mtime);
@@ -102,8 +113,46 @@ out:
 }
 
 /* See storecore.h. */
+int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
+                       struct store_shown *shown, struct cache_file *copy)
+{
+    return cache_entity(s, dir, e, flags, shown, copy, NULL);
+}
+
+/* See storecore.h. */
+void *store_render_page(const json_t *value)
+{
+    size_t n = json_array_size(value);
+    struct store_page_render *pr = calloc(1, sizeof(*pr) + n * sizeof(pr->e[0]));
+
+    if (!pr)
+        return NULL;
+    pr->n = n;
+    for (size_t i = 0; i < n; i++) {
+        struct store_rendered *r = &pr->e[i];
+
+        if (entity_render_digest(json_array_get(value, i), &r->text, &r->len, r->digest,
+                                 &r->has_digest, NULL) < 0)
+            r->text = NULL;     /* rendered again by the reader, which says why */
+    }
+    return pr;
+}
+
+/* See storecore.h. */
+void store_render_page_free(void *prepared)
+{
+    struct store_page_render *pr = prepared;
+
+    if (!pr)
+        return;
+    for (size_t i = 0; i < pr->n; i++)
+        free(pr->e[i].text);
+    free(pr);
+}
+
+/* See storecore.h. */
 int store_list_entity(struct store *s, const char *dir, const json_t *e, struct listing *l,
-                      size_t *len)
+                      size_t *len, struct store_rendered *pre)
 {
     const char *rk = entity_wire_sys(e, ENTITY_RK);
     struct store_shown shown;
@@ -111,7 +160,7 @@ int store_list_entity(struct store *s, const char *dir, const json_t *e, struct 
 
     if (!entity_wire_sys(e, ENTITY_PK) || !rk)
         return 1;
-    rc = store_cache_entity(s, dir, e, CACHE_LISTED, &shown, NULL);
+    rc = cache_entity(s, dir, e, CACHE_LISTED, &shown, NULL, pre);
     if (rc < 0)
         return rc == -ENOMEM ? rc : 1;     /* logged; an entity we cannot show is left out */
     rc = listing_add(l, shown.name, rk, 1, shown.len, shown.mtime);

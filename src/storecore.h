@@ -69,12 +69,35 @@ struct store_shown {
 int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
                        struct store_shown *shown, struct cache_file *copy);
 
+/* An entity rendered ahead, off FUSE's thread (store_render_page): its
+ * file text (NULL: render it again, which logs why it failed) and digest. */
+struct store_rendered {
+    char *text;
+    size_t len;
+    int has_digest;
+    unsigned char digest[CACHE_DIGEST_LEN];
+};
+
+/* A listing page's entities rendered ahead: E[i] is the page's entity i. */
+struct store_page_render {
+    size_t n;
+    struct store_rendered e[];
+};
+
+/* The table_prep (cursor.h) a split listing's workers apply to each page:
+ * every entity of the page VALUE rendered, with its digest, in a
+ * store_page_render (NULL on ENOMEM), and its free. Touch nothing but
+ * their arguments: safe in several threads at once. */
+void *store_render_page(const json_t *value);
+void store_render_page_free(void *prepared);
+
 /* A listing page's entity E: cached in directory DIR (CACHE_LISTED) and
- * added to listing L; *len (LEN may be NULL) gets its file's size. Returns
- * 0, 1 when E was left out (no keys, or it cannot be shown: logged), or
- * -errno (-ENOMEM, a listing too big). */
+ * added to listing L; *len (LEN may be NULL) gets its file's size. PRE
+ * (may be NULL): E rendered ahead; its text is taken. Returns 0, 1 when E
+ * was left out (no keys, or it cannot be shown: logged), or -errno
+ * (-ENOMEM, a listing too big). */
 int store_list_entity(struct store *s, const char *dir, const json_t *e, struct listing *l,
-                      size_t *len);
+                      size_t *len, struct store_rendered *pre);
 
 /* A listing of directory DIR is about to be fetched from the service:
  * with write-behind, the queued changes in it are sent first (waiting for

@@ -113,6 +113,7 @@ int table_write_applied(void *ctx, const struct http_response *resp);
 /* --- a query split into key ranges (splitcur.c, for cursor.c) --------------- */
 
 struct table_cursor;
+struct table_prep;
 struct table_split;
 
 /* "FIELD OP 'VALUE'" (VALUE quoted), followed by " and REST" unless REST is
@@ -160,10 +161,15 @@ int table_token_names(const char *tok, const char *pk);
 
 /* The split of cursor C (borrowed: it must outlive the split) with up to
  * WAYS requests in flight; ONE_PARTITION: C's query is one partition's,
- * so only RowKeys are cut. Nothing is sent yet. Returns 0 with *OUT or
+ * so only RowKeys are cut; PREP (copied; may be NULL): the workers' work on
+ * each page (cursor.h). Nothing is sent yet. Returns 0 with *OUT or
  * -ENOMEM. */
 int table_split_new(struct table_split **out, const struct table_cursor *c, int ways,
-                    int one_partition);
+                    int one_partition, const struct table_prep *prep);
+
+/* What PREP made of the page table_split_next is handing to its FN (NULL:
+ * none, or no page being handed). */
+void *table_split_page_prep(const struct table_split *sp);
 
 /* The next page in key order, as table_cursor_next (1: more follow, 0:
  * complete or FN stopped it, -errno: a range failed; asked again, it is

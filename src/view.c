@@ -110,7 +110,7 @@ static int on_view_page(void *p, json_t *value)
         if (pk && (!v->pk || strcmp(pk, v->pk) != 0) && (rc = set_partition(v, pk)) < 0)
             return rc;
         if ((rc = store_list_entity(v->s, v->ndir, e, v->by_partition ? v->part : v->out,
-                                    NULL)) < 0)
+                                    NULL, NULL)) < 0)
             return rc;
     }
     return 0;

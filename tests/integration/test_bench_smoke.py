@@ -5,11 +5,13 @@ mounts, reports every workload cold and warm with numbers, and that the
 cold whole-scope walks (find, grep -r, rsync -a) stay within the protocol
 bound of ceil(N/1000) + P + 2 requests."""
 
+import json
 import math
 import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -138,3 +140,42 @@ def test_restore_benchmark_smoke(tmp_path):
         assert int(r["point reads"]) == 0, r
         assert r["again: writes / all"].startswith("0 /"), r
         assert float(r["aztfs s"]) > 0 and float(r["x SDK batch"]) > 0, r
+
+
+def test_listcost_smoke(tmp_path):
+    """bench/listcost.py builds against this tree's libaztfs.a and reports
+    the per-entity CPU of a listing; a split listing leaves FUSE's thread
+    only a part of it (the rendering is done ahead, in the workers)."""
+    out = tmp_path / "listcost.md"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "listcost.py"), "--runs", "1",
+                        "--rounds", "3", "--out", str(out)], capture_output=True, text=True,
+                       timeout=SMOKE_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr[-6000:]
+    rows = [l for l in out.read_text().splitlines() if l.startswith("| /")]
+    assert len(rows) == 1, out.read_text()
+    parse, listing, ahead, after = (float(c.split()[0]) for c in rows[0].split("|")[2:6])
+    assert min(parse, listing, ahead, after) > 0, rows
+    assert after < listing, rows
+
+
+def test_memtable_serves_pages_with_its_delay():
+    """bench/memtable.py (find_parallel.py --server memtable): a paged scan
+    through it sees every entity, 1,000 a page, each answer held DELAY."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from memtable import MemTable
+    from harness import conn_str_for
+
+    srv = MemTable({"memSmoke": (2500, 3)}, delay=0.2)
+    try:
+        env = dict(os.environ, AZURE_STORAGE_CONNECTION_STRING=conn_str_for(srv.port))
+        t0 = time.monotonic()
+        p = subprocess.run([sys.executable, str(ROOT / "bench" / "rest_scan.py"), "memSmoke"],
+                           capture_output=True, text=True, timeout=SMOKE_TIMEOUT, env=env,
+                           stdin=subprocess.DEVNULL)
+        wall = time.monotonic() - t0
+    finally:
+        srv.close()
+    assert p.returncode == 0, p.stderr[-6000:]
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert (got["entities"], got["requests"]) == (2500, 3), got
+    assert wall >= 3 * 0.2, wall

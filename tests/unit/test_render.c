@@ -1,0 +1,302 @@
+/* test_render.c - the rendering's fast paths against what they stand in
+ * for (TAP): doubles against the shortest-digits property, strings and
+ * names against jansson's own output, the listing's one-pass digest
+ * against entity_wire_digest. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "entity.h"
+#include "entity_int.h"
+#include "listing.h"
+#include "storecore.h"
+#include "tap.h"
+
+/* A reproducible 64-bit generator (xorshift64*). */
+static uint64_t next_rand(uint64_t *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ULL;
+}
+
+/* The significant digits of the number TEXT (positional or exponent
+ * form) into OUT: its digits before any exponent, leading and trailing
+ * zeros dropped ("0" for zero). */
+static void sig_digits(const char *text, char out[40])
+{
+    size_t n = 0;
+
+    for (; *text && *text != 'e'; text++)
+        if (*text >= '0' && *text <= '9' && (n > 0 || *text != '0') && n < 39)
+            out[n++] = *text;
+    while (n > 0 && out[n - 1] == '0')
+        n--;
+    if (n == 0)
+        out[n++] = '0';
+    out[n] = '\0';
+}
+
+/* Does TEXT read back to D, sign of zero included? */
+static int reads_back(const char *text, double d)
+{
+    double back = strtod(text, NULL);
+
+    return back == d && !!signbit(back) == !!signbit(d);
+}
+
+/* Check entity_format_double(D) by its contract, not by its method: it
+ * reads back to D, and its digits are those of the nearest decimal of the
+ * fewest digits that reads back ("%.*e" for 1, 2, ... 17 digits). Returns
+ * 1 when it holds; prints a diagnostic otherwise. */
+static int shortest_holds(double d)
+{
+    char out[32], e[40], got[40], want[40];
+    int k;
+
+    entity_format_double(d, out);
+    if (!reads_back(out, d)) {
+        printf("# %a formatted as %s, which does not read back\n", d, out);
+        return 0;
+    }
+    for (k = 1; k < 17; k++) {
+        snprintf(e, sizeof(e), "%.*e", k - 1, d);
+        if (reads_back(e, d))
+            break;
+    }
+    snprintf(e, sizeof(e), "%.*e", k - 1, d);
+    sig_digits(out, got);
+    sig_digits(e, want);
+    if (strcmp(got, want) != 0) {
+        printf("# %a formatted as %s, but the shortest is %s\n", d, out, e);
+        return 0;
+    }
+    return 1;
+}
+
+static void test_shortest_doubles(void)
+{
+    static const double edges[] = {
+        0.0, -0.0, 5e-324, -5e-324, DBL_MIN, DBL_MAX, -DBL_MAX, 0.1, 0.2, 0.3,
+        1.0 / 3, 2.0 / 3, 1e21, 1e-7, 123456789012345678.0, 9007199254740993.0,
+        2.2250738585072009e-308, 4.9406564584124654e-324, 1e23, 8.41e21, 5e-310,
+    };
+    uint64_t s = 0x9e3779b97f4a7c15ULL;
+    int bad = 0, n = 0;
+
+    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++, n++)
+        bad += !shortest_holds(edges[i]);
+    for (int i = 0; i < 200000 && bad < 5; i++) {
+        uint64_t bits = next_rand(&s);
+        double d;
+
+        memcpy(&d, &bits, sizeof(d));
+        if (!isfinite(d))
+            continue;
+        bad += !shortest_holds(d);
+        n++;
+        /* decimals of few digits, the common case in tables */
+        d = (double)(int64_t)(next_rand(&s) % 2000001 - 1000000);
+        for (uint64_t k = next_rand(&s) % 12; k > 0; k--)
+            d /= 10;
+        bad += !shortest_holds(d);
+        n++;
+    }
+    is_int(bad, 0, "%d doubles (edges, random bit patterns, short decimals) formatted "
+           "shortest and reading back", n);
+}
+
+/* The file text of {"PartitionKey":"p","RowKey":"r", NAME: VALUE}, or NULL. */
+static char *render_one(const char *name, size_t name_len, const char *value, size_t len)
+{
+    json_t *w = json_pack("{s:s, s:s}", "PartitionKey", "p", "RowKey", "r");
+    char *key = strndup(name, name_len), *out = NULL;
+    size_t out_len;
+
+    if (!w || !key || json_object_set_new(w, key, json_stringn(value, len)) < 0 ||
+        entity_render(w, &out, &out_len, NULL) < 0)
+        out = NULL;
+    free(key);
+    json_decref(w);
+    return out;
+}
+
+/* What the rendering of NAME: VALUE must hold: the line jansson writes. */
+static char *expected_line(const char *name, size_t name_len, const char *value, size_t len)
+{
+    json_t *k = json_stringn(name, name_len), *v = json_stringn(value, len);
+    char *ks = k ? json_dumps(k, JSON_ENCODE_ANY) : NULL;
+    char *vs = v ? json_dumps(v, JSON_ENCODE_ANY) : NULL;
+    char *line = NULL;
+
+    if (ks && vs && asprintf(&line, "  %s: %s\n}\n", ks, vs) < 0)
+        line = NULL;
+    free(ks);
+    free(vs);
+    json_decref(k);
+    json_decref(v);
+    return line;
+}
+
+/* A random string of LEN bytes into BUF: printable ASCII mostly, with
+ * quotes, backslashes, control bytes, DEL and UTF-8 sequences mixed in. */
+static size_t random_text(uint64_t *s, char *buf, size_t len, int control)
+{
+    static const char *const pieces[] = { "\"", "\\", "/", "\x7f", "\xc3\xa9", "\xe2\x82\xac",
+                                          "\xf0\x9f\x98\x80", "\n", "\t", "\x01", "\x1f" };
+    size_t o = 0;
+
+    while (o < len) {
+        uint64_t r = next_rand(s);
+
+        if (r % 4 == 0) {
+            const char *p = pieces[(r >> 8) % (control ? 11 : 7)];
+
+            if (o + strlen(p) > len)
+                break;
+            memcpy(buf + o, p, strlen(p));
+            o += strlen(p);
+        } else {
+            buf[o++] = (char)(0x20 + (r >> 16) % 95);
+        }
+    }
+    return o;
+}
+
+static void test_strings_as_jansson(void)
+{
+    uint64_t s = 42;
+    char name[64], value[128];
+    int bad = 0, n;
+
+    for (n = 0; n < 20000 && bad < 5; n++) {
+        size_t nl = 1 + random_text(&s, name + 1, next_rand(&s) % 40, 0);
+        size_t vl = random_text(&s, value, next_rand(&s) % 100, 1);
+        char *got, *want, *tail;
+
+        name[0] = 'z';     /* sorts after PartitionKey/RowKey; never a system name */
+        if (memchr(name, '@', nl))
+            continue;
+        got = render_one(name, nl, value, vl);
+        want = expected_line(name, nl, value, vl);
+        tail = got && want && strlen(got) >= strlen(want) ? got + strlen(got) - strlen(want)
+                                                         : NULL;
+        if (!tail || strcmp(tail, want) != 0) {
+            printf("# rendered %s\n# want tail %s\n", got ? got : "(failed)", want ? want : "?");
+            bad++;
+        }
+        free(got);
+        free(want);
+    }
+    is_int(bad, 0, "%d random names and strings rendered as jansson writes them", n);
+}
+
+/* Digest of the wire text W both ways; 1 when they agree. */
+static int digests_agree(const char *w)
+{
+    unsigned char a[ENTITY_DIGEST_LEN], b[ENTITY_DIGEST_LEN];
+    json_t *e = json_loads(w, JSON_ALLOW_NUL, NULL);
+    char *text = NULL;
+    size_t len;
+    int has = 0, ok;
+
+    ok = e && entity_render_digest(e, &text, &len, a, &has, NULL) == 0 && has &&
+         entity_wire_digest(e, b) == 0 && memcmp(a, b, sizeof(a)) == 0;
+    free(text);
+    json_decref(e);
+    return ok;
+}
+
+static void test_render_digest(void)
+{
+    char *text = NULL;
+    size_t len;
+    json_t *e = json_loads("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"a\":1}", 0, NULL);
+    char *plain = NULL;
+    size_t plain_len;
+    unsigned char d[ENTITY_DIGEST_LEN];
+    int has = -1;
+
+    ok(digests_agree("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"Timestamp\":\"2026-01-01T00:00:00Z\","
+                     "\"s\":\"x\\u0000y\",\"n\":5,\"big\":\"12\",\"big@odata.type\":\"Edm.Int64\","
+                     "\"d\":1.5,\"t\":\"2020-01-02T03:04:05+05:30\",\"t@odata.type\":\"Edm.DateTime\","
+                     "\"b\":true,\"z\":null}"),
+       "the listing's digest is entity_wire_digest's (every type)");
+    ok(digests_agree("{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}"),
+       "the listing's digest is entity_wire_digest's (no property)");
+    is_int(e ? entity_render_digest(e, &text, &len, d, &has, NULL) : -1, 0,
+           "render with a digest succeeds");
+    is_int(has, 1, "and says it made the digest");
+    is_int(e ? entity_render(e, &plain, &plain_len, NULL) : -1, 0, "render without one succeeds");
+    ok(text && plain && len == plain_len && memcmp(text, plain, len) == 0,
+       "the text is the same either way");
+    free(text);
+    free(plain);
+    json_decref(e);
+}
+
+/* A page rendered ahead by a split listing's workers (store_render_page)
+ * lists and caches what rendering on the spot does; an entity that cannot
+ * be rendered ahead is rendered again by the reader, which leaves it out. */
+static void test_rendered_ahead(void)
+{
+    static const char page[] =
+        "[{\"PartitionKey\":\"p\",\"RowKey\":\"r1\",\"odata.etag\":\"W/1\",\"a\":1.5},"
+        " {\"PartitionKey\":\"p\",\"RowKey\":\"r2\",\"n\":\"x\",\"n@odata.type\":\"Edm.Int64\"},"
+        " {\"PartitionKey\":\"p\",\"RowKey\":\"r3\",\"s\":\"\\u00e9\\n\"}]";
+    struct store s = { .log = { .level = LOG_LVL_QUIET }, .cache_timeout = 30,
+                       .negative_timeout = 1 };
+    json_t *value = json_loads(page, 0, NULL);
+    struct store_page_render *pr = value ? store_render_page(value) : NULL;
+    struct listing *l = listing_new();
+    unsigned char want_digest[ENTITY_DIGEST_LEN];
+    struct cache_file f = { 0 };
+    char *want = NULL;
+    size_t want_len = 0;
+    int rcs[3] = { -1, -1, -1 };
+
+    s.cache = cache_new(1u << 20, 30);
+    ok(pr && pr->n == 3 && pr->e[0].text && !pr->e[1].text && pr->e[2].text,
+       "rendered ahead: the good entities, not the one whose Int64 is \"x\"");
+    if (!pr || !l || !s.cache) {
+        store_render_page_free(pr);
+        json_decref(value);
+        listing_unref(l);
+        cache_free(s.cache);
+        return;
+    }
+    entity_render(json_array_get(value, 0), &want, &want_len, NULL);
+    entity_wire_digest(json_array_get(value, 0), want_digest);
+    ok(want && pr->e[0].len == want_len && memcmp(pr->e[0].text, want, want_len) == 0 &&
+       pr->e[0].has_digest && memcmp(pr->e[0].digest, want_digest, ENTITY_DIGEST_LEN) == 0,
+       "rendered ahead: the text and digest of rendering on the spot");
+    for (size_t i = 0; i < 3; i++)
+        rcs[i] = store_list_entity(&s, "/t/p", json_array_get(value, i), l, NULL, &pr->e[i]);
+    ok(rcs[0] == 0 && rcs[1] == 1 && rcs[2] == 0,
+       "listed: the good entities, the bad one left out (got %d %d %d)", rcs[0], rcs[1], rcs[2]);
+    is_int((int)listing_count(l), 2, "the listing holds the two good entities");
+    ok(!pr->e[0].text && !pr->e[2].text, "their texts were taken, not copied");
+    ok(cache_get_file(s.cache, "/t/p/r1.json", &f) == 0 && want && f.len == want_len &&
+       memcmp(f.data, want, want_len) == 0 && f.has_digest &&
+       memcmp(f.digest, want_digest, ENTITY_DIGEST_LEN) == 0,
+       "the cached file is the text and digest rendered ahead");
+    cache_file_clear(&f);
+    free(want);
+    store_render_page_free(pr);
+    json_decref(value);
+    listing_unref(l);
+    cache_free(s.cache);
+}
+
+int main(void)
+{
+    test_shortest_doubles();
+    test_strings_as_jansson();
+    test_render_digest();
+    test_rendered_ahead();
+    return done_testing();
+}
