@@ -216,16 +216,17 @@ static int prop_type(const json_t *obj, const char *name, const json_t *v,
                      enum edm_type *type, struct entity_error *err)
 {
     char akey[ANNOTATION_KEY_MAX];
+    size_t nlen = strlen(name);
     const json_t *ann;
 
     if (json_is_object(v) || json_is_array(v))
         return entity_set_err(err, -EINVAL, name, "property '%.60s': nested objects and arrays "
                        "are not supported", name);
-    if (strlen(name) > ENTITY_MAX_PROPNAME)
+    if (nlen > ENTITY_MAX_PROPNAME)
         return entity_set_err(err, -EINVAL, name, "property name '%.40s...' is longer than %d characters",
                        name, ENTITY_MAX_PROPNAME);
-    memcpy(akey, name, strlen(name));       /* fits: checked just above */
-    memcpy(akey + strlen(name), TYPE_SUFFIX, sizeof(TYPE_SUFFIX));
+    memcpy(akey, name, nlen);       /* fits: checked just above */
+    memcpy(akey + nlen, TYPE_SUFFIX, sizeof(TYPE_SUFFIX));
     ann = json_object_get(obj, akey);
     if (ann) {
         if (!json_is_string(ann))

@@ -31,7 +31,6 @@ struct split_page {
     struct split_page *next;
     json_t *value;              /* the page's "value" array (owned) */
     void *prep;                 /* what the split's PREP made of it (owned) */
-    void (*prep_free)(void *prep);
 };
 
 /* A range of keys below HI (NULL: no bound) in one dimension: RowKeys of
@@ -66,18 +65,18 @@ struct table_split {
     void *page_prep;            /* the prep of the page the reader's FN has */
 };
 
-/* Free page PG (NULL: nothing). */
-static void page_free(struct split_page *pg)
+/* Free page PG of SP (NULL: nothing). */
+static void page_free(const struct table_split *sp, struct split_page *pg)
 {
     if (!pg)
         return;
     json_decref(pg->value);
     if (pg->prep)
-        pg->prep_free(pg->prep);
+        sp->prep.free(pg->prep);
     free(pg);
 }
 
-static void range_free(struct split_range *r)
+static void range_free(const struct table_split *sp, struct split_range *r)
 {
     struct split_page *p, *n;
 
@@ -85,7 +84,7 @@ static void range_free(struct split_range *r)
         return;
     for (p = r->head; p; p = n) {
         n = p->next;
-        page_free(p);
+        page_free(sp, p);
     }
     table_cursor_free(r->cur);
     free(r->pk);
@@ -111,7 +110,7 @@ static struct split_range *range_new(struct table_split *sp, const char *pk, con
 
     if (!ok || (pk && !(r->pk = strdup(pk))) || (hi && !(r->hi = strdup(hi))) ||
         table_cursor_narrow(sp->c, f, &r->cur) < 0) {
-        range_free(r);
+        range_free(sp, r);
         r = NULL;
     }
     free(upper);
@@ -302,7 +301,7 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
 out:
     while (list) {
         nr = list->next;
-        range_free(list);
+        range_free(sp, list);
         list = nr;
     }
     for (int i = 0; i < nr_cut; i++)
@@ -367,7 +366,6 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
     pg = rc >= 0 ? calloc(1, sizeof(*pg)) : NULL;
     if (pg && sp->prep.prep && json_array_size(f.value) > 0) {
         pg->prep = sp->prep.prep(f.value);      /* NULL (ENOMEM): the reader does it */
-        pg->prep_free = sp->prep.free;
     }
     pthread_mutex_lock(&sp->lock);
     r->busy = 0;
@@ -424,7 +422,7 @@ int table_split_new(struct table_split **out, const struct table_cursor *c, int 
 
     *out = NULL;
     if (!sp || !r || table_cursor_narrow(c, NULL, &r->cur) < 0) {
-        range_free(r);
+        range_free(sp, r);
         free(sp);
         return -ENOMEM;
     }
@@ -463,7 +461,7 @@ void table_split_free(struct table_split *sp)
         pthread_join(sp->threads[i], NULL);
     for (r = sp->ranges; r; r = n) {
         n = r->next;
-        range_free(r);
+        range_free(sp, r);
         unread++;
     }
     if (unread && sp->tc && !sp->ended)
@@ -490,7 +488,7 @@ static void drop_read(struct table_split *sp)
 
     while ((r = sp->ranges) && !r->cur && !r->head && !r->busy) {
         sp->ranges = r->next;
-        range_free(r);
+        range_free(sp, r);
     }
 }
 
@@ -544,7 +542,7 @@ int table_split_next(struct table_client *tc, struct table_split *sp, table_page
     sp->page_prep = pg->prep;   /* only the reader reads it: no lock */
     rc = fn(ctx, pg->value);
     sp->page_prep = NULL;
-    page_free(pg);
+    page_free(sp, pg);
     if (rc != 0) {             /* stopped early, or failed: the query ends */
         pthread_mutex_lock(&sp->lock);
         sp->stop = sp->ended = 1;
