@@ -10,9 +10,12 @@ the ratio to the REST scan, and the requests of the median run.
     /usr/bin/python3 bench/find_parallel.py [--tables 20000x20,20000x1,30000x10]
                                             [--delays 0,25] [--parallel 1,4,8] [--repeat 3]
                                             [--server azurite|memtable]
+                                            [--aztfs BIN]...
 
-AZTFS_BIN overrides ./aztfs. Cheaper than bench/latency.py (no SDK dump,
-no rsync), for choosing scan_parallel's default. ``--server memtable``
+AZTFS_BIN overrides ./aztfs; ``--aztfs`` (repeated) times several builds
+side by side, each cell's runs interleaved with the others'. Cheaper than
+bench/latency.py (no SDK dump, no rsync), for choosing scan_parallel's
+default. ``--server memtable``
 serves the same entities from bench/memtable.py instead of Azurite: a
 read-only endpoint in processes of its own that serves requests in
 parallel (Azurite serves one at a time), to see what the parallel listing
@@ -22,6 +25,7 @@ does when the server is not the limit; it holds each answer D ms itself
 
 import argparse
 import contextlib
+import os
 import shutil
 import statistics
 import tempfile
@@ -33,22 +37,43 @@ from memtable import MemTable
 from seed import seed_table
 
 
-def delay_rows(a, work, shapes, names, d, cs, pars):
-    """The table's rows for delay D against the endpoint at CS."""
+def walk_with(binary, work, cs, cmd, opts):
+    """latency.walk with aztfs BINARY (None: $AZTFS_BIN or ./aztfs)."""
+    saved = os.environ.get("AZTFS_BIN")
+    if binary:
+        os.environ["AZTFS_BIN"] = binary
+    try:
+        return walk(work, cs, cmd, opts)
+    finally:
+        if saved is None:
+            os.environ.pop("AZTFS_BIN", None)
+        else:
+            os.environ["AZTFS_BIN"] = saved
+
+
+def delay_rows(a, work, shapes, names, d, cs, pars, bins):
+    """The table's rows for delay D against the endpoint at CS: a cell per
+    scan_parallel value and build, their runs interleaved (the machine
+    drifts between runs; interleaving spreads that over every cell)."""
     rows = []
     for n, p in shapes:
         t = names[(n, p)]
         rest = statistics.median(script("rest_scan.py", [t], cs, work)[0]
                                  for _ in range(a.repeat))
+        runs = {(par, b): [] for par in pars for b in bins}
+        for _ in range(a.repeat):
+            for par in pars:
+                for b in bins:
+                    runs[(par, b)].append(walk_with(b, work, cs,
+                                                    "find '{m}/%s' -type f | wc -l" % t,
+                                                    "scan_parallel=%d" % par))
         cells = []
         for par in pars:
-            runs = sorted((walk(work, cs, "find '{m}/%s' -type f | wc -l" % t,
-                                "scan_parallel=%d" % par)
-                           for _ in range(a.repeat)), key=lambda w: w[0])
-            m = runs[len(runs) // 2]
-            if int(m[3].strip()) != n:
-                raise BenchError("find saw %s files" % m[3].strip())
-            cells.append("%.2f (%.2fx) / %d" % (m[0], m[0] / rest, m[1]))
+            for b in bins:
+                m = sorted(runs[(par, b)], key=lambda w: w[0])[len(runs[(par, b)]) // 2]
+                if int(m[3].strip()) != n:
+                    raise BenchError("find saw %s files" % m[3].strip())
+                cells.append("%.2f (%.2fx) / %d" % (m[0], m[0] / rest, m[1]))
         rows.append("| %d in %d | %g | %.2f | %s |" % (n, p, d, rest, " | ".join(cells)))
     return rows
 
@@ -60,14 +85,19 @@ def main():
     ap.add_argument("--parallel", default="1,4,8")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--server", choices=("azurite", "memtable"), default="azurite")
+    ap.add_argument("--aztfs", action="append", metavar="BIN",
+                    help="an aztfs binary to time (repeat to compare builds, runs interleaved; "
+                    "default: $AZTFS_BIN or ./aztfs)")
     ap.add_argument("--out")
     a = ap.parse_args()
+    bins = a.aztfs or [None]
     shapes = [tuple(int(x) for x in t.split("x")) for t in a.tables.split(",")]
     pars = [int(x) for x in a.parallel.split(",")]
     work = tempfile.mkdtemp(prefix="aztfs-findpar-")
     out = ["| table | D ms | REST scan s | " +
-           " | ".join("find, scan_parallel=%d s (x REST) / req" % p for p in pars) + " |",
-           "|---|---|---|" + "---|" * len(pars)]
+           " | ".join("find, scan_parallel=%d%s s (x REST) / req"
+                      % (p, " (%s)" % b if len(bins) > 1 else "") for p in pars for b in bins) +
+           " |", "|---|---|---|" + "---|" * (len(pars) * len(bins))]
     try:
         names = {(n, p): "findPar%dx%d" % (n, p) for n, p in shapes}
         with contextlib.ExitStack() as stack:
@@ -84,7 +114,7 @@ def main():
                         srv = MemTable({names[s]: s for s in shapes}, delay=d / 1000.0)
                         per_delay.callback(srv.close)
                         port = srv.port
-                    out += delay_rows(a, work, shapes, names, d, conn_str_for(port), pars)
+                    out += delay_rows(a, work, shapes, names, d, conn_str_for(port), pars, bins)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     emit_report("\n".join(out), a.out)

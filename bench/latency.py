@@ -8,18 +8,24 @@ side by side in one run for each D:
 * the sequential raw paged scan (bench/rest_scan.py, REPEAT runs, the
   median shown) and the SDK's
   ``list_entities`` writing one file per entity (bench/sdk_dump.py);
-* aztfs cold ``find -type f | wc -l`` (REPEAT runs, the median shown) and
-  cold ``rsync -a`` of the table, each on a fresh mount, with
+* aztfs cold ``find -type f | wc -l`` and cold ``rsync -a`` of the
+  table (REPEAT runs each, the median shown), each on a fresh mount, with
   ``-o scan_parallel=1`` and with the default;
 * ``rsync -a`` of the same tree served from memory by bench/floorfs.c (the
-  FUSE floor: what FUSE itself costs on this machine in this run), built
-  here with cc.
+  FUSE floor: what FUSE itself costs on this machine in this run; REPEAT
+  runs, the median), built here with cc.
+
+The copies rsync writes go to COPY_DIR, by default /dev/shm when it is a
+mount (tmpfs): written to this machine's disk, 20,000 small files took
+anything from 1.8 to 13 s for the same tree, which measured the disk, not
+the walk.
 
 Prints a markdown table: wall seconds, requests (the mount's own count) and
 the daemon's peak RSS, and the ratios asked by issue 20.
 
     /usr/bin/python3 bench/latency.py [--tables 20000x20,30000x10,20000x1]
                                       [--delays 0,25] [--repeat 3] [--out FILE]
+                                      [--copy-dir DIR]
 
 AZTFS_BIN overrides ./aztfs.
 """
@@ -75,9 +81,9 @@ def build_floor(work):
     return exe
 
 
-def floor_rsync(exe, src, work):
-    """rsync -a of SRC served by floorfs: wall seconds."""
-    mnt, dest = os.path.join(work, "floor-mnt"), os.path.join(work, "floor-copy")
+def floor_rsync(exe, src, work, copies):
+    """rsync -a of SRC served by floorfs into COPIES: wall seconds."""
+    mnt, dest = os.path.join(work, "floor-mnt"), os.path.join(copies, "floor-copy")
     os.makedirs(mnt, exist_ok=True)
     proc = subprocess.Popen([exe, src, mnt, "-f"], stderr=subprocess.DEVNULL)
     try:
@@ -95,12 +101,18 @@ def floor_rsync(exe, src, work):
     return wall
 
 
+def median_run(runs):
+    """The run of median wall time among RUNS (tuples, wall first)."""
+    return sorted(runs, key=lambda w: w[0])[len(runs) // 2]
+
+
 def run(args, entities, partitions):
     work = tempfile.mkdtemp(prefix="aztfs-latency-")
+    copies = tempfile.mkdtemp(prefix="aztfs-latency-copies-", dir=args.copy_dir)
     rows = []
     try:
         floor = build_floor(work)
-        tree = os.path.join(work, "tree")      # the table as files: floorfs serves it
+        tree = os.path.join(copies, "tree")    # the table as files: floorfs serves it
         with Azurite(work) as az:
             seed_table(az.conn_str, TABLE, entities, partitions)
             for d in args.delays:
@@ -113,26 +125,29 @@ def run(args, entities, partitions):
                     row["sdk"] = script("sdk_dump.py", [TABLE, dest], cs, work)[0]
                     shutil.rmtree(dest, ignore_errors=True)
                     for label, opts in (("seq", "scan_parallel=1"), ("par", "")):
-                        finds = sorted((walk(work, cs, "find '{m}/%s' -type f | wc -l" % TABLE,
-                                             opts) for _ in range(args.repeat)),
-                                       key=lambda w: w[0])
-                        f = finds[len(finds) // 2]     # the median run
+                        f = median_run([walk(work, cs, "find '{m}/%s' -type f | wc -l" % TABLE,
+                                             opts) for _ in range(args.repeat)])
                         if int(f[3].strip()) != entities:
                             raise BenchError("find saw %s files" % f[3].strip())
-                        out = os.path.join(work, "copy")
-                        r = walk(work, cs, "rsync -a '{m}/%s/' '%s/'" % (TABLE, out), opts)
-                        n = sum(len(fs) for _, _, fs in os.walk(out))
-                        if n != entities:
-                            raise BenchError("rsync copied %d files" % n)
-                        if os.path.exists(tree):
-                            shutil.rmtree(out)
-                        else:
-                            os.rename(out, tree)
-                        row["find_" + label], row["rsync_" + label] = f, r
-                    row["floor"] = floor_rsync(floor, tree, work)
+                        rsyncs = []
+                        for _ in range(args.repeat):
+                            out = os.path.join(copies, "copy")
+                            rsyncs.append(walk(work, cs, "rsync -a '{m}/%s/' '%s/'"
+                                               % (TABLE, out), opts))
+                            n = sum(len(fs) for _, _, fs in os.walk(out))
+                            if n != entities:
+                                raise BenchError("rsync copied %d files" % n)
+                            if os.path.exists(tree):
+                                shutil.rmtree(out)
+                            else:
+                                os.rename(out, tree)
+                        row["find_" + label], row["rsync_" + label] = f, median_run(rsyncs)
+                    row["floor"] = statistics.median(floor_rsync(floor, tree, work, copies)
+                                                     for _ in range(args.repeat))
                     rows.append(row)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(copies, ignore_errors=True)
     return rows
 
 
@@ -162,8 +177,10 @@ def main():
                     help="table shapes ENTITIESxPARTITIONS, comma-separated")
     ap.add_argument("--delays", default="0,25", help="ms added to every request, comma-separated")
     ap.add_argument("--repeat", type=int, default=3,
-                    help="runs of the REST scan and of each find (their median is shown)")
+                    help="runs of the REST scan, each find and each rsync (medians shown)")
     ap.add_argument("--out")
+    ap.add_argument("--copy-dir", default="/dev/shm" if os.path.ismount("/dev/shm") else None,
+                    help="where rsync's copies go (default: /dev/shm when it is a mount)")
     a = ap.parse_args()
     a.delays = [float(x) for x in a.delays.split(",")]
     parts = ["## Latency: walks at a distance", "",

@@ -68,12 +68,16 @@ void table_cursor_prefetch(struct table_cursor *c, int on);
  * off the caller's thread (cursor.h's caller is FUSE's thread, which a walk
  * waits for): PREP(VALUE) returns what FN may use while it works on that
  * page, through table_cursor_page_prep() (NULL: nothing, FN does it all),
- * freed with FREE after FN returns or when the page is dropped. PREP runs in
+ * freed with FREE after FN returns or when the page is dropped. With
+ * REPLACES, what PREP returns holds all FN needs of the page: the worker
+ * frees the page's JSON there and then, and FN is called with VALUE NULL
+ * (when PREP returned NULL, FN gets the page as usual). PREP runs in
  * several threads at once and must touch nothing but VALUE (read only) and
  * what it returns. */
 struct table_prep {
     void *(*prep)(const json_t *value);
     void (*free)(void *prepared);
+    int replaces;
 };
 
 /* From its first page on, read C (a query of entities) as disjoint key

@@ -107,7 +107,7 @@ fail:
  * the pool is already N fetches. Returns 0 or -ENOMEM. */
 static int scan_split(struct scan *s)
 {
-    static const struct table_prep render = { store_render_page, store_render_page_free };
+    static const struct table_prep render = { store_render_page, store_render_page_free, 1 };
 
     if (s->kind == FSP_ROOT || !s->cur)
         return 0;
@@ -200,17 +200,17 @@ static int near_budget(const struct scan *s)
     return s->charged + per * TABLE_PAGE > s->budget;
 }
 
+/* A page of entities: VALUE, or when VALUE is NULL (a split listing) the
+ * page its worker rendered. */
 static int on_entities_page(void *p, json_t *value)
 {
     struct scan *s = p;
-    struct store_page_render *pre = table_cursor_page_prep(s->cur);   /* split: rendered */
-    size_t i;
-    json_t *e;
+    struct store_page_render *pre = value ? NULL : table_cursor_page_prep(s->cur);
+    size_t n = pre ? pre->n : json_array_size(value);
 
-    if (pre && pre->n != json_array_size(value))
-        pre = NULL;
-    json_array_foreach(value, i, e) {
-        const char *pk = entity_wire_sys(e, ENTITY_PK);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = pre ? NULL : json_array_get(value, i);
+        const char *pk = pre ? pre->e[i].pk : entity_wire_sys(e, ENTITY_PK);
         size_t len = 0;
         int rc;
 

@@ -13,7 +13,14 @@
  * the one query would have shown. Each range costs at most one request
  * more than the sequential scan would (its last, partial page, or one
  * empty answer), and at most SPLIT_MAX_RANGES ranges are made (none after
- * SPLIT_MAX_EMPTY came back empty). */
+ * SPLIT_MAX_EMPTY came back empty).
+ *
+ * Order of the fetches: the reader's next range when the reader waits for
+ * it (whatever the pages held); else, while fewer than WAYS + SPLIT_HELD_EXTRA
+ * pages are held, an open-ended range (no upper bound: its page makes the
+ * next cut) as soon as fewer than WAYS idle ranges wait before it, and
+ * otherwise the ranges in key order. A page's cut is made as soon as it is
+ * parsed, before the PREP works on it, so the next fetches go out first. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -29,7 +36,7 @@
 
 struct split_page {
     struct split_page *next;
-    json_t *value;              /* the page's "value" array (owned) */
+    json_t *value;              /* the page's "value" array (owned; NULL: replaced by PREP) */
     void *prep;                 /* what the split's PREP made of it (owned) */
 };
 
@@ -339,16 +346,30 @@ static int on_fetched(void *ctx, json_t *value)
     return 0;
 }
 
-/* The range a worker should fetch next (SP locked): the first one in key
- * order that is open and idle, if the pages held leave room (the reader's
- * next range always may, when it has none). NULL: none. */
+/* The range a worker should fetch next (SP locked): the reader's next
+ * range when it waits for it, always; else, if the pages held leave room,
+ * an open-ended range (its first page makes the next cut) once fewer than
+ * WAYS idle ranges wait before it, or the first open idle range in key
+ * order. NULL: none. */
 static struct split_range *next_range(struct table_split *sp)
 {
-    for (struct split_range *r = sp->ranges; r; r = r->next)
-        if (r->cur && !r->busy && !r->rc &&
-            (sp->held < (size_t)sp->ways + SPLIT_HELD_EXTRA || (r == sp->ranges && !r->head)))
+    struct split_range *first = NULL, *r = sp->ranges;
+    int before = 0;
+
+    if (r && r->cur && !r->busy && !r->rc && !r->head)
+        return r;
+    if (sp->held >= (size_t)sp->ways + SPLIT_HELD_EXTRA)
+        return NULL;
+    for (; r; r = r->next) {
+        if (!r->cur || r->busy || r->rc)
+            continue;
+        if (!r->hi && before < sp->ways)
             return r;
-    return NULL;
+        if (!first)
+            first = r;
+        before++;
+    }
+    return first;
 }
 
 /* Fetch R's next page (SP locked; unlocked while the request is out). */
@@ -357,16 +378,25 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
     struct split_fetch f = { 0 };
     struct split_page *pg;
     struct az_status st = { 0 };
-    int rc;
+    int rc, replaced;
 
     r->busy = 1;
     sp->held++;
     pthread_mutex_unlock(&sp->lock);
     rc = table_cursor_next(sp->tc, r->cur, on_fetched, &f, &st);
-    pg = rc >= 0 ? calloc(1, sizeof(*pg)) : NULL;
-    if (pg && sp->prep.prep && json_array_size(f.value) > 0) {
-        pg->prep = sp->prep.prep(f.value);      /* NULL (ENOMEM): the reader does it */
+    if (rc > 0) {
+        /* the rest of R is cut as soon as the page's keys are known, so
+         * the next fetches go out before the work on this page */
+        pthread_mutex_lock(&sp->lock);
+        if (!sp->stop)
+            split_range(sp, r, f.fpk, f.frk, f.pk, f.rk);
+        pthread_cond_broadcast(&sp->work);
+        pthread_mutex_unlock(&sp->lock);
     }
+    pg = rc >= 0 ? calloc(1, sizeof(*pg)) : NULL;
+    if (pg && sp->prep.prep && json_array_size(f.value) > 0)
+        pg->prep = sp->prep.prep(f.value);      /* NULL (ENOMEM): the reader does it */
+    replaced = pg && pg->prep && sp->prep.replaces;
     pthread_mutex_lock(&sp->lock);
     r->busy = 0;
     if (rc >= 0 && !pg)
@@ -377,7 +407,7 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
         r->rc = rc;
         r->st = st;
     } else {
-        pg->value = f.value;
+        pg->value = replaced ? NULL : f.value;
         if (r->tail)
             r->tail->next = pg;
         else
@@ -388,13 +418,17 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
             table_cursor_free(r->cur);
             r->cur = NULL;
             sp->empty += r->entities == 0;
-        } else if (!sp->stop) {
-            split_range(sp, r, f.fpk, f.frk, f.pk, f.rk);
         }
     }
-    /* F's keys point into the page, which stays held until read */
     pthread_cond_broadcast(&sp->ready);
     pthread_cond_broadcast(&sp->work);
+    if (replaced) {
+        /* the page's JSON, which F's keys pointed into, freed by the thread
+         * that made it (its memory goes back where it came from) */
+        pthread_mutex_unlock(&sp->lock);
+        json_decref(f.value);
+        pthread_mutex_lock(&sp->lock);
+    }
 }
 
 static void *worker_main(void *arg)
@@ -528,10 +562,13 @@ int table_split_next(struct table_client *tc, struct table_split *sp, table_page
             snprintf(st->message, sizeof(st->message), "cancelled");
             return -EINTR;
         }
-        if (sp->nthreads == 0 && !r->busy)
+        if (sp->nthreads == 0 && !r->busy) {
             fetch_one(sp, r);
-        else
+        } else {
+            if (r->cur && !r->busy)     /* a worker must take it: wake them */
+                pthread_cond_broadcast(&sp->work);
             pthread_cond_wait(&sp->ready, &sp->lock);
+        }
     }
     pg = r->head;
     if (!(r->head = pg->next))

@@ -57,48 +57,58 @@ static int give_copy(struct cache_file *copy, char **text, size_t len, const cha
     return 0;
 }
 
-/* store_cache_entity, with E rendered ahead in PRE (NULL: render it here;
- * its text is taken). */
-static int cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
-                        struct store_shown *shown, struct cache_file *copy,
-                        struct store_rendered *pre)
+/* R: wire entity E's system properties (borrowed from E) and, when it has
+ * a RowKey, its rendering (R->text to free; on failure R->rc, and R->why
+ * pointing into ERR). */
+static void render_here(const json_t *e, struct store_rendered *r, struct entity_error *err)
 {
-    struct entity_error err;
-    const char *rk = entity_wire_sys(e, ENTITY_RK);
-    const char *ts = entity_wire_sys(e, ENTITY_TIMESTAMP);
-    const char *etag = entity_wire_sys(e, ENTITY_ETAG);
+    memset(r, 0, sizeof(*r));
+    r->pk = entity_wire_sys(e, ENTITY_PK);
+    r->rk = entity_wire_sys(e, ENTITY_RK);
+    r->ts = entity_wire_sys(e, ENTITY_TIMESTAMP);
+    r->etag = entity_wire_sys(e, ENTITY_ETAG);
+    if (r->rk && (r->rc = entity_render_digest(e, &r->text, &r->len, r->digest,
+                                               &r->has_digest, err)) < 0) {
+        r->text = NULL;
+        r->why = err->text;
+    }
+}
+
+/* store_cache_entity of the entity R describes (its text is taken). */
+static int cache_rendered(struct store *s, const char *dir, struct store_rendered *r,
+                          unsigned flags, struct store_shown *shown, struct cache_file *copy)
+{
     struct timespec mtime = { s->mount_time, 0 };
     struct cache_file f = { 0 };
-    char *text = NULL, *name = NULL, *path = NULL;
-    size_t len;
+    char *text = r->text, *name = NULL, *path = NULL;
+    size_t len = r->len;
     int rc;
 
-    if (!rk) {
+    r->text = NULL;
+    if (!r->rk) {
         log_warn(&s->log, "%s: an entity without a RowKey was skipped", dir);
+        free(text);
         return -EIO;
     }
-    if (pre && pre->text) {
-        text = pre->text;
-        len = pre->len;
-        f.has_digest = pre->has_digest;
-        memcpy(f.digest, pre->digest, sizeof(f.digest));
-        pre->text = NULL;
-    } else if ((rc = entity_render_digest(e, &text, &len, f.digest, &f.has_digest, &err)) < 0) {
-        log_warn(&s->log, "%s: entity '%s' cannot be shown: %s", dir, rk, err.text);
-        return rc;
+    if (!text) {
+        log_warn(&s->log, "%s: entity '%s' cannot be shown: %s", dir, r->rk,
+                 r->why ? r->why : strerror(r->rc < 0 ? -r->rc : ENOMEM));
+        return r->rc < 0 ? r->rc : -ENOMEM;
     }
-    if (ts)
-        entity_parse_datetime(ts, &mtime);
+    f.has_digest = r->has_digest;
+    memcpy(f.digest, r->digest, sizeof(f.digest));
+    if (r->ts)
+        entity_parse_datetime(r->ts, &mtime);
     rc = -ENOMEM;
-    if (!(name = keycodec_file_encode(rk)) || !(path = fspath_join(dir, name)))
+    if (!(name = keycodec_file_encode(r->rk)) || !(path = fspath_join(dir, name)))
         goto out;
     f.data = text;
     f.len = len;
-    f.etag = (char *)etag;
+    f.etag = (char *)r->etag;
     f.mtime = mtime;
     rc = cache_put(s->cache, path, &f, flags);
     if (rc == 0 && copy)
-        rc = give_copy(copy, &text, len, etag, mtime);
+        rc = give_copy(copy, &text, len, r->etag, mtime);
     if (rc == 0 && shown) {
         shown->name = name;
         shown->len = len;
@@ -116,24 +126,52 @@ out:
 int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
                        struct store_shown *shown, struct cache_file *copy)
 {
-    return cache_entity(s, dir, e, flags, shown, copy, NULL);
+    struct entity_error err;
+    struct store_rendered r;
+
+    render_here(e, &r, &err);
+    return cache_rendered(s, dir, &r, flags, shown, copy);
 }
+
+/* The system properties store_render_page keeps, and where in an entity. */
+static const enum entity_sys kept_sys[] = { ENTITY_PK, ENTITY_RK, ENTITY_TIMESTAMP, ENTITY_ETAG };
 
 /* See storecore.h. */
 void *store_render_page(const json_t *value)
 {
-    size_t n = json_array_size(value);
+    size_t n = json_array_size(value), room = 1, at = 0, i, k;
     struct store_page_render *pr = calloc(1, sizeof(*pr) + n * sizeof(pr->e[0]));
+    const char *v;
 
-    if (!pr)
+    for (i = 0; i < n; i++)
+        for (k = 0; k < sizeof(kept_sys) / sizeof(kept_sys[0]); k++)
+            if ((v = entity_wire_sys(json_array_get(value, i), kept_sys[k])))
+                room += strlen(v) + 1;
+    if (!pr || !(pr->keys = malloc(room))) {
+        free(pr);
         return NULL;
+    }
     pr->n = n;
-    for (size_t i = 0; i < n; i++) {
+    for (i = 0; i < n; i++) {
+        const json_t *e = json_array_get(value, i);
         struct store_rendered *r = &pr->e[i];
+        const char **slot[] = { &r->pk, &r->rk, &r->ts, &r->etag };   /* as kept_sys */
+        struct entity_error err;
 
-        if (entity_render_digest(json_array_get(value, i), &r->text, &r->len, r->digest,
-                                 &r->has_digest, NULL) < 0)
-            r->text = NULL;     /* rendered again by the reader, which says why */
+        for (k = 0; k < sizeof(kept_sys) / sizeof(kept_sys[0]); k++) {
+            if ((v = entity_wire_sys(e, kept_sys[k]))) {
+                size_t len = strlen(v) + 1;
+
+                memcpy(pr->keys + at, v, len);
+                *slot[k] = pr->keys + at;
+                at += len;
+            }
+        }
+        if ((r->rc = entity_render_digest(e, &r->text, &r->len, r->digest, &r->has_digest,
+                                          &err)) < 0) {
+            r->text = NULL;
+            r->why = r->rc == -ENOMEM ? NULL : strdup(err.text);   /* NULL: ENOMEM said */
+        }
     }
     return pr;
 }
@@ -145,8 +183,11 @@ void store_render_page_free(void *prepared)
 
     if (!pr)
         return;
-    for (size_t i = 0; i < pr->n; i++)
+    for (size_t i = 0; i < pr->n; i++) {
         free(pr->e[i].text);
+        free(pr->e[i].why);
+    }
+    free(pr->keys);
     free(pr);
 }
 
@@ -154,16 +195,23 @@ void store_render_page_free(void *prepared)
 int store_list_entity(struct store *s, const char *dir, const json_t *e, struct listing *l,
                       size_t *len, struct store_rendered *pre)
 {
-    const char *rk = entity_wire_sys(e, ENTITY_RK);
+    struct entity_error err;
+    struct store_rendered here, *r = pre;
     struct store_shown shown;
     int rc;
 
-    if (!entity_wire_sys(e, ENTITY_PK) || !rk)
+    if (e) {
+        if (!entity_wire_sys(e, ENTITY_PK) || !entity_wire_sys(e, ENTITY_RK))
+            return 1;
+        render_here(e, &here, &err);
+        r = &here;
+    } else if (!r || !r->pk || !r->rk) {
         return 1;
-    rc = cache_entity(s, dir, e, CACHE_LISTED, &shown, NULL, pre);
+    }
+    rc = cache_rendered(s, dir, r, CACHE_LISTED, &shown, NULL);
     if (rc < 0)
         return rc == -ENOMEM ? rc : 1;     /* logged; an entity we cannot show is left out */
-    rc = listing_add(l, shown.name, rk, 1, shown.len, shown.mtime);
+    rc = listing_add(l, shown.name, r->rk, 1, shown.len, shown.mtime);
     if (len)
         *len = shown.len;
     free(shown.name);

@@ -69,33 +69,39 @@ struct store_shown {
 int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
                        struct store_shown *shown, struct cache_file *copy);
 
-/* An entity rendered ahead, off FUSE's thread (store_render_page): its
- * file text (NULL: render it again, which logs why it failed) and digest. */
+/* An entity rendered ahead, off FUSE's thread (store_render_page): all a
+ * listing needs of it, without its JSON. */
 struct store_rendered {
-    char *text;
+    char *text;                 /* its file text (NULL: it cannot be shown) */
     size_t len;
     int has_digest;
     unsigned char digest[CACHE_DIGEST_LEN];
+    /* its system properties, in the page's KEYS (NULL: absent) */
+    const char *pk, *rk, *ts, *etag;
+    int rc;                     /* no text: the rendering's -errno */
+    char *why;                  /* and why, when said (NULL: strerror of RC) */
 };
 
 /* A listing page's entities rendered ahead: E[i] is the page's entity i. */
 struct store_page_render {
     size_t n;
+    char *keys;                 /* the strings E's system properties point into */
     struct store_rendered e[];
 };
 
 /* The table_prep (cursor.h) a split listing's workers apply to each page:
- * every entity of the page VALUE rendered, with its digest, in a
- * store_page_render (NULL on ENOMEM), and its free. Touch nothing but
+ * every entity of the page VALUE rendered, with its digest and system
+ * properties, in a store_page_render (NULL on ENOMEM), which replaces the
+ * page (its JSON is freed by the worker), and its free. Touch nothing but
  * their arguments: safe in several threads at once. */
 void *store_render_page(const json_t *value);
 void store_render_page_free(void *prepared);
 
-/* A listing page's entity E: cached in directory DIR (CACHE_LISTED) and
- * added to listing L; *len (LEN may be NULL) gets its file's size. PRE
- * (may be NULL): E rendered ahead; its text is taken. Returns 0, 1 when E
- * was left out (no keys, or it cannot be shown: logged), or -errno
- * (-ENOMEM, a listing too big). */
+/* A listing page's entity: E, or when E is NULL the entity PRE rendered
+ * ahead (PRE may be NULL with E: rendered here; its text is taken), cached
+ * in directory DIR (CACHE_LISTED) and added to listing L; *len (LEN may be
+ * NULL) gets its file's size. Returns 0, 1 when it was left out (no keys,
+ * or it cannot be shown: logged), or -errno (-ENOMEM, a listing too big). */
 int store_list_entity(struct store *s, const char *dir, const json_t *e, struct listing *l,
                       size_t *len, struct store_rendered *pre);
 

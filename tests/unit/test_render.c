@@ -240,8 +240,9 @@ static void test_render_digest(void)
 }
 
 /* A page rendered ahead by a split listing's workers (store_render_page)
- * lists and caches what rendering on the spot does; an entity that cannot
- * be rendered ahead is rendered again by the reader, which leaves it out. */
+ * lists and caches what rendering on the spot does, without the page's
+ * JSON (the worker frees it); an entity that cannot be rendered is left
+ * out, and why is kept for the reader's log line. */
 static void test_rendered_ahead(void)
 {
     static const char page[] =
@@ -271,23 +272,31 @@ static void test_rendered_ahead(void)
     }
     entity_render(json_array_get(value, 0), &want, &want_len, NULL);
     entity_wire_digest(json_array_get(value, 0), want_digest);
+    json_decref(value);        /* what the worker does: the reader lists without it */
     ok(want && pr->e[0].len == want_len && memcmp(pr->e[0].text, want, want_len) == 0 &&
        pr->e[0].has_digest && memcmp(pr->e[0].digest, want_digest, ENTITY_DIGEST_LEN) == 0,
        "rendered ahead: the text and digest of rendering on the spot");
+    ok(pr->e[0].pk && strcmp(pr->e[0].pk, "p") == 0 && strcmp(pr->e[0].rk, "r1") == 0 &&
+       pr->e[0].etag && strcmp(pr->e[0].etag, "W/1") == 0 && !pr->e[0].ts &&
+       pr->e[2].rk && strcmp(pr->e[2].rk, "r3") == 0 && !pr->e[2].etag,
+       "rendered ahead: each entity's keys and etag kept, absent ones NULL");
+    ok(pr->e[1].rc < 0 && pr->e[1].why && strstr(pr->e[1].why, "Int64"),
+       "rendered ahead: why the bad one cannot be shown is kept (%s)",
+       pr->e[1].why ? pr->e[1].why : "none");
     for (size_t i = 0; i < 3; i++)
-        rcs[i] = store_list_entity(&s, "/t/p", json_array_get(value, i), l, NULL, &pr->e[i]);
+        rcs[i] = store_list_entity(&s, "/t/p", NULL, l, NULL, &pr->e[i]);
     ok(rcs[0] == 0 && rcs[1] == 1 && rcs[2] == 0,
        "listed: the good entities, the bad one left out (got %d %d %d)", rcs[0], rcs[1], rcs[2]);
     is_int((int)listing_count(l), 2, "the listing holds the two good entities");
     ok(!pr->e[0].text && !pr->e[2].text, "their texts were taken, not copied");
     ok(cache_get_file(s.cache, "/t/p/r1.json", &f) == 0 && want && f.len == want_len &&
        memcmp(f.data, want, want_len) == 0 && f.has_digest &&
-       memcmp(f.digest, want_digest, ENTITY_DIGEST_LEN) == 0,
-       "the cached file is the text and digest rendered ahead");
+       memcmp(f.digest, want_digest, ENTITY_DIGEST_LEN) == 0 && f.etag &&
+       strcmp(f.etag, "W/1") == 0,
+       "the cached file is the text, digest and etag rendered ahead");
     cache_file_clear(&f);
     free(want);
     store_render_page_free(pr);
-    json_decref(value);
     listing_unref(l);
     cache_free(s.cache);
 }
