@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "cursor.h"
+#include "pageread.h"
 #include "tableint.h"
 
 /* The next page, fetched by a thread of its own while the caller works on
@@ -43,7 +44,7 @@ int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
                      struct az_status *st)
 {
     json_error_t jerr;
-    json_t *root = json_loadb(body ? body : "", body ? len : 0, 0, &jerr);
+    json_t *root = page_read(body, len, &jerr);
     json_t *value;
     int rc;
 
