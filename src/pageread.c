@@ -200,25 +200,18 @@ static json_t *read_object(struct rd *r, const char *nested_name,
     if (take(r, '}'))
         return obj;
     do {
-        if (read_member(r, obj, nested_name, nested) < 0) {
-            json_decref(obj);
-            return NULL;
-        }
+        if (read_member(r, obj, nested_name, nested) < 0)
+            goto fail;
     } while (take(r, ','));
-    if (!take(r, '}')) {
-        json_decref(obj);
-        return NULL;
-    }
-    return obj;
+    if (take(r, '}'))
+        return obj;
+fail:
+    json_decref(obj);
+    return NULL;
 }
 
-/* A flat object (an entity). */
-static json_t *read_entity(struct rd *r)
-{
-    return read_object(r, NULL, NULL);
-}
-
-/* The "value" array of entities at R: a new reference or NULL. */
+/* The "value" array of flat objects (entities) at R: a new reference or
+ * NULL. */
 static json_t *read_entities(struct rd *r)
 {
     json_t *arr, *e;
@@ -228,16 +221,14 @@ static json_t *read_entities(struct rd *r)
     if (take(r, ']'))
         return arr;
     do {
-        if (!(e = read_entity(r)) || json_array_append_new(arr, e) < 0) {
-            json_decref(arr);
-            return NULL;
-        }
+        if (!(e = read_object(r, NULL, NULL)) || json_array_append_new(arr, e) < 0)
+            goto fail;
     } while (take(r, ','));
-    if (!take(r, ']')) {
-        json_decref(arr);
-        return NULL;
-    }
-    return arr;
+    if (take(r, ']'))
+        return arr;
+fail:
+    json_decref(arr);
+    return NULL;
 }
 
 /* See pageread.h. */
