@@ -133,44 +133,43 @@ int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsign
     return cache_rendered(s, dir, &r, flags, shown, copy);
 }
 
-/* The system properties store_render_page keeps, and where in an entity. */
-static const enum entity_sys kept_sys[] = { ENTITY_PK, ENTITY_RK, ENTITY_TIMESTAMP, ENTITY_ETAG };
-
 /* See storecore.h. */
 void *store_render_page(const json_t *value)
 {
     size_t n = json_array_size(value), room = 1, at = 0, i, k;
     struct store_page_render *pr = calloc(1, sizeof(*pr) + n * sizeof(pr->e[0]));
-    const char *v;
 
-    for (i = 0; i < n; i++)
-        for (k = 0; k < sizeof(kept_sys) / sizeof(kept_sys[0]); k++)
-            if ((v = entity_wire_sys(json_array_get(value, i), kept_sys[k])))
-                room += strlen(v) + 1;
-    if (!pr || !(pr->keys = malloc(room))) {
-        free(pr);
+    if (!pr)
         return NULL;
-    }
     pr->n = n;
+    /* each entity rendered, its system properties borrowed from the page,
+     * then copied into one block (the page is freed after this) */
     for (i = 0; i < n; i++) {
-        const json_t *e = json_array_get(value, i);
         struct store_rendered *r = &pr->e[i];
-        const char **slot[] = { &r->pk, &r->rk, &r->ts, &r->etag };   /* as kept_sys */
         struct entity_error err;
 
-        for (k = 0; k < sizeof(kept_sys) / sizeof(kept_sys[0]); k++) {
-            if ((v = entity_wire_sys(e, kept_sys[k]))) {
-                size_t len = strlen(v) + 1;
+        render_here(json_array_get(value, i), r, &err);
+        if (r->rc < 0)
+            r->why = r->rc == -ENOMEM ? NULL : strdup(err.text);   /* NULL: ENOMEM said */
+        room += (r->pk ? strlen(r->pk) + 1 : 0) + (r->rk ? strlen(r->rk) + 1 : 0) +
+                (r->ts ? strlen(r->ts) + 1 : 0) + (r->etag ? strlen(r->etag) + 1 : 0);
+    }
+    if (!(pr->keys = malloc(room))) {
+        store_render_page_free(pr);
+        return NULL;
+    }
+    for (i = 0; i < n; i++) {
+        struct store_rendered *r = &pr->e[i];
+        const char **slot[] = { &r->pk, &r->rk, &r->ts, &r->etag };
 
-                memcpy(pr->keys + at, v, len);
+        for (k = 0; k < sizeof(slot) / sizeof(slot[0]); k++) {
+            if (*slot[k]) {
+                size_t len = strlen(*slot[k]) + 1;
+
+                memcpy(pr->keys + at, *slot[k], len);
                 *slot[k] = pr->keys + at;
                 at += len;
             }
-        }
-        if ((r->rc = entity_render_digest(e, &r->text, &r->len, r->digest, &r->has_digest,
-                                          &err)) < 0) {
-            r->text = NULL;
-            r->why = r->rc == -ENOMEM ? NULL : strdup(err.text);   /* NULL: ENOMEM said */
         }
     }
     return pr;
@@ -201,11 +200,12 @@ int store_list_entity(struct store *s, const char *dir, const json_t *e, struct 
     int rc;
 
     if (e) {
-        if (!entity_wire_sys(e, ENTITY_PK) || !entity_wire_sys(e, ENTITY_RK))
-            return 1;
         render_here(e, &here, &err);
         r = &here;
-    } else if (!r || !r->pk || !r->rk) {
+    }
+    if (!r || !r->pk || !r->rk) {
+        if (r == &here)
+            free(here.text);
         return 1;
     }
     rc = cache_rendered(s, dir, r, CACHE_LISTED, &shown, NULL);
