@@ -7,7 +7,8 @@ what aztfs's parallel listings do at a distance when the server is not the
 limit: an HTTP/1.1 server on 127.0.0.1 holding bench/seed.py's entities in
 memory, answering Query Tables and Query Entities with the filters aztfs
 and bench/rest_scan.py send (PartitionKey and RowKey comparisons joined
-with ``and``, parentheses ignored), ``$top``, and continuation
+with ``and``, each alone or two joined by ``or`` in parentheses), ``$top``,
+and continuation
 (NextPartitionKey/NextRowKey: the next matching entity's keys in base64,
 as Azurite sends them; none when no match follows), 1,000 entities a page.
 Requests are not authenticated; nothing can be written. Standard library
@@ -41,22 +42,39 @@ from urllib.parse import parse_qs, unquote, urlparse
 from seed import entity
 
 PAGE = 1000
-TERM = re.compile(r"\s*\(?\s*(PartitionKey|RowKey|TableName)\s+(eq|gt|ge|lt|le)\s+"
-                  r"'((?:[^']|'')*)'\s*\)?\s*(?:and\b)?")
+CMP = r"(PartitionKey|RowKey|TableName)\s+(eq|gt|ge|lt|le)\s+'((?:[^']|'')*)'"
+TERM = re.compile(r"\s*\(?\s*" + CMP + r"\s*\)?\s*(?:and\b)?")
+EITHER = re.compile(r"\s*\(\s*" + CMP + r"\s+or\s+" + CMP + r"\s*\)\s*(?:and\b)?")
 OPS = {"eq": lambda a, b: a == b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
        "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
 
 
 def parse_filter(text):
-    """[(field, op, value)] of an and-only filter; ValueError otherwise."""
-    terms, pos = [], 0
+    """([(field, op, value)], [((field, op, value), (field, op, value))]):
+    the comparisons of a filter joined by ``and``, and its terms that are
+    two comparisons joined by ``or`` (what aztfs sends for the keys after
+    one); ValueError for anything else."""
+    terms, either, pos = [], [], 0
     while pos < len(text):
+        m = EITHER.match(text, pos)
+        if m:
+            g = [x.replace("''", "'") if i % 3 == 2 else x for i, x in enumerate(m.groups())]
+            either.append((tuple(g[:3]), tuple(g[3:])))
+            pos = m.end()
+            continue
         m = TERM.match(text, pos)
         if not m or m.end() == pos:
             raise ValueError("filter not understood: %r" % text)
         terms.append((m.group(1), m.group(2), m.group(3).replace("''", "'")))
         pos = m.end()
-    return terms
+    return terms, either
+
+
+def matches(pk, rk, terms, either):
+    """Do keys (PK, RK) pass every term of a parsed filter?"""
+    def one(f, op, v):
+        return OPS[op](pk if f == "PartitionKey" else rk, v)
+    return all(one(*t) for t in terms) and all(one(*a) or one(*b) for a, b in either)
 
 
 class ForkingHTTPServer(socketserver.ForkingMixIn, HTTPServer):
@@ -116,7 +134,7 @@ class Endpoint:
         url = urlparse(path)
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
         last = unquote(url.path).rstrip("/").rsplit("/", 1)[-1]
-        terms = parse_filter(q.get("$filter", ""))
+        terms, either = parse_filter(q.get("$filter", ""))
         if last == "Tables":
             names = [n for n in sorted(self.tables)
                      if all(OPS[op](n, v) for f, op, v in terms if f == "TableName")]
@@ -125,10 +143,10 @@ class Endpoint:
         if name not in self.tables or not last.endswith("()"):
             return 404, json.dumps({"odata.error": {"code": "ResourceNotFound",
                                                     "message": {"value": "not found"}}}), {}
-        return self.query(self.tables[name], terms, q)
+        return self.query(self.tables[name], terms, either, q)
 
     @staticmethod
-    def query(table, terms, q):
+    def query(table, terms, either, q):
         keys, rows = table
         top = min(int(q.get("$top", PAGE)), PAGE)
         start = ("", "")
@@ -150,7 +168,7 @@ class Endpoint:
             if any(f == "PartitionKey" and op in ("eq", "lt", "le") and not OPS[op](pk, v)
                    for f, op, v in terms):
                 break                   # past the partitions that can match
-            if all(OPS[op](pk if f == "PartitionKey" else rk, v) for f, op, v in terms):
+            if matches(pk, rk, terms, either):
                 if len(out) == top:
                     nxt = keys[i]       # a match after the page: it continues there
                     break

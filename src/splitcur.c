@@ -99,30 +99,73 @@ static void range_free(const struct table_split *sp, struct split_range *r)
     free(r);
 }
 
+/* A range below HI (NULL: no bound) in one dimension, RowKeys of partition
+ * PK when PK is set, else PartitionKeys, read by the query SP->c narrowed
+ * by filter F (F NULL: ENOMEM; SP->c's fields are only read). NULL on
+ * ENOMEM. */
+static struct split_range *range_make(struct table_split *sp, const char *pk, const char *hi,
+                                      const char *f)
+{
+    struct split_range *r = f ? calloc(1, sizeof(*r)) : NULL;
+
+    if (!r || (pk && !(r->pk = strdup(pk))) || (hi && !(r->hi = strdup(hi))) ||
+        table_cursor_narrow(sp->c, f, &r->cur) < 0) {
+        range_free(sp, r);
+        r = NULL;
+    }
+    return r;
+}
+
 /* A range of keys K with LO < K (LO_INCL: LO <= K; LO NULL: no bound) and
  * K < HI, RowKeys of partition PK when PK is set, else PartitionKeys, and
- * its query (SP's query narrowed to those bounds; SP->c's fields are only
- * read). NULL on ENOMEM. */
+ * its query. NULL on ENOMEM. */
 static struct split_range *range_new(struct table_split *sp, const char *pk, const char *lo,
                                      int lo_incl, const char *hi)
 {
-    struct split_range *r = calloc(1, sizeof(*r));
+    struct split_range *r = NULL;
     const char *key = pk ? "RowKey" : "PartitionKey";
     char *upper = hi ? table_filter_cmp(key, "lt", hi, NULL) : NULL;
     char *lower = lo ? table_filter_cmp(key, lo_incl ? "ge" : "gt", lo, upper) : NULL;
     char *bounds = pk && !sp->one_partition
                    ? table_filter_cmp("PartitionKey", "eq", pk, lower ? lower : upper) : NULL;
     const char *f = bounds ? bounds : lower ? lower : upper;
-    int ok = r && (!hi || upper) && (!lo || lower) && (!(pk && !sp->one_partition) || bounds);
 
-    if (!ok || (pk && !(r->pk = strdup(pk))) || (hi && !(r->hi = strdup(hi))) ||
-        table_cursor_narrow(sp->c, f, &r->cur) < 0) {
-        range_free(sp, r);
-        r = NULL;
-    }
+    if ((!hi || upper) && (!lo || lower) && (!(pk && !sp->one_partition) || bounds))
+        r = range_make(sp, pk, hi, f);
     free(upper);
     free(lower);
     free(bounds);
+    return r;
+}
+
+/* The range of the keys after (PK, RK) and below partition HI (NULL: no
+ * bound), a range of PartitionKeys starting inside partition PK: its query
+ * "PartitionKey ge PK [and PartitionKey lt HI] and (PartitionKey gt PK or
+ * RowKey gt RK)". The top-level terms bound the partitions the service
+ * reads (an "or" of key terms alone would make it scan); the "or" drops the
+ * rows of PK up to RK, which the page just read. One query instead of the
+ * rest of PK (usually empty: a page tends to end where a partition does)
+ * and the partitions after it. NULL on ENOMEM. */
+static struct split_range *range_after(struct table_split *sp, const char *pk, const char *rk,
+                                       const char *hi)
+{
+    struct split_range *r = NULL;
+    char *pk_gt = table_filter_cmp("PartitionKey", "gt", pk, NULL);
+    char *rk_gt = table_filter_cmp("RowKey", "gt", rk, NULL);
+    char *either = NULL, *upper = NULL, *f = NULL;
+
+    if (!pk_gt || !rk_gt || asprintf(&either, "(%s or %s)", pk_gt, rk_gt) < 0)
+        either = NULL;
+    if (either && hi)
+        upper = table_filter_cmp("PartitionKey", "lt", hi, either);
+    if (either && (!hi || upper))
+        f = table_filter_cmp("PartitionKey", "ge", pk, upper ? upper : either);
+    r = range_make(sp, NULL, hi, f);
+    free(pk_gt);
+    free(rk_gt);
+    free(either);
+    free(upper);
+    free(f);
     return r;
 }
 
@@ -259,16 +302,18 @@ static int add_ranges(struct table_split *sp, struct split_range ***tail, const 
  * locked); R's query then ends with this page. Within a partition (R's, or
  * the query's), RowKeys are cut; else, when the next page's token seems to
  * name PK (a big partition), the rest of PK is cut by RowKey and the
- * partitions after it are one range, and otherwise the rest of PK is one
- * range and the PartitionKeys after it are cut. Nothing happens on
- * ENOMEM or when no cut can be guessed (R reads on). */
+ * partitions after it are one range, and otherwise the rest of PK and the
+ * partitions before the first PartitionKey cut are one range (range_after:
+ * the page usually ended with PK, and the rest of PK alone would be an
+ * empty answer) and the PartitionKeys after it are cut. Nothing happens
+ * on ENOMEM or when no cut can be guessed (R reads on). */
 static void split_range(struct table_split *sp, struct split_range *r, const char *fpk,
                         const char *frk, const char *pk, const char *rk)
 {
     char *rcuts[SPLIT_MAX_RANGES] = { NULL }, *pcuts[SPLIT_MAX_RANGES] = { NULL };
     struct split_range *list = NULL, **tail = &list, *nr;
     int room = SPLIT_OPEN_PER_WAY * sp->ways - open_ranges(sp) + 1;   /* R's place too */
-    int nr_cut = 0, np_cut = 0, made = 0, rc, in_row = r->pk || sp->one_partition;
+    int nr_cut = 0, np_cut = 0, made = 0, rc, in_row = r->pk || sp->one_partition, big = 0;
 
     if (room > SPLIT_MAX_RANGES - sp->made)
         room = SPLIT_MAX_RANGES - sp->made;
@@ -280,22 +325,32 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
     } else {
         /* a big partition gets the room; the partitions after it stay one
          * range, cut when its first page shows what they look like */
-        if (table_token_names(table_cursor_next_pk(r->cur), pk))
+        big = table_token_names(table_cursor_next_pk(r->cur), pk);
+        if (big)
             nr_cut = table_split_cuts(frk, rk, NULL, rcuts, room - 2);
-        else
-            np_cut = table_split_cuts(fpk, pk, r->hi, pcuts, room - 2);
+        else if ((np_cut = table_split_cuts(fpk, pk, r->hi, pcuts, room - 2)) == 0)
+            return;
         if (nr_cut < 0 || np_cut < 0) {
             nr_cut = np_cut = 0;        /* ENOMEM: the cuts made were freed */
             goto out;
         }
     }
-    if ((rc = add_ranges(sp, &tail, pk, rk, 0, rcuts, nr_cut, in_row ? r->hi : NULL)) < 0)
-        goto out;
-    made = rc;
-    if (!in_row) {
-        if ((rc = add_ranges(sp, &tail, NULL, pk, 0, pcuts, np_cut, r->hi)) < 0)
+    if (in_row || big) {
+        if ((rc = add_ranges(sp, &tail, pk, rk, 0, rcuts, nr_cut, in_row ? r->hi : NULL)) < 0)
             goto out;
-        made += rc;
+        made = rc;
+        if (!in_row && (rc = add_ranges(sp, &tail, NULL, pk, 0, NULL, 0, r->hi)) < 0)
+            goto out;
+        made += in_row ? 0 : rc;
+    } else {
+        /* the rest of PK and the partitions before the first cut: one range */
+        if (!(nr = range_after(sp, pk, rk, pcuts[0])))
+            goto out;
+        *tail = nr;
+        tail = &nr->next;
+        if ((rc = add_ranges(sp, &tail, NULL, pcuts[0], 1, pcuts + 1, np_cut - 1, r->hi)) < 0)
+            goto out;
+        made = rc + 1;
     }
     *tail = r->next;
     r->next = list;

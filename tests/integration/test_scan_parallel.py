@@ -31,6 +31,8 @@ MANY = "spMany"         # 500 partitions of 2 entities: one full scan
 TWENTY = "spTwenty"     # 20 partitions, the first of 2000 entities (so they are
                         # named one query each and fetched ahead), then 60 each
 ODD = "spOdd"           # awkward keys, one long shared prefix
+EDGE = "spEdge"         # 4 partitions of 1000 entities, awkward keys: every
+                        # page ends where a partition does
 LONG = "spLong"         # 14 partitions with 240-character names (the first
                         # of 2000 entities, the others of 300): one readdir
                         # of 1 KiB holds 3 of them
@@ -55,6 +57,9 @@ def tables(sdk, seed):
     t = seed.table(sdk, LONG)
     seed.insert(t, [{"PartitionKey": "L" * 240 + "%02d" % p, "RowKey": "r%05d" % i, "v": i}
                     for p in range(14) for i in range(2000 if p == 0 else 300)])
+    t = seed.table(sdk, EDGE)
+    seed.insert(t, [{"PartitionKey": pk, "RowKey": "r'%04d \u00e9" % i, "v": i}
+                    for pk in ODD_PKS for i in range(1000)])
     t = seed.table(sdk, ODD)
     rows = []
     for n, pk in enumerate(ODD_PKS):
@@ -95,12 +100,12 @@ def mount_tree(top):
     return [(d, os.listdir(os.path.join(top, d))) for d in os.listdir(top)]
 
 
-@pytest.mark.parametrize("table", [ONE, BIG, TWENTY, MANY, ODD])
+@pytest.mark.parametrize("table", [ONE, BIG, TWENTY, MANY, ODD, EDGE])
 def test_default_listings_are_complete_and_in_the_sdks_order(tables, mounter, table):
     mnt = mounter.mount(options=["-o", "loglevel=debug"])
     top = os.path.join(str(mnt), table)
     assert mount_tree(top) == sdk_tree(tables, table)
-    if table in (ONE, BIG, TWENTY, ODD):   # more than a page: cut into ranges
+    if table in (ONE, BIG, TWENTY, ODD, EDGE):   # more than a page: cut into ranges
         assert "fetched in parallel" in mnt.stderr()
     else:                       # one page: one request
         assert "fetched in parallel" not in mnt.stderr()
@@ -126,6 +131,30 @@ def test_one_big_partition_is_read_as_row_ranges(tables, mounter, sh):
     assert "fetched in parallel" not in logs[0]
     assert "RowKey%20gt%20%27r00999%27%20and%20RowKey%20lt%20%27r02000%27" in logs[1]
     assert counts[0] < counts[1] <= counts[0] + made, (counts, made)
+
+
+def test_pages_ending_with_a_partition_send_no_empty_query(tables, mounter, sh):
+    """Pages that end where a partition does (4 partitions of 1000): the
+    rest of that partition and the partitions up to the next cut are one
+    range, "PartitionKey ge P and PartitionKey lt Q and (PartitionKey gt P
+    or RowKey gt R)" (quotes doubled in P and R), not a query for the rest
+    of P alone (an empty answer). The walk lists what the SDK lists, with at
+    most one request a range made more than scan_parallel=1 sends."""
+    counts = []
+    for opts in ("scan_parallel=1", "scan_parallel=4"):
+        mnt = mounter.mount(options=["-o", opts + ",loglevel=debug"])
+        before = stats(mnt)["requests"]
+        top = os.path.join(str(mnt), EDGE)
+        assert mount_tree(top) == sdk_tree(tables, EDGE)
+        counts.append(stats(mnt)["requests"] - before)
+        made = mnt.ranges_made()
+        mnt.unmount(check=True)
+    log = mnt.stderr()
+    # the first page ends with "a b": the keys after ("a b", "r'0999 e")
+    assert ("%20and%20%28PartitionKey%20gt%20%27a%20b%27%20or%20RowKey%20gt%20%27r%27%270999"
+            in log), log
+    assert "PartitionKey%20eq" not in log
+    assert 0 < made and counts[1] <= counts[0] + made, (counts, made)
 
 
 def test_scan_parallel_1_is_one_sequential_scan(tables, mounter, sh):
@@ -248,23 +277,23 @@ def test_help_names_scan_parallel(aztfs_run):
 def test_walks_against_a_parallel_server_are_complete(mounter, sh, ways):
     """Against bench/memtable.py, which answers requests at once and in
     parallel (Azurite answers one at a time), pages come back out of order
-    and ahead of the reader: the walk of a 20-partition and a one-partition
-    table, each read three times on fresh mounts, ends and lists what a
+    and ahead of the reader: the walk of a 20-partition, a one-partition and
+    an 8-partition table (pages ending with partitions), each read three times on fresh mounts, ends and lists what a
     sequential scan (scan_parallel=1) of the same server lists, in its order."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from memtable import MemTable
 
-    srv = MemTable({"par20": (8000, 20), "par01": (8000, 1)}, delay=0.0)
+    srv = MemTable({"par20": (8000, 20), "par01": (8000, 1), "par08": (8000, 8)}, delay=0.0)
     try:
         cs = conn_str_for(srv.port)
         want = {}
         seq = mounter.mount(conn_str=cs, options=["-o", "scan_parallel=1"])
-        for t in ("par20", "par01"):
+        for t in ("par20", "par01", "par08"):
             want[t] = sh("find '%s/%s' -type f" % (seq, t)).stdout.split("\n")
             assert len(want[t]) == 8000 + 1, t         # the last line is empty
         for _ in range(3):
             mnt = mounter.mount(conn_str=cs, options=["-o", "scan_parallel=%d" % ways])
-            for t in ("par20", "par01"):
+            for t in ("par20", "par01", "par08"):
                 got = sh("find '%s/%s' -type f" % (mnt, t), timeout=60).stdout
                 assert got.replace(str(mnt), str(seq)).split("\n") == want[t], (t, ways)
     finally:
