@@ -179,3 +179,22 @@ def test_memtable_serves_pages_with_its_delay():
     got = json.loads(p.stdout.strip().splitlines()[-1])
     assert (got["entities"], got["requests"]) == (2500, 3), got
     assert wall >= 3 * 0.2, wall
+
+
+def test_memtable_reads_the_keys_after_one():
+    """memtable.py answers the range aztfs sends for the rest of a page's
+    last partition and the partitions after it (an "or" of two key terms),
+    and refuses a filter it does not read rather than ignore a term."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from memtable import Endpoint, parse_filter
+
+    keys = sorted(("p%d" % p, "r%d" % r) for p in range(3) for r in range(3))
+    table = (keys, [json.dumps({"PartitionKey": pk, "RowKey": rk}) for pk, rk in keys])
+    terms, either = parse_filter("PartitionKey ge 'p0' and PartitionKey lt 'p2' and "
+                                 "(PartitionKey gt 'p0' or RowKey gt 'r1')")
+    status, body, _ = Endpoint.query(table, terms, either, {})
+    assert status == 200
+    assert [(e["PartitionKey"], e["RowKey"]) for e in json.loads(body)["value"]] == [
+        ("p0", "r2"), ("p1", "r0"), ("p1", "r1"), ("p1", "r2")]
+    with pytest.raises(ValueError):
+        parse_filter("PartitionKey eq 'p0' or RowKey eq 'r1'")

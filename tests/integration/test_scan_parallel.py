@@ -222,14 +222,15 @@ def test_abandoned_walk_leaves_no_request_running(tables, mounter, azurite):
         assert mount_tree(top) == sdk_tree(tables, LONG)
 
 
-def test_faults_during_parallel_fetches_lose_nothing(tables, mounter, sh, azurite):
+@pytest.mark.parametrize("table", [BIG, EDGE])
+def test_faults_during_parallel_fetches_lose_nothing(tables, mounter, sh, azurite, table):
     px = FaultProxy(azurite.port, rate=0.0, seed=20261123, weights={"stall": 0, "stall_after": 0})
     px.start()
     try:
         m = mounter.mount(conn_str=conn_str_for(px.port),
                           options=["-o", "timeout=5,retries=8,scan_parallel=8"])
         px.set_faults(rate=0.2)
-        top = os.path.join(str(m), BIG)
+        top = os.path.join(str(m), table)
         got = None
         for _ in range(5):        # a walk that hit a fault after its retries is run again
             r = sh(["find", top, "-type", "f"], check=False)
@@ -238,9 +239,9 @@ def test_faults_during_parallel_fetches_lose_nothing(tables, mounter, sh, azurit
                 break
         px.set_faults(rate=0.0)
         assert got is not None, "every walk failed"
-        want = sorted(os.path.join(top, d, f) for d, fs in sdk_tree(tables, BIG) for f in fs)
+        want = sorted(os.path.join(top, d, f) for d, fs in sdk_tree(tables, table) for f in fs)
         assert got == want
-        assert mount_tree(top) == sdk_tree(tables, BIG)
+        assert mount_tree(top) == sdk_tree(tables, table)
         assert px.injected() > 0, "no fault was injected"
     finally:
         px.stop()
