@@ -10,7 +10,8 @@ and bench/rest_scan.py send (PartitionKey and RowKey comparisons joined
 with ``and``, each alone or two joined by ``or`` in parentheses), ``$top``,
 and continuation
 (NextPartitionKey/NextRowKey: the next matching entity's keys in base64,
-as Azurite sends them; none when no match follows), 1,000 entities a page.
+as Azurite sends them, or in a form aztfs cannot read with
+``--opaque-tokens``; none when no match follows), 1,000 entities a page.
 Requests are not authenticated; nothing can be written. Standard library
 only.
 
@@ -77,15 +78,30 @@ def matches(pk, rk, terms, either):
     return all(one(*t) for t in terms) and all(one(*a) or one(*b) for a, b in either)
 
 
+def token(key, opaque):
+    """KEY as a continuation token: in base64 (the emulator's form), or
+    when OPAQUE "~" and its UTF-8 in hex, which aztfs cannot read a key
+    from (as it cannot from a service whose tokens are its own)."""
+    return "~" + key.encode().hex() if opaque else base64.b64encode(key.encode()).decode()
+
+
+def untoken(tok):
+    """The key of a token made by token()."""
+    return bytes.fromhex(tok[1:]).decode() if tok.startswith("~") else base64.b64decode(tok).decode()
+
+
 class ForkingHTTPServer(socketserver.ForkingMixIn, HTTPServer):
     """One process per connection."""
 
 
 class Endpoint:
     """The server itself (in the process memtable.py runs as): TABLES
-    {name: (entities, partitions)} of bench/seed.py's entities."""
+    {name: (entities, partitions)} of bench/seed.py's entities; with
+    OPAQUE, continuation tokens that are neither the emulator's nor Azure's
+    form (see token())."""
 
-    def __init__(self, tables, delay=0.0):
+    def __init__(self, tables, delay=0.0, opaque=False):
+        self.opaque = opaque
         self.tables = {}
         for name, (n, p) in tables.items():
             rows = []
@@ -143,10 +159,10 @@ class Endpoint:
         if name not in self.tables or not last.endswith("()"):
             return 404, json.dumps({"odata.error": {"code": "ResourceNotFound",
                                                     "message": {"value": "not found"}}}), {}
-        return self.query(self.tables[name], terms, either, q)
+        return self.query(self.tables[name], terms, either, q, self.opaque)
 
     @staticmethod
-    def query(table, terms, either, q):
+    def query(table, terms, either, q, opaque=False):
         keys, rows = table
         top = min(int(q.get("$top", PAGE)), PAGE)
         start = ("", "")
@@ -158,8 +174,7 @@ class Endpoint:
             if f == "RowKey" and op in ("ge", "gt") and pks:
                 start = max(start, (pks[0], v if op == "ge" else v + "\0"))
         if "NextPartitionKey" in q:
-            nk = (base64.b64decode(q["NextPartitionKey"]).decode(),
-                  base64.b64decode(q.get("NextRowKey", "")).decode())
+            nk = (untoken(q["NextPartitionKey"]), untoken(q.get("NextRowKey", "")))
             start = max(start, nk)
         i = bisect.bisect_left(keys, start)
         out, nxt = [], None
@@ -176,8 +191,8 @@ class Endpoint:
             i += 1
         headers = {}
         if nxt:
-            headers = {"x-ms-continuation-NextPartitionKey": base64.b64encode(nxt[0].encode()).decode(),
-                       "x-ms-continuation-NextRowKey": base64.b64encode(nxt[1].encode()).decode()}
+            headers = {"x-ms-continuation-NextPartitionKey": token(nxt[0], opaque),
+                       "x-ms-continuation-NextRowKey": token(nxt[1], opaque)}
         return 200, '{"value":[' + ",".join(out) + "]}", headers
 
     def serve(self):
@@ -186,10 +201,13 @@ class Endpoint:
 
 class MemTable:
     """Endpoint in a process of its own: TABLES {name: (entities,
-    partitions)}, every answer held DELAY seconds; .port, .close()."""
+    partitions)}, every answer held DELAY seconds, continuation tokens
+    opaque with OPAQUE_TOKENS (Endpoint); .port, .close()."""
 
-    def __init__(self, tables, delay=0.0):
+    def __init__(self, tables, delay=0.0, opaque_tokens=False):
         argv = [sys.executable, os.path.abspath(__file__), "--delay-ms", str(delay * 1000.0)]
+        if opaque_tokens:
+            argv.append("--opaque-tokens")
         for name, (n, p) in tables.items():
             argv += ["--table", "%s=%dx%d" % (name, n, p)]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True,
@@ -211,12 +229,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--table", action="append", required=True, help="NAME=ENTITIESxPARTITIONS")
     ap.add_argument("--delay-ms", type=float, default=0.0)
+    ap.add_argument("--opaque-tokens", action="store_true")
     a = ap.parse_args()
     tables = {}
     for t in a.table:
         name, shape = t.split("=")
         tables[name] = tuple(int(x) for x in shape.split("x"))
-    ep = Endpoint(tables, a.delay_ms / 1000.0)
+    ep = Endpoint(tables, a.delay_ms / 1000.0, a.opaque_tokens)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     print("port %d" % ep.port, flush=True)
     ep.serve()
