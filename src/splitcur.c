@@ -339,9 +339,11 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
         if ((rc = add_ranges(sp, &tail, pk, rk, 0, rcuts, nr_cut, in_row ? r->hi : NULL)) < 0)
             goto out;
         made = rc;
-        if (!in_row && (rc = add_ranges(sp, &tail, NULL, pk, 0, NULL, 0, r->hi)) < 0)
-            goto out;
-        made += in_row ? 0 : rc;
+        if (!in_row) {          /* the partitions after the big one: one range */
+            if ((rc = add_ranges(sp, &tail, NULL, pk, 0, NULL, 0, r->hi)) < 0)
+                goto out;
+            made += rc;
+        }
     } else {
         /* the rest of PK and the partitions before the first cut: one range */
         if (!(nr = range_after(sp, pk, rk, pcuts[0])))
