@@ -406,7 +406,10 @@ int entity_collect_props(const json_t *obj, enum mode mode, struct prop **out, s
 
         if (strncmp(key, "odata.", 6) == 0 || is_system(key))
             continue;
-        if (klen > TYPE_SUFFIX_LEN && strcmp(key + klen - TYPE_SUFFIX_LEN, TYPE_SUFFIX) == 0) {
+        /* "@odata.type" alone annotates the name "": an annotation, never
+         * a property (rendered, it would be the annotation of a property
+         * "" a second time) */
+        if (klen >= TYPE_SUFFIX_LEN && strcmp(key + klen - TYPE_SUFFIX_LEN, TYPE_SUFFIX) == 0) {
             if (mode == MODE_FILE) {
                 rc = check_annotation(obj, key, klen, err);
                 if (rc < 0)

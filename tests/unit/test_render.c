@@ -301,11 +301,36 @@ static void test_rendered_ahead(void)
     cache_free(s.cache);
 }
 
+/* A wire member named "@odata.type" alone annotates the property "": it
+ * is not rendered as a property of its own beside that annotation, which
+ * made the text hold one member twice (found by the entity_render fuzz
+ * target; its input is kept in tests/fuzz/regressions/entity_render/). */
+static void test_bare_annotation(void)
+{
+    json_t *e = json_loads("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"\":-5,"
+                           "\"@odata.type\":\"Edm.Int64\"}", 0, NULL);
+    char *text = NULL;
+    size_t len = 0;
+    json_t *back;
+
+    is_int(e ? entity_render(e, &text, &len, NULL) : -1, 0, "an entity with \"@odata.type\" renders");
+    back = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    ok(back != NULL, "its text is JSON without a member twice");
+    ok(back && json_object_size(back) == 4 && json_is_string(json_object_get(back, "")) &&
+       strcmp(json_string_value(json_object_get(back, "")), "-5") == 0 &&
+       strcmp(json_string_value(json_object_get(back, "@odata.type")), "Edm.Int64") == 0,
+       "the property \"\" as Int64 with its one annotation");
+    json_decref(back);
+    free(text);
+    json_decref(e);
+}
+
 int main(void)
 {
     test_shortest_doubles();
     test_strings_as_jansson();
     test_render_digest();
     test_rendered_ahead();
+    test_bare_annotation();
     return done_testing();
 }
