@@ -7,6 +7,7 @@
 
 #define FUSE_USE_VERSION 312
 #include <fuse.h>
+#include <pthread.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -20,7 +21,9 @@ struct view_pending;
 /* Everything one mount needs; handed to FUSE as private_data. */
 struct aztfs {
     struct store store;          /* the service, the cache, the log */
-    struct fuse *fuse;           /* the running mount (set at init) */
+    pthread_mutex_t fuse_lock;   /* guards FUSE against the end of its session */
+    struct fuse *fuse;           /* the running mount: set at init, NULL once its
+                                  * loop has ended (fs_end_session); fuse_lock */
     struct scratch *scratch;     /* owned: scratch files and local directories */
     struct fs_handles *handles;  /* owned: write handles by path, recent conflicts */
     struct view_pending *views;  /* owned: query views looked up, waiting for readdir */
@@ -42,5 +45,10 @@ static inline struct aztfs *fs_ctx(void)
 
 /* The operations table (fsops.c). */
 extern const struct fuse_operations aztfs_ops;
+
+/* The FUSE loop of A has ended: from now on the store's hooks (asked from
+ * any thread, also while write-behind sends what is left) no longer reach
+ * the session, which is about to be freed (fsops.c). */
+void fs_end_session(struct aztfs *a);
 
 #endif

@@ -21,15 +21,31 @@
 static int aztfs_cancelled(void *ctx)
 {
     struct aztfs *a = ctx;
+    int exited;
 
-    return fuse_interrupted() || (a->fuse && fuse_session_exited(fuse_get_session(a->fuse)));
+    if (fuse_interrupted())
+        return 1;
+    pthread_mutex_lock(&a->fuse_lock);
+    exited = !a->fuse || fuse_session_exited(fuse_get_session(a->fuse));
+    pthread_mutex_unlock(&a->fuse_lock);
+    return exited;
+}
+
+/* See fs.h. */
+void fs_end_session(struct aztfs *a)
+{
+    pthread_mutex_lock(&a->fuse_lock);
+    a->fuse = NULL;
+    pthread_mutex_unlock(&a->fuse_lock);
 }
 
 static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
     struct aztfs *a = fs_ctx();
 
+    pthread_mutex_lock(&a->fuse_lock);
     a->fuse = fuse_get_context()->fuse;
+    pthread_mutex_unlock(&a->fuse_lock);
     if (cfg->set_uid)           /* -o uid=/gid=: chown to what is shown works */
         a->uid = cfg->uid;
     if (cfg->set_gid)

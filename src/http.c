@@ -24,6 +24,7 @@ struct http_pool {
     int n_idle;
     int (*cancelled)(void *ctx);    /* see http_pool_set_cancel */
     void *cancel_ctx;
+    int cancel_writes;              /* see http_pool_set_abort */
 };
 
 /* The largest response body accepted: a page of 1000 entities of up to
@@ -111,6 +112,21 @@ void http_pool_set_cancel(struct http_pool *pool, int (*cancelled)(void *ctx), v
 {
     pool->cancelled = cancelled;
     pool->cancel_ctx = ctx;
+    pool->cancel_writes = 0;
+}
+
+/* See http.h. */
+void http_pool_set_abort(struct http_pool *pool, int (*aborted)(void *ctx), void *ctx)
+{
+    pool->cancelled = aborted;
+    pool->cancel_ctx = ctx;
+    pool->cancel_writes = 1;
+}
+
+/* May REQ be cut short by POOL's cancel hook? */
+static int is_cancellable(const struct http_pool *pool, const struct http_request *req)
+{
+    return pool->cancelled && (pool->cancel_writes || strcmp(req->method, "GET") == 0);
 }
 
 /* Should the read in progress stop? */
@@ -435,7 +451,7 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
     if (pool->cfg.ca_file)
         curl_easy_setopt(h, CURLOPT_CAINFO, pool->cfg.ca_file);
-    if (pool->cancelled && strcmp(req->method, "GET") == 0) {
+    if (is_cancellable(pool, req)) {
         curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(h, CURLOPT_XFERINFODATA, pool);
         curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -509,7 +525,7 @@ struct perform {
     const char *what;           /* for logs */
     char safe_url[1024];        /* req->url with any SAS signature redacted */
     double start;               /* when the first attempt started */
-    int cancellable;            /* a read, with a cancel callback */
+    int cancellable;            /* is_cancellable */
     int resent;                 /* an earlier attempt may have been applied */
 };
 
@@ -626,7 +642,7 @@ int http_perform(struct http_pool *pool, const struct http_request *req,
     struct perform p = {
         .pool = pool, .req = req, .resp = resp,
         .what = req->log_what ? req->log_what : req->method,
-        .cancellable = pool->cancelled && strcmp(req->method, "GET") == 0,
+        .cancellable = is_cancellable(pool, req),
     };
     CURL *h;
     int rc = 0;

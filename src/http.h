@@ -108,6 +108,14 @@ void http_pool_free(struct http_pool *pool);
  * the pool is used by more than one thread. */
 void http_pool_set_cancel(struct http_pool *pool, int (*cancelled)(void *ctx), void *ctx);
 
+/* From now on, ask ABORTED(CTX) during every request, writes included (as
+ * http_pool_set_cancel does for reads; it replaces that hook): nonzero ends
+ * the request with -EINTR, even after it was sent. For a caller that can
+ * settle a write whose outcome is unknown (write-behind: its journal
+ * recorded the send first). Call before the pool is used by more than one
+ * thread. */
+void http_pool_set_abort(struct http_pool *pool, int (*aborted)(void *ctx), void *ctx);
+
 /* Perform REQ, retrying transient failures (transport errors, 408, 429, 500,
  * 502, 503, 504) with exponential backoff, full jitter and Retry-After, up to
  * cfg.max_retries and while the next attempt would start within

@@ -246,7 +246,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     struct usr1 u = { .a = a };
     struct metrics *metrics = NULL;
     pthread_t usr1_tid;
-    int rc = 1, have_usr1 = 0;
+    int rc = 1, have_usr1 = 0, unmounted = 0;
 
     f = fuse_new(args, &aztfs_ops, sizeof(aztfs_ops), a);
     if (!f)
@@ -294,6 +294,14 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
 out_signals:
     prefetch_free(a->prefetch);     /* before fuse_destroy: its requests ask the */
     a->prefetch = NULL;             /* session whether to stop */
+    fs_end_session(a);
+    /* unmounted before the queue's send, so that nothing waits on a mount
+     * nobody serves; libfuse's signal handlers stay until the send ends
+     * (a SIGTERM then, systemd's after ExecStop, must not cut it short) */
+    fuse_unmount(f);
+    unmounted = 1;
+    if (store_writeback_close(&a->store) > 0 && rc == 0)
+        rc = 1;                     /* changes left in the journal: said in the log */
     metrics_stop(metrics);
     if (have_usr1) {
         atomic_store(&u.stop, 1);
@@ -301,8 +309,12 @@ out_signals:
         pthread_join(usr1_tid, NULL);
     }
     fuse_remove_signal_handlers(fuse_get_session(f));
+    signal(SIGTERM, SIG_IGN);       /* exiting: a late signal changes nothing */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
 out_unmount:
-    fuse_unmount(f);
+    if (!unmounted)
+        fuse_unmount(f);
 out_destroy:
     fuse_destroy(f);
     return rc;
@@ -313,7 +325,7 @@ out_destroy:
  * ~/.local/state/aztfs), its queue loaded and sent before the mount
  * serves. Returns 0 or -1 after printing why. */
 static int open_writeback(struct aztfs *a, const struct aztfs_opts *o,
-                          const struct account *acct)
+                          const struct account *acct, const struct http_config *hc)
 {
     unsigned char md[SHA256_DIGEST_LENGTH];
     const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
@@ -338,8 +350,9 @@ static int open_writeback(struct aztfs *a, const struct aztfs_opts *o,
         return -1;
     }
     struct wb_config cfg = { dir, name, o->writeback_ms / 1000.0,
-                             (size_t)o->writeback_queue_mb * 1024 * 1024, 4 };
-    rc = store_writeback_open(&a->store, &cfg);
+                             (size_t)o->writeback_queue_mb * 1024 * 1024, 4,
+                             o->writeback_stop };
+    rc = store_writeback_open(&a->store, &cfg, acct, hc);
     if (rc < 0)
         fprintf(stderr, "aztfs: the write-behind journal in %s cannot be used: %s\n", dir,
                 strerror(-rc));
@@ -393,7 +406,7 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
         a->store.log.level = LOG_LVL_QUIET;
     rc = probe_account(a, acct);
     a->store.log.level = lvl;
-    if (rc < 0 || (o->writeback && open_writeback(a, o, acct) < 0))
+    if (rc < 0 || (o->writeback && open_writeback(a, o, acct, &hc) < 0))
         return -1;
     for (char **t = a->store.tables; t && *t; t++)
         if (cache_dir_lookup(a->store.cache, "/", *t, NULL) == -ENOENT)
@@ -412,6 +425,7 @@ int main(int argc, char *argv[])
     int rc = 1;
 
     memset(&acct, 0, sizeof(acct));
+    pthread_mutex_init(&a.fuse_lock, NULL);
     a.store.log.level = LOG_LVL_INFO;
     /* the account key lives in this process: no core dumps of it, and
      * /proc/PID/{mem,environ} readable by root only */
@@ -466,7 +480,7 @@ int main(int argc, char *argv[])
     rc = open_mount(&a, &o, &acct, &cs) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o);
     prefetch_free(a.prefetch);      /* its workers use the store */
     view_pending_free(a.views);     /* its queries use the store's client */
-    store_writeback_close(&a.store);    /* unmounted: what is queued is sent */
+    store_writeback_close(&a.store);    /* a failed start: what is queued is sent */
     store_free(&a.store);
     token_cache_free(acct.tokens);
     scratch_free(a.scratch);

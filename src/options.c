@@ -49,6 +49,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("writeback=%u", writeback_ms),
     OPT("journal_dir=%s", journal_dir),
     OPT("writeback_queue=%lu", writeback_queue_mb),
+    OPT("writeback_stop=%u", writeback_stop),
     /* libfuse's, but aztfs sets them itself (fsops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
@@ -191,6 +192,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     o->umask = o->file_mode = o->dir_mode = UINT_MAX;
     o->writeback_ms = UINT_MAX;
     o->writeback_queue_mb = 16;
+    o->writeback_stop = WRITEBACK_STOP_DEFAULT;
     if (fuse_opt_parse(args, o, opt_spec, opt_proc) == -1)
         return -EINVAL;
     if (o->n_positional == 2) {
@@ -245,9 +247,9 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     else
         o->writeback_ms = WRITEBACK_MS_DEFAULT;
     if (o->writeback_ms > 60000 || o->writeback_queue_mb < 1 ||
-        o->writeback_queue_mb > 4096) {
-        fprintf(stderr, "aztfs: writeback= must be at most 60000 ms and writeback_queue "
-                "between 1 and 4096 MiB\n");
+        o->writeback_queue_mb > 4096 || o->writeback_stop > 3600) {
+        fprintf(stderr, "aztfs: writeback= must be at most 60000 ms, writeback_queue "
+                "between 1 and 4096 MiB and writeback_stop at most 3600 s\n");
         return -EINVAL;
     }
     if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retry_time <= 0 ||
@@ -364,6 +366,8 @@ void options_usage(const char *progname)
            "    -o journal_dir=DIR      its journal (default $XDG_STATE_HOME/aztfs, else\n"
            "                            ~/.local/state/aztfs; /var/lib/aztfs for root)\n"
            "    -o writeback_queue=MIB  queued changes at most; writers wait beyond (16)\n"
+           "    -o writeback_stop=SECS  at unmount or SIGTERM, what is queued is sent for\n"
+           "                            at most SECS (30); the rest stays in the journal\n"
            "    -o ino32                inode numbers below 2^32, for 32-bit programs\n"
            "                            (two files may then share one: doc/USAGE.md)\n"
            "    -o allow_other          let other users in; the kernel then checks the\n"

@@ -44,11 +44,15 @@ struct aztfs_opts {
     unsigned writeback_ms;    /* its delay (UINT_MAX until given) */
     char *journal_dir;        /* -o journal_dir=DIR */
     unsigned long writeback_queue_mb; /* -o writeback_queue=MiB: writers wait beyond it */
+    unsigned writeback_stop;  /* -o writeback_stop=SECONDS: the send at the stop, at most */
     char *positional[2];      /* non-option arguments, in order */
     int n_positional;
     int show_help;
     int show_version;
 };
+
+/* Seconds the queue is sent for at unmount or SIGTERM (-o writeback_stop). */
+#define WRITEBACK_STOP_DEFAULT 30
 
 /* Partition listings fetched ahead of a walk at a time (-o scan_parallel). */
 #define SCAN_PARALLEL_DEFAULT 4

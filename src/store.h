@@ -103,14 +103,19 @@ struct wb_config;
 
 /* Open the journal of CFG, load what it holds and send it now, before the
  * mount serves (a crash's changes; those that fail stay reported).
- * Returns 0 or -errno (logged). */
-int store_writeback_open(struct store *s, const struct wb_config *cfg);
+ * Write-behind sends through its own client for ACCT with HC (ACCT
+ * borrowed: it outlives the store). Returns 0 or -errno (logged). */
+int store_writeback_open(struct store *s, const struct wb_config *cfg,
+                         const struct account *acct, const struct http_config *hc);
 
 /* Start sending in the background (after daemonizing). 0 or -errno. */
 int store_writeback_start(struct store *s);
 
-/* Send what is queued and close the journal (unmount). */
-void store_writeback_close(struct store *s);
+/* Stop write-behind (the mount has ended): what is queued is sent for at
+ * most cfg.stop_seconds, one log line says what was sent and what is
+ * left, the journal is closed. Returns the number of changes left in the
+ * journal (unsent or failed); 0 in synchronous mode or when called again. */
+size_t store_writeback_close(struct store *s);
 
 /* fsync of PATH (an entity, a directory, "/"): the queued changes under it
  * sent, waiting for them. Returns 0, or -EIO when a change under PATH

@@ -36,6 +36,8 @@ void store_set_hooks(struct store *s, int (*cancelled)(void *ctx),
                      void (*dropped)(void *ctx, const char *path), void *ctx)
 {
     table_client_set_cancel(s->tc, cancelled, ctx);
+    s->cancelled = cancelled;
+    s->cancel_ctx = ctx;
     s->dropped = dropped;
     s->dropped_ctx = ctx;
 }

@@ -39,6 +39,10 @@ struct store {
      * own copies, the kernel's); NULL: nobody to tell. */
     void (*dropped)(void *ctx, const char *path);
     void *dropped_ctx;
+    /* Is the request a thread serves interrupted, or the mount ending?
+     * (store_set_hooks; NULL: never) */
+    int (*cancelled)(void *ctx);
+    void *cancel_ctx;
 };
 
 /* Create S's cache (CACHE_BYTES, fresh for S->cache_timeout) and client

@@ -145,11 +145,21 @@ static void on_failed(void *ctx, const char *path)
     fspath_free(&fp);
 }
 
-/* See store.h. */
-int store_writeback_open(struct store *s, const struct wb_config *cfg)
+/* writeback's cancelled hook: the store's (the mount's: the writer's FUSE
+ * request interrupted, or the mount ending). */
+static int on_cancelled(void *ctx)
 {
-    struct wb_hooks h = { on_applied, on_failed, s };
-    int rc = wb_open(cfg, s->tc, &s->log, &h, &s->wb);
+    struct store *s = ctx;
+
+    return s->cancelled && s->cancelled(s->cancel_ctx);
+}
+
+/* See store.h. */
+int store_writeback_open(struct store *s, const struct wb_config *cfg,
+                         const struct account *acct, const struct http_config *hc)
+{
+    struct wb_hooks h = { on_applied, on_failed, on_cancelled, s };
+    int rc = wb_open(cfg, acct, hc, &s->log, &s->stats, &h, &s->wb);
 
     if (rc == 0 && wb_drain(s->wb) < 0)
         log_warn(&s->log, "some changes of the journal failed: see user.aztfs.pending");
@@ -163,10 +173,12 @@ int store_writeback_start(struct store *s)
 }
 
 /* See store.h. */
-void store_writeback_close(struct store *s)
+size_t store_writeback_close(struct store *s)
 {
-    wb_close(s->wb);
+    size_t left = wb_close(s->wb);
+
     s->wb = NULL;
+    return left;
 }
 
 /* See store.h. */

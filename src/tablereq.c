@@ -69,6 +69,14 @@ void table_client_set_cancel(struct table_client *tc, int (*cancelled)(void *ctx
 }
 
 /* See tablereq.h. */
+void table_client_set_abort(struct table_client *tc, int (*aborted)(void *ctx), void *ctx)
+{
+    tc->cancelled = aborted;
+    tc->cancel_ctx = ctx;
+    http_pool_set_abort(tc->pool, aborted, ctx);
+}
+
+/* See tablereq.h. */
 void table_client_free(struct table_client *tc)
 {
     if (!tc)

@@ -47,6 +47,11 @@ void table_client_free(struct table_client *tc);
  * Writes always run to their end. Call before concurrent use. */
 void table_client_set_cancel(struct table_client *tc, int (*cancelled)(void *ctx), void *ctx);
 
+/* As table_client_set_cancel, but for every request, writes included
+ * (http_pool_set_abort): for write-behind's own client, whose journal
+ * settles a write cut short. Call before concurrent use. */
+void table_client_set_abort(struct table_client *tc, int (*aborted)(void *ctx), void *ctx);
+
 /* Map a service answer to an errno, in one place:
  * 404 ResourceNotFound/TableNotFound/EntityNotFound -> ENOENT (other 404s
  * -> EIO), 409 -> EEXIST, 412 -> ESTALE, 403/401 -> EACCES, 400 -> EINVAL,

@@ -5,6 +5,7 @@
 #define AZTFS_WB_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <time.h>
@@ -76,7 +77,8 @@ struct writeback {
     pthread_cond_t work_cv;     /* senders: something to send */
     pthread_cond_t done_cv;     /* flushers, waiting writers: something was sent */
     struct wb_config cfg;
-    struct table_client *tc;    /* borrowed */
+    struct table_client *tc;    /* owned: write-behind's own connections, cut
+                                 * short at the stop deadline (wb_aborted) */
     struct logger *lg;          /* borrowed */
     struct wb_hooks hooks;
     struct journal *j;
@@ -84,6 +86,7 @@ struct writeback {
     uint64_t next_seq;
     size_t bytes;               /* queued and sending */
     size_t n_queued, n_sending, n_failed;
+    size_t n_applied;           /* changes applied since the mount */
     struct wb_ent **ents;       /* hash by path */
     size_t n_ent_buckets, n_ents;
     struct wb_part **parts;     /* hash by directory */
@@ -92,6 +95,7 @@ struct writeback {
     size_t n_done_buckets, n_dones;
     struct wb_op *failed_head;  /* the failed changes, oldest first */
     int stopping, urgent;       /* closing; queue full: send everything */
+    atomic_llong stop_ms;       /* closing: the monotonic ms when sending ends (0: not) */
     pthread_t *threads;
     int n_threads;
 };
@@ -167,8 +171,17 @@ int wb_journal(struct writeback *wb, json_t *rec);
 /* The ops of SEQS as a JSON array of numbers (new reference), or NULL. */
 json_t *wb_seq_array(struct wb_op **ops, size_t n);
 
-/* The monotonic clock, the wall clock. */
+/* The monotonic clock. */
 struct timespec wb_now(void);
+
+/* How long a waiting writer sleeps before it asks hooks.cancelled again. */
+#define WB_WAIT_STEP_MS 200
+
+/* A writer's wait for something sent (done_cv, lock held): at most
+ * WB_WAIT_STEP_MS. Returns 0, or -EINTR when hooks.cancelled says the
+ * writer should stop waiting (its request interrupted, the mount going
+ * away: libfuse joins its workers before the mount can end). */
+int wb_wait_sent(struct writeback *wb);
 
 /* --- wbcontrol.c --- */
 

@@ -381,6 +381,7 @@ static void wb_free(struct writeback *wb)
     free(wb->dones);
     free(wb->threads);
     journal_close(wb->j);
+    table_client_free(wb->tc);
     pthread_mutex_destroy(&wb->mu);
     pthread_cond_destroy(&wb->work_cv);
     pthread_cond_destroy(&wb->done_cv);
@@ -417,8 +418,28 @@ static int wb_replay(struct writeback *wb)
     return rc;
 }
 
+/* The monotonic clock in milliseconds. */
+static long long now_ms(void)
+{
+    struct timespec t = wb_now();
+
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Write-behind's client's abort hook: the stop deadline has passed, so
+ * every request still out ends (its send was journalled first: the next
+ * mount settles it). Asked from the sending threads, without the lock. */
+static int wb_aborted(void *ctx)
+{
+    struct writeback *wb = ctx;
+    long long at = atomic_load(&wb->stop_ms);
+
+    return at != 0 && now_ms() >= at;
+}
+
 /* See writeback.h. */
-int wb_open(const struct wb_config *cfg, struct table_client *tc, struct logger *lg,
+int wb_open(const struct wb_config *cfg, const struct account *acct,
+            const struct http_config *hc, struct logger *lg, struct http_stats *stats,
             const struct wb_hooks *hooks, struct writeback **out)
 {
     struct writeback *wb = calloc(1, sizeof(*wb));
@@ -435,8 +456,8 @@ int wb_open(const struct wb_config *cfg, struct table_client *tc, struct logger 
     pthread_cond_init(&wb->done_cv, &ca);
     pthread_condattr_destroy(&ca);
     wb->cfg = *cfg;
-    wb->tc = tc;
     wb->lg = lg;
+    atomic_init(&wb->stop_ms, 0);
     wb->hooks = *hooks;
     wb->n_ent_buckets = ENT_BUCKETS;
     wb->n_part_buckets = PART_BUCKETS;
@@ -444,10 +465,12 @@ int wb_open(const struct wb_config *cfg, struct table_client *tc, struct logger 
     wb->ents = calloc(ENT_BUCKETS, sizeof(*wb->ents));
     wb->parts = calloc(PART_BUCKETS, sizeof(*wb->parts));
     wb->dones = calloc(DONE_BUCKETS, sizeof(*wb->dones));
-    if (!wb->ents || !wb->parts || !wb->dones) {
+    if (!wb->ents || !wb->parts || !wb->dones ||
+        (rc = table_client_new(&wb->tc, acct, hc, lg, stats)) < 0) {
         rc = -ENOMEM;
         goto out_err;
     }
+    table_client_set_abort(wb->tc, wb_aborted, wb);
     if ((rc = journal_open(cfg->dir, cfg->name, lg, &wb->j)) < 0 ||
         (rc = wb_replay(wb)) < 0)
         goto out_err;
@@ -497,31 +520,72 @@ int wb_start(struct writeback *wb)
     return wb->n_threads > 0 ? 0 : -EAGAIN;
 }
 
-/* See writeback.h. */
-void wb_close(struct writeback *wb)
+/* Log the failed changes WB keeps (lock held): the first few by name. */
+static void log_failed(struct writeback *wb)
 {
-    if (!wb)
-        return;
-    pthread_mutex_lock(&wb->mu);
+    size_t n = 0;
+
+    for (struct wb_op *f = wb->failed_head; f && n < 10; f = f->next, n++)
+        log_error(wb->lg, "%s: the queued %s failed (%s%s%s); it stays in the journal %s",
+                  f->path, wb_kind_name(f->kind), strerror(f->err), f->why ? ": " : "",
+                  f->why ? f->why : "", journal_path(wb->j));
+    if (wb->n_failed > n)
+        log_error(wb->lg, "... and %zu more failed changes (user.aztfs.pending at the next "
+                  "mount lists them)", wb->n_failed - n);
+}
+
+/* Begin the stop (lock held): every partition due now, the deadline set,
+ * the senders and any waiting writer woken. */
+static void stop_begin(struct writeback *wb)
+{
     wb->stopping = 1;
+    atomic_store(&wb->stop_ms, now_ms() + (long long)(wb->cfg.stop_seconds * 1000));
+    for (size_t b = 0; b < wb->n_part_buckets; b++)
+        for (struct wb_part *p = wb->parts[b]; p; p = p->hnext) {
+            p->backoff = 0;
+            p->not_before = (struct timespec){ 0, 0 };
+        }
     pthread_cond_broadcast(&wb->work_cv);
+    pthread_cond_broadcast(&wb->done_cv);
+}
+
+/* See writeback.h. */
+size_t wb_close(struct writeback *wb)
+{
+    long long t0 = now_ms();
+    size_t applied0, todo, left;
+
+    if (!wb)
+        return 0;
+    pthread_mutex_lock(&wb->mu);
+    applied0 = wb->n_applied;
+    todo = wb->n_queued + wb->n_sending;
+    if (todo)
+        log_info(wb->lg, "stopping: %zu queued change%s to send (for at most %g s)", todo,
+                 todo == 1 ? "" : "s", wb->cfg.stop_seconds);
+    stop_begin(wb);
     pthread_mutex_unlock(&wb->mu);
     for (int i = 0; i < wb->n_threads; i++)
         pthread_join(wb->threads[i], NULL);
     if (wb->n_threads == 0)
         (void)wb_drain(wb);
     pthread_mutex_lock(&wb->mu);
-    for (struct wb_op *f = wb->failed_head; f; f = f->next)
-        log_error(wb->lg, "%s: the queued %s failed (%s%s%s); it stays in the journal %s",
-                  f->path, wb_kind_name(f->kind), strerror(f->err), f->why ? ": " : "",
-                  f->why ? f->why : "", journal_path(wb->j));
-    if (wb->n_queued)
-        log_error(wb->lg, "%zu queued change%s could not be sent; they stay in the journal "
-                  "%s and are sent at the next mount with it", wb->n_queued,
-                  wb->n_queued == 1 ? "" : "s", journal_path(wb->j));
+    log_failed(wb);
+    left = wb->n_queued + wb->n_failed;
+    if (left == 0)
+        log_info(wb->lg, "write-behind stopped: every change sent (%zu since the stop, in "
+                 "%.1f s); the journal is empty", wb->n_applied - applied0,
+                 (now_ms() - t0) / 1000.0);
+    else
+        log_error(wb->lg, "write-behind stopped after %.1f s: %zu change%s sent since the "
+                  "stop; %zu unsent and %zu failed stay in the journal %s (sent, or "
+                  "reported, at the next mount with it)", (now_ms() - t0) / 1000.0,
+                  wb->n_applied - applied0, wb->n_applied - applied0 == 1 ? "" : "s",
+                  wb->n_queued, wb->n_failed, journal_path(wb->j));
     wb_compact(wb);
     pthread_mutex_unlock(&wb->mu);
     wb_free(wb);
+    return left;
 }
 
 /* Is PATH under SCOPE ("/" holds everything; a directory its tree; an
@@ -580,8 +644,8 @@ int wb_flush(struct writeback *wb, const char *scope, int wait)
                 p->not_before = (struct timespec){ 0, 0 };
             }
     pthread_cond_broadcast(&wb->work_cv);
-    while (wait && wb->n_threads > 0 && scope_busy(wb, scope, 1))
-        pthread_cond_wait(&wb->done_cv, &wb->mu);
+    while (wait && rc == 0 && wb->n_threads > 0 && scope_busy(wb, scope, 1))
+        rc = wb_wait_sent(wb);
     for (struct wb_op *f = wb->failed_head; f && rc == 0; f = f->next)
         if (under(f->path, scope))
             rc = -EIO;

@@ -22,6 +22,20 @@ struct timespec wb_now(void)
     return t;
 }
 
+/* See wb_int.h. */
+int wb_wait_sent(struct writeback *wb)
+{
+    struct timespec until = wb_now();
+
+    until.tv_nsec += WB_WAIT_STEP_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&wb->done_cv, &wb->mu, &until);
+    return wb->hooks.cancelled && wb->hooks.cancelled(wb->hooks.ctx) ? -EINTR : 0;
+}
+
 /* --- the maps ------------------------------------------------------------------ */
 
 /* See wb_int.h. */

@@ -98,6 +98,28 @@ static size_t cut(struct wb_part *p, struct wb_op **ops)
     return n;
 }
 
+/* The stop deadline as a monotonic time. */
+static struct timespec stop_time(const struct writeback *wb)
+{
+    long long ms = atomic_load(&((struct writeback *)wb)->stop_ms);
+
+    return (struct timespec){ (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+}
+
+/* Has the stop's deadline passed? */
+static int stop_passed(const struct writeback *wb)
+{
+    return !before(wb_now(), stop_time(wb));
+}
+
+/* UNTIL (0: none), but no later than the stop deadline. */
+static struct timespec stop_deadline(const struct writeback *wb, struct timespec until)
+{
+    struct timespec end = stop_time(wb);
+
+    return !until.tv_sec || before(end, until) ? end : until;
+}
+
 /* See wb_int.h. */
 size_t wb_take_batch(struct writeback *wb, int force, struct wb_op **ops,
                      struct timespec *wait_until)
@@ -106,6 +128,9 @@ size_t wb_take_batch(struct writeback *wb, int force, struct wb_op **ops,
     struct wb_part *p = NULL;
     size_t n;
 
+    *wait_until = next;
+    if (wb->stopping && stop_passed(wb))
+        return 0;           /* stopped: what is left stays in the journal */
     for (size_t b = 0; b < wb->n_part_buckets && !p; b++)
         for (struct wb_part *q = wb->parts[b]; q && !p; q = q->hnext)
             if (part_ready(wb, q, force, now, &next))
@@ -333,8 +358,10 @@ void *wb_sender(void *arg)
                 wb_compact(wb);     /* only while no batch is out */
             continue;
         }
-        if (wb->stopping && wb->n_sending == 0 && !until.tv_sec)
+        if (wb->stopping && ((wb->n_sending == 0 && !until.tv_sec) || stop_passed(wb)))
             break;
+        if (wb->stopping)       /* not past the stop deadline */
+            until = stop_deadline(wb, until);
         if (until.tv_sec)
             pthread_cond_timedwait(&wb->work_cv, &wb->mu, &until);
         else

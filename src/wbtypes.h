@@ -33,6 +33,11 @@ struct wb_hooks {
     /* PATH's queued changes failed for good: what the mount shows of it
      * must be read again. */
     void (*failed)(void *ctx, const char *path);
+    /* Should a writer stop waiting (for room in the queue, for a flush)?
+     * Asked, with writeback's lock held, from the writer's own thread at
+     * least every WB_WAIT_STEP_MS: nonzero when the request it serves was
+     * interrupted or the mount is going away. NULL: never. */
+    int (*cancelled)(void *ctx);
     void *ctx;
 };
 
@@ -42,6 +47,7 @@ struct wb_config {
     double delay;               /* seconds a change may wait for batch-mates */
     size_t max_bytes;           /* queue bound: writers wait beyond it */
     int senders;                /* partitions sent in parallel */
+    double stop_seconds;        /* wb_close sends for at most this long */
 };
 
 #endif

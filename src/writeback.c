@@ -393,10 +393,12 @@ int wb_submit(struct writeback *wb, const struct wb_change *c, size_t n, char **
         for (size_t i = 0; i < n; i++)
             tokens[i] = NULL;
     pthread_mutex_lock(&wb->mu);
-    while (wb->bytes >= wb->cfg.max_bytes && !wb->stopping) {
+    while (wb->bytes >= wb->cfg.max_bytes && !wb->stopping && rc == 0) {
         wb->urgent = 1;         /* the queue is full: send, and wait for room */
         pthread_cond_broadcast(&wb->work_cv);
-        pthread_cond_wait(&wb->done_cv, &wb->mu);
+        if ((rc = wb_wait_sent(wb)) < 0)
+            log_warn(wb->lg, "%s: not saved: the change waited for room in the write-behind "
+                     "queue and the request was interrupted or the mount is ending", c[0].path);
     }
     /* every change checked before any is queued: all or nothing */
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -537,6 +539,7 @@ void wb_op_applied(struct writeback *wb, struct wb_op *op, const char *etag,
     if (e && e->last == op)
         e->last = NULL;
     wb->n_sending--;
+    wb->n_applied++;
     wb->bytes -= op->bytes;
     if (e)
         wb_ent_release(wb, e);

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <jansson.h>
 
+#include "connstr.h"
+#include "http.h"
 #include "log.h"
 #include "table.h"
 #include "wbtypes.h"
@@ -25,9 +27,13 @@
 struct writeback;
 
 /* Open the journal and load what it holds (failed changes stay failed,
- * the others are queued again; nothing is sent yet: wb_drain). TC and LG
- * borrowed. Returns 0 with *out, or -errno (logged). */
-int wb_open(const struct wb_config *cfg, struct table_client *tc, struct logger *lg,
+ * the others are queued again; nothing is sent yet: wb_drain). Write-behind
+ * sends through a client of its own for ACCT with HC (so the mount's read
+ * cancellation never cuts its requests, and its stop deadline cuts only
+ * them); ACCT, LG and STATS borrowed (they outlive it), HC copied.
+ * Returns 0 with *out, or -errno (logged). */
+int wb_open(const struct wb_config *cfg, const struct account *acct,
+            const struct http_config *hc, struct logger *lg, struct http_stats *stats,
             const struct wb_hooks *hooks, struct writeback **out);
 
 /* Send everything queued from this thread, now (before the mount serves:
@@ -39,10 +45,14 @@ int wb_drain(struct writeback *wb);
  * Returns 0 or -errno. */
 int wb_start(struct writeback *wb);
 
-/* Send what is queued (waiting for it), stop the threads, log the changes
- * that failed, and close the journal: emptied when everything was sent,
- * else left in place for the next mount. WB NULL: nothing. */
-void wb_close(struct writeback *wb);
+/* Stop: send what is queued for at most cfg.stop_seconds (then every
+ * request still out is cut short: its send was journalled, the next mount
+ * settles it), stop the threads, log one line saying what was sent and
+ * what is left, and close the journal: emptied when everything was sent,
+ * else left for the next mount. Waiting writers are woken (-EINTR). WB is
+ * freed. Returns the number of changes left in the journal (unsent or
+ * failed); WB NULL: 0. */
+size_t wb_close(struct writeback *wb);
 
 /* Queue N (1, or 2 for a rename: written and deleted in one batch) changes
  * and return once the journal holds them on disk. Writers wait while the
