@@ -202,12 +202,14 @@ static int batch_answer(struct batch_probe *probe, int rc,
     if (table_batch_outcome(resp->body ? resp->body : "", st) == 0)
         return batch_etags_take(resp->body ? resp->body : "", probe->ops, probe->n);
     rc = table_fail(tc, "batch", st);
-    /* as for single writes: a 409/412 may answer a resend of a batch whose
-     * first send was applied (only then); the entities decide */
-    if ((rc == -EEXIST || rc == -ESTALE) && (resp->resent || probe->since) &&
+    /* as for single writes: a 409/412, or the 404 of a delete, may answer a
+     * resend of a batch whose first send was applied (only then); the
+     * entities decide */
+    if ((rc == -EEXIST || rc == -ESTALE || rc == -ENOENT) && (resp->resent || probe->since) &&
         batch_applied(probe, resp) == 1) {
-        log_info(tc->lg, "batch on %s: the service already holds it (an earlier send "
-                 "was applied)", probe->table);
+        log_info(tc->lg, "batch of %zu on %s/%s: the service already holds it (an earlier "
+                 "send was applied)", probe->n, probe->table, probe->pk);
+        memset(st, 0, sizeof(*st));
         rc = 0;
     }
     return rc;

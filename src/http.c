@@ -580,8 +580,8 @@ static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
         int applied = p->req->settle ? p->req->settle(p->req->settle_ctx, resp) : -1;
 
         if (applied == 1) {
-            log_info(p->pool->lg, "%s: the answer was lost, but the service holds the "
-                     "change: done", p->what);
+            log_info(p->pool->lg, "%s: the answer was lost, but the service already "
+                     "holds the change: done", p->what);
             resp->settled = 1;
             return 0;
         }

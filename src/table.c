@@ -175,8 +175,7 @@ int table_write_applied(void *ctx, const struct http_response *resp)
     p->etag = NULL;
     rc = entity_holds(p->tc, p->table, p->pk, p->rk, p->entity, p->merged, &since, &p->etag);
     if (rc == 1)
-        log_info(p->tc->lg, "%s: the service already holds this write (an earlier send "
-                 "was applied)", p->what);
+        log_debug(p->tc->lg, "%s %s/%s: the service holds this write", p->what, p->pk, p->rk);
     return rc;
 }
 
@@ -213,8 +212,11 @@ static int write_answer(struct write_probe *probe, int rc, const struct http_res
          * answer, libcurl's resend on a dead connection) can it be our own
          * write meeting itself; then the entity decides. */
         if ((resp->status == 409 || resp->status == 412) && resp->resent &&
-            table_write_applied(probe, resp) == 1)
+            table_write_applied(probe, resp) == 1) {
+            log_info(probe->tc->lg, "%s: the service already holds this write (an earlier "
+                     "send was applied)", probe->what);
             return write_done(probe, new_etag, st);
+        }
         return table_fail(probe->tc, probe->what, st);
     }
     if (new_etag && resp->hdr[HDR_ETAG] && !(*new_etag = strdup(resp->hdr[HDR_ETAG])))

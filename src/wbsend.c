@@ -308,11 +308,17 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
             batch_later(wb, ops, n, rc, &st);
             return;
         }
-        /* the service answered: nothing of the batch was applied */
-        pthread_mutex_lock(&wb->mu);
-        for (size_t i = 0; i < n; i++)
-            ops[i]->sent_at = (struct timespec){ 0, 0 };
-        pthread_mutex_unlock(&wb->mu);
+        /* the service answered: this send was not applied. After a first
+         * send nothing was, and what is sent next is a first send again;
+         * after a resend an earlier send may have been (a lost answer, a
+         * crash), so the others keep their window: a conflict of theirs is
+         * ours when the entity holds exactly what was sent in it */
+        if (!again) {
+            pthread_mutex_lock(&wb->mu);
+            for (size_t i = 0; i < n; i++)
+                ops[i]->sent_at = (struct timespec){ 0, 0 };
+            pthread_mutex_unlock(&wb->mu);
+        }
         idx = table_batch_failed_index(&st);
         if (idx >= 0 && (size_t)idx < n) {
             n = batch_drop_failed(wb, ops, n, (size_t)idx, rc,

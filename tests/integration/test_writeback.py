@@ -192,6 +192,51 @@ def test_crash_while_a_batch_is_out_is_settled_not_doubled(sdk, seed, mounter, a
         mnt2.unmount()
 
 
+def test_crash_while_a_mixed_batch_is_out_reports_no_false_conflict(sdk, seed, mounter,
+                                                                    azurite, tmp_path):
+    """Issue 29, item 2: a batch of a delete, a replace and an insert is
+    applied, its answer lost, the daemon killed. The next mount's resend
+    meets 404 (the delete), then 412 and 409: all three are ours, settled
+    as applied, none reported failed (they used to be: ENOENT, ESTALE,
+    EEXIST, and sync EIO until discarded)."""
+    t = seed.table(sdk, "wbMixed")
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "a0", "v": 0})
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "b0", "v": 0})
+    opts, _ = wb_options(tmp_path)
+    with FaultProxy(azurite.port, rate=0.0, stall=30) as px:
+        mnt = mounter.mount(conn_str=conn_str_for(px.port), options=opts)
+        pdir = os.path.join(str(mnt), "wbMixed", "p")
+        assert sorted(os.listdir(pdir)) == ["a0.json", "b0.json"]
+        os.unlink(os.path.join(pdir, "a0.json"))
+        put(os.path.join(pdir, "b0.json"), {"v": 2})
+        put(os.path.join(pdir, "n3.json"), {"v": 3})
+        px.set_faults(rate=1.0, kinds=["stall_after"], methods=["POST"])
+        fd = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
+        pid = os.fork()
+        if pid == 0:                            # the fsync hangs on the stalled batch
+            try:
+                os.fsync(fd)
+            finally:
+                os._exit(0)
+        want = {"b0": 2, "n3": 3}
+        deadline = time.monotonic() + 20
+        while entities(t) != want and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert entities(t) == want              # applied; the answer is stalled
+        kill_mount(mnt)
+        os.waitpid(pid, 0)
+        os.close(fd)
+        port = px.port
+    with FaultProxy(azurite.port, listen_port=port, rate=0.0) as px:
+        mnt2 = mounter.mount(conn_str=conn_str_for(port), options=opts)
+        p = pending(mnt2)
+        assert p["queued"] == 0 and p["failed"] == 0, (p, mnt2.stderr()[-3000:])
+        sync_all(mnt2)
+        assert entities(t) == want
+        assert "batch of 3 on wbMixed/p: the service already holds it" in mnt2.stderr()
+        mnt2.unmount()
+
+
 def test_conflict_in_a_batch_fails_only_that_entity(sdk, seed, mounter, tmp_path):
     t = seed.table(sdk, "wbConflict")
     for i in range(5):
