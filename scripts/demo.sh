@@ -35,7 +35,17 @@ scripts/azurite.sh start "$PORT" || {
 
 mkdir -p "$MNT"
 LOG="$ROOT/aztfs-demo.log"
-./aztfs -o logfile="$LOG" "$MNT"    # daemonizes once mounted; logs to $LOG
+# aztfs writes its log only in a directory of root's or its own (doc/OPERATIONS.md,
+# "Files aztfs writes"): a clone in another user's home, run with sudo, is
+# shared on purpose
+SHARED=()
+d=$ROOT
+while :; do
+    case $(stat -c %u "$d") in 0|"$EUID") ;; *) SHARED=(-o allow_shared_dirs) ;; esac
+    [ "$d" = / ] && break
+    d=$(dirname "$d")
+done
+./aztfs -o logfile="$LOG" "${SHARED[@]}" "$MNT"    # daemonizes once mounted; logs to $LOG
 for _ in $(seq 1 50); do
     mountpoint -q "$MNT" && break
     sleep 0.1

@@ -1,7 +1,6 @@
 /* log.c - leveled logging to stderr, a log file or syslog; one line per message. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 
 #include "keycodec.h"
 #include "log.h"
+#include "safefile.h"
 
 static const char *const level_names[] = {
     [LOG_LVL_ERROR] = "error",
@@ -140,44 +140,32 @@ void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...
     va_end(ap);
 }
 
-/* PATH made absolute against the current directory: malloc'd, or NULL. */
-static char *absolute(const char *path)
-{
-    char cwd[PATH_MAX];
-    char *out = NULL;
-
-    if (path[0] == '/')
-        return strdup(path);
-    if (!getcwd(cwd, sizeof(cwd)) || asprintf(&out, "%s/%s", cwd, path) < 0)
-        return NULL;
-    return out;
-}
-
-static int open_append(const char *path)
-{
-    return open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
-}
-
 /* See log.h. */
-int log_open_file(struct logger *lg, const char *path)
+int log_open_file(struct logger *lg, const char *path, int allow_shared)
 {
-    char *abs = absolute(path);
-    int fd;
+    struct safe_dir dir;
+    char why[512], *name = NULL, *full = NULL;
+    int fd = safe_parent_open(path, allow_shared, &dir, &name, why, sizeof(why));
 
-    if (!abs) {
-        fprintf(stderr, "aztfs: logfile=%s: %s\n", path, strerror(errno));
-        return -errno;
+    if (fd == 0)            /* the directory is fine: now the file */
+        fd = safe_open(&dir, name, O_WRONLY | O_APPEND | O_CREAT, 0600, why, sizeof(why));
+    if (fd >= 0 && asprintf(&full, "%s/%s", dir.path, name) < 0) {
+        full = NULL;
+        close(fd);
+        fd = -ENOMEM;
+        snprintf(why, sizeof(why), "out of memory");
     }
-    if ((fd = open_append(abs)) < 0) {
-        int err = errno;
-
-        fprintf(stderr, "aztfs: cannot open the log file %s: %s\n", abs, strerror(err));
-        free(abs);
-        return -err;
+    if (fd < 0) {
+        fprintf(stderr, "aztfs: cannot open the log file %s: %s\n", path, why);
+        safe_dir_close(&dir);
+        free(name);
+        return fd;
     }
     log_close(lg);
     lg->fd = fd;
-    lg->path = abs;
+    lg->dir = dir;
+    lg->name = name;
+    lg->path = full;
     lg->use_file = 1;
     return 0;
 }
@@ -185,15 +173,16 @@ int log_open_file(struct logger *lg, const char *path)
 /* See log.h. */
 int log_reopen(struct logger *lg)
 {
+    char why[512];
     int fd, err;
 
     if (!lg->use_file)
         return 0;
-    if ((fd = open_append(lg->path)) < 0) {
-        err = errno;
+    fd = safe_open(&lg->dir, lg->name, O_WRONLY | O_APPEND | O_CREAT, 0600, why, sizeof(why));
+    if (fd < 0) {
         log_error(lg, "cannot reopen the log file %s: %s (still writing to the old one)",
-                  lg->path, strerror(err));
-        return -err;
+                  lg->path, why);
+        return fd;
     }
     err = dup3(fd, lg->fd, O_CLOEXEC) < 0 ? errno : 0;
     close(fd);
@@ -207,8 +196,10 @@ void log_close(struct logger *lg)
 {
     if (lg->use_file)
         close(lg->fd);
+    safe_dir_close(&lg->dir);
+    free(lg->name);
     free(lg->path);
-    lg->path = NULL;
+    lg->name = lg->path = NULL;
     lg->use_file = 0;
 }
 

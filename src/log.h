@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "safefile.h"
+
 /* QUIET drops everything (while the mount-time check prints its own verdict). */
 enum log_level { LOG_LVL_QUIET = -1, LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
@@ -17,7 +19,9 @@ struct logger {
     int use_syslog;         /* 0: stderr, 1: syslog(3) (unless use_file) */
     int use_file;           /* 1: lines are appended to fd (log_open_file) */
     int fd;                 /* the log file, when use_file */
-    char *path;             /* its absolute path (log_reopen), malloc'd */
+    struct safe_dir dir;    /* its checked directory (log_reopen opens NAME there) */
+    char *name;             /* its name in DIR, malloc'd */
+    char *path;             /* its resolved absolute path (messages), malloc'd */
     struct failring *failures;  /* borrowed; NULL: failures are only logged
                                    (store_log_failure adds to it) */
 };
@@ -41,13 +45,19 @@ void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...
 /* Send LG's lines to the file PATH from now on: opened for appending
  * (created with mode 0600), each line prefixed with the UTC time. A relative
  * PATH is taken from the current directory now (a daemon changes to "/").
+ * The file's directory must exist and pass safe_dir_open's checks (unless
+ * ALLOW_SHARED: -o allow_shared_dirs), and the file safe_open's (never a
+ * symlink, a FIFO, a hard link, a file of another user or one others may
+ * write); the directory stays open for log_reopen.
  * Returns 0, or -errno after printing why on stderr. */
-int log_open_file(struct logger *lg, const char *path);
+int log_open_file(struct logger *lg, const char *path, int allow_shared);
 
-/* Open LG's log file again by its path (after logrotate moved it) and put
- * it in place of the old one atomically (dup3), so that threads logging
- * meanwhile write to one or the other, never to a closed descriptor.
- * Returns 0 or -errno (the old file stays in use; the failure is logged). */
+/* Open LG's log file again by its name in the directory checked by
+ * log_open_file (after logrotate moved it), with the same checks of the
+ * file, and put it in place of the old one atomically (dup3), so that
+ * threads logging meanwhile write to one or the other, never to a closed
+ * descriptor. Returns 0 or -errno (the old file stays in use; the failure
+ * is logged). */
 int log_reopen(struct logger *lg);
 
 /* Close LG's log file, if any; lines go to stderr again. */

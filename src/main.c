@@ -237,14 +237,14 @@ static void warn_unchecked(struct aztfs *a)
 
 /* Mount and serve until unmounted; returns the process exit status.
  * O: the options (o->unchecked: allow_other without default_permissions,
- * logged; o->metrics_file). */
+ * logged). METRICS (NULL: none): the metrics file's writer, started once
+ * mounted; the caller stops it. */
 static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_cmdline_opts *cmd,
-                    const struct aztfs_opts *o)
+                    const struct aztfs_opts *o, struct metrics *metrics)
 {
     struct fuse *f;
     struct fuse_loop_config *lc = NULL;
     struct usr1 u = { .a = a };
-    struct metrics *metrics = NULL;
     pthread_t usr1_tid;
     int rc = 1, have_usr1 = 0, unmounted = 0;
 
@@ -269,9 +269,8 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     log_info(&a->store.log, "mounted %s", cmd->mountpoint);
     if (o->unchecked)
         warn_unchecked(a);
-    if (o->metrics_file)
-        metrics = metrics_start(&a->store, cmd->mountpoint, o->metrics_file,
-                                o->metrics_interval);
+    if (metrics)
+        metrics_start(metrics, &a->store, cmd->mountpoint, o->metrics_interval);
     if (store_writeback_start(&a->store) < 0) {
         log_error(&a->store.log, "write-behind cannot start its threads");
         goto out_signals;
@@ -302,7 +301,6 @@ out_signals:
     unmounted = 1;
     if (store_writeback_close(&a->store) > 0 && rc == 0)
         rc = 1;                     /* changes left in the journal: said in the log */
-    metrics_stop(metrics);
     if (have_usr1) {
         atomic_store(&u.stop, 1);
         pthread_kill(usr1_tid, SIGUSR1);
@@ -422,6 +420,7 @@ int main(int argc, char *argv[])
     struct account acct;
     struct cred_settings cs = { 0 };
     struct aztfs a = { 0 };
+    struct metrics *metrics = NULL;
     int rc = 1;
 
     memset(&acct, 0, sizeof(acct));
@@ -459,7 +458,9 @@ int main(int argc, char *argv[])
                 o.loglevel);
         goto out;
     }
-    if ((o.logfile && log_open_file(&a.store.log, o.logfile) < 0) ||
+    /* checked here, before the mount detaches: a refused place fails it */
+    if ((o.logfile && log_open_file(&a.store.log, o.logfile, o.allow_shared_dirs) < 0) ||
+        (o.metrics_file && !(metrics = metrics_new(o.metrics_file, o.allow_shared_dirs))) ||
         !(a.store.log.failures = failring_new()))
         goto out;
     if (load_account(&o, &acct, &cs) < 0)
@@ -477,7 +478,9 @@ int main(int argc, char *argv[])
         fprintf(stderr, "aztfs: libcurl could not be initialised\n");
         goto out;
     }
-    rc = open_mount(&a, &o, &acct, &cs) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o);
+    rc = open_mount(&a, &o, &acct, &cs) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o, metrics);
+    metrics_stop(metrics);          /* the last write, with the final counts */
+    metrics = NULL;
     prefetch_free(a.prefetch);      /* its workers use the store */
     view_pending_free(a.views);     /* its queries use the store's client */
     store_writeback_close(&a.store);    /* a failed start: what is queued is sent */
@@ -487,6 +490,7 @@ int main(int argc, char *argv[])
     fs_handles_free(a.handles);
     curl_global_cleanup();
 out:
+    metrics_stop(metrics);
     account_free(&acct);
     cred_settings_free(&cs);
     free(cmd.mountpoint);

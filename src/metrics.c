@@ -115,29 +115,27 @@ char *metrics_text(struct store *s, const char *mountpoint)
 }
 
 /* See metrics.h. */
-int metrics_write(struct store *s, const char *mountpoint, const char *path)
+int metrics_write(struct store *s, const char *mountpoint, const struct safe_dir *dir,
+                  const char *name)
 {
     char *text = metrics_text(s, mountpoint), *tmp = NULL;
     size_t len = text ? strlen(text) : 0;
-    int fd = -1, rc = -ENOMEM;
+    int fd, rc = -ENOMEM;
 
-    if (!text || asprintf(&tmp, "%s.tmp", path) < 0) {
-        tmp = NULL;
+    if (!text)
         goto out;
-    }
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) {
-        rc = -errno;
+    if ((fd = safe_tmp(dir, name, 0644, &tmp)) < 0) {
+        rc = fd;
         goto out;
     }
     errno = EIO;            /* what a short write without an error means here */
     rc = write(fd, text, len) == (ssize_t)len ? 0 : -errno;
     if (close(fd) != 0 && rc == 0)
         rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0)
+    if (rc == 0 && renameat(dir->fd, tmp, dir->fd, name) != 0)
         rc = -errno;
     if (rc < 0)
-        unlink(tmp);
+        unlinkat(dir->fd, tmp, 0);
 out:
     free(text);
     free(tmp);
@@ -145,9 +143,12 @@ out:
 }
 
 struct metrics {
+    struct safe_dir dir;      /* the checked directory of the file */
+    char *name;               /* the file's name in it */
     struct store *s;
-    const char *mountpoint, *path;
+    const char *mountpoint;
     unsigned interval;
+    int started;              /* the thread runs (metrics_start) */
     pthread_t tid;
     pthread_mutex_t lock;
     pthread_cond_t wake;      /* signalled by metrics_stop */
@@ -157,10 +158,11 @@ struct metrics {
 /* Write the file, logging a failure (once per kind of failure in a row). */
 static void write_logged(struct metrics *m, int *last_err)
 {
-    int rc = metrics_write(m->s, m->mountpoint, m->path);
+    int rc = metrics_write(m->s, m->mountpoint, &m->dir, m->name);
 
     if (rc < 0 && rc != *last_err)
-        log_warn(&m->s->log, "metrics_file %s: not written: %s", m->path, strerror(-rc));
+        log_warn(&m->s->log, "metrics_file %s/%s: not written: %s", m->dir.path, m->name,
+                 strerror(-rc));
     *last_err = rc;
 }
 
@@ -186,22 +188,38 @@ static void *metrics_thread(void *p)
 }
 
 /* See metrics.h. */
-struct metrics *metrics_start(struct store *s, const char *mountpoint, const char *path,
-                              unsigned interval)
+struct metrics *metrics_new(const char *path, int allow_shared)
 {
     struct metrics *m = calloc(1, sizeof(*m));
+    char why[512];
+
+    if (!m) {
+        fprintf(stderr, "aztfs: out of memory\n");
+        return NULL;
+    }
+    if (safe_parent_open(path, allow_shared, &m->dir, &m->name, why, sizeof(why)) < 0) {
+        fprintf(stderr, "aztfs: metrics_file=%s cannot be used: %s\n", path, why);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* See metrics.h. */
+int metrics_start(struct metrics *m, struct store *s, const char *mountpoint,
+                  unsigned interval)
+{
     pthread_condattr_t ca;
     int ok = 0;
 
-    if (!m)
-        goto out;
-    *m = (struct metrics){ .s = s, .mountpoint = mountpoint, .path = path,
-                           .interval = interval };
-    if (pthread_condattr_init(&ca) != 0)
-        goto out;
-    ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
-         pthread_cond_init(&m->wake, &ca) == 0;
-    pthread_condattr_destroy(&ca);
+    m->s = s;
+    m->mountpoint = mountpoint;
+    m->interval = interval;
+    if (pthread_condattr_init(&ca) == 0) {
+        ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+             pthread_cond_init(&m->wake, &ca) == 0;
+        pthread_condattr_destroy(&ca);
+    }
     if (ok && pthread_mutex_init(&m->lock, NULL) != 0) {
         pthread_cond_destroy(&m->wake);
         ok = 0;
@@ -211,13 +229,13 @@ struct metrics *metrics_start(struct store *s, const char *mountpoint, const cha
         pthread_cond_destroy(&m->wake);
         ok = 0;
     }
-out:
     if (!ok) {
-        log_error(&s->log, "metrics_file %s: the thread that writes it cannot start", path);
-        free(m);
-        return NULL;
+        log_error(&s->log, "metrics_file %s/%s: the thread that writes it cannot start",
+                  m->dir.path, m->name);
+        return -1;
     }
-    return m;
+    m->started = 1;
+    return 0;
 }
 
 /* See metrics.h. */
@@ -225,12 +243,16 @@ void metrics_stop(struct metrics *m)
 {
     if (!m)
         return;
-    pthread_mutex_lock(&m->lock);
-    m->stop = 1;
-    pthread_cond_signal(&m->wake);
-    pthread_mutex_unlock(&m->lock);
-    pthread_join(m->tid, NULL);
-    pthread_mutex_destroy(&m->lock);
-    pthread_cond_destroy(&m->wake);
+    if (m->started) {
+        pthread_mutex_lock(&m->lock);
+        m->stop = 1;
+        pthread_cond_signal(&m->wake);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->tid, NULL);
+        pthread_mutex_destroy(&m->lock);
+        pthread_cond_destroy(&m->wake);
+    }
+    safe_dir_close(&m->dir);
+    free(m->name);
     free(m);
 }

@@ -4,6 +4,7 @@
 #ifndef AZTFS_METRICS_H
 #define AZTFS_METRICS_H
 
+#include "safefile.h"
 #include "storecore.h"
 
 struct metrics;
@@ -13,20 +14,31 @@ struct metrics;
  * (escaped). Malloc'd; NULL on ENOMEM. */
 char *metrics_text(struct store *s, const char *mountpoint);
 
-/* Write metrics_text to PATH atomically: into PATH.tmp (mode 0644 before
- * the umask), then rename(2) over PATH, so a reader sees the old file or
- * the new one, never a part. No fsync: after a power loss the file may be
- * lost or empty, and the next write (every interval) replaces it; metrics
- * are not worth a disk flush each time. Returns 0 or -errno. */
-int metrics_write(struct store *s, const char *mountpoint, const char *path);
+/* Write metrics_text to NAME in DIR atomically: into a new temporary file
+ * beside it (safe_tmp: "NAME.tmp-XXXXXX", a random name created with
+ * O_EXCL, mode 0644 before the umask; nothing another user planted is ever
+ * opened), then renameat(2) over NAME, so a reader sees the old file or the
+ * new one, never a part. No fsync: after a power loss the file may be lost
+ * or empty, and the next write (every interval) replaces it; metrics are
+ * not worth a disk flush each time. Returns 0 or -errno. */
+int metrics_write(struct store *s, const char *mountpoint, const struct safe_dir *dir,
+                  const char *name);
 
-/* Start a thread that calls metrics_write every INTERVAL seconds, the
- * first time now. S, MOUNTPOINT and PATH are borrowed until metrics_stop.
- * Returns NULL (after one log line) when the thread cannot start. */
-struct metrics *metrics_start(struct store *s, const char *mountpoint, const char *path,
-                              unsigned interval);
+/* The writer of -o metrics_file=PATH, its directory checked now, before the
+ * mount detaches (a relative PATH is taken from the current directory): it
+ * must exist and pass safe_dir_open's checks, unless ALLOW_SHARED (-o
+ * allow_shared_dirs). Returns it (not started), or NULL after printing why
+ * on stderr. */
+struct metrics *metrics_new(const char *path, int allow_shared);
 
-/* Stop the thread, write the file once more, free M (NULL: nothing). */
+/* Start M's thread: metrics_write every INTERVAL seconds, the first time
+ * now. S and MOUNTPOINT are borrowed until metrics_stop. Returns 0, or -1
+ * after one log line when the thread cannot start. */
+int metrics_start(struct metrics *m, struct store *s, const char *mountpoint,
+                  unsigned interval);
+
+/* Stop M's thread if it started, which writes the file once more, and free
+ * M (NULL: nothing). */
 void metrics_stop(struct metrics *m);
 
 #endif

@@ -41,6 +41,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("logfile=%s", logfile),
     OPT("metrics_file=%s", metrics_file),
     OPT("metrics_interval=%u", metrics_interval),
+    OPT("allow_shared_dirs", allow_shared_dirs),
     FUSE_OPT_KEY("umask=", KEY_UMASK),
     FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE),
     FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
@@ -356,6 +357,10 @@ void options_usage(const char *progname)
            "    -o metrics_file=PATH    write the counters there in the Prometheus text\n"
            "                            format (node_exporter's textfile collector)\n"
            "    -o metrics_interval=SECS  how often metrics_file is rewritten (60)\n"
+           "    -o allow_shared_dirs    let logfile= and metrics_file= be in a directory\n"
+           "                            other users may write (refused by default: they\n"
+           "                            could replace the files); the files themselves\n"
+           "                            are still never symlinks, FIFOs or others' files\n"
            "    -o uid=N,gid=N          owner of every file (default: the mounting user)\n"
            "    -o umask=M              files 0666 & ~M, directories 0777 & ~M (octal)\n"
            "    -o file_mode=M          permission bits of files (octal; default 0644)\n"

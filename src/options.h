@@ -35,6 +35,8 @@ struct aztfs_opts {
     int unchecked;            /* allow_other without permission checks: warn */
     char *logfile;            /* -o logfile=PATH */
     char *metrics_file;       /* -o metrics_file=PATH */
+    int allow_shared_dirs;    /* -o allow_shared_dirs: the files above (and the
+                                 journal) may be in a directory others may write */
     unsigned metrics_interval;    /* -o metrics_interval=SECONDS */
     unsigned umask;           /* -o umask=OCTAL (UINT_MAX: not given) */
     unsigned file_mode;       /* -o file_mode=OCTAL; after parsing, the mode of files */

@@ -109,7 +109,8 @@ def test_help_lists_only_options_that_apply(aztfs_run):
     for name in FUSE_MANAGED:
         assert name not in listed, name
     for name in ("allow_other", "max_threads", "auto_unmount", "logfile", "metrics_file",
-                 "umask", "file_mode", "dir_mode", "ino32", "negative_timeout"):
+                 "allow_shared_dirs", "umask", "file_mode", "dir_mode", "ino32",
+                 "negative_timeout"):
         assert "-o " + name in out, name
 
 

@@ -2,6 +2,7 @@
 #ifndef AZTFS_TAP_H
 #define AZTFS_TAP_H
 
+#include <ftw.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,6 +40,22 @@ static int tap_n, tap_failed;
         if (tap_g_ != tap_w_)                                         \
             printf("#   got:  %lld\n#   want: %lld\n", tap_g_, tap_w_); \
     } while (0)
+
+/* An nftw callback of tap_rmtree: remove PATH. */
+static inline int tap_remove_one(const char *path, const struct stat *sb, int flag,
+                                 struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+/* Remove DIR and everything below it, links not followed. 1 when all is gone. */
+static inline int tap_rmtree(const char *dir)
+{
+    return nftw(dir, tap_remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0;
+}
 
 /* done_testing(): print the plan and return the exit status for main(). */
 static inline int done_testing(void)

@@ -2,7 +2,6 @@
  * and its lock, records read back, torn and damaged records, atomic
  * rewrite, group commit under concurrent appends. */
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -504,19 +503,8 @@ out:
     free(dir);
 }
 
-/* An nftw callback: remove PATH. */
-static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 int main(void)
 {
-    int cleaned;
-
     if (!mkdtemp(base)) {
         printf("Bail out! mkdtemp: %s\n", strerror(errno));
         return 1;
@@ -527,7 +515,6 @@ int main(void)
     test_rewrite();
     test_concurrency();
     test_stop();
-    cleaned = nftw(base, remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0;
-    ok(cleaned, "temporary directory removed");
+    ok(tap_rmtree(base), "temporary directory removed");
     return done_testing();
 }

@@ -1,4 +1,6 @@
 /* test_log.c - unit tests for log_escape and the lines log_msg writes (TAP). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,10 +236,11 @@ static char *slurp(const char *path)
 }
 
 /* -o logfile=: created 0600, appended to, a failure recorded in the ring,
- * reopened by path after a rename (logrotate). */
+ * reopened by name after a rename (logrotate), but not through a symlink
+ * planted at the name. */
 static void test_log_file(void)
 {
-    char dir[] = "/tmp/aztfs-logtest-XXXXXX", path[128], moved[160];
+    char dir[] = "/tmp/aztfs-logtest-XXXXXX", path[128], moved[160], victim[160];
     struct logger lg = { .level = LOG_LVL_INFO };
     struct failure f = { "save", "/t/p/a.json", 22, 0, NULL, "line 1: bad" };
     struct stat st;
@@ -250,7 +253,7 @@ static void test_log_file(void)
     snprintf(path, sizeof(path), "%s/a.log", dir);
     snprintf(moved, sizeof(moved), "%s/a.log.1", dir);
     lg.failures = failring_new();
-    is_int(log_open_file(&lg, path), 0, "log_open_file");
+    is_int(log_open_file(&lg, path, 0), 0, "log_open_file");
     ok(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600, "created 0600");
     log_info(&lg, "first");
     failring_add(lg.failures, &f);
@@ -276,6 +279,19 @@ static void test_log_file(void)
     text = slurp(moved);
     ok(text && !strstr(text, "second"), "the old file keeps the old lines only");
     free(text);
+    /* rotated again, and a symlink planted at the name: refused at SIGHUP */
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    ok(rename(path, moved) == 0 && symlink(victim, path) == 0 && close(creat(victim, 0600)) == 0,
+       "rotate, then a symlink at the name");
+    lg.level = LOG_LVL_QUIET;       /* the refusal's line would go to the old file */
+    is_int(log_reopen(&lg), -ELOOP, "log_reopen refuses the symlink");
+    lg.level = LOG_LVL_INFO;
+    log_info(&lg, "third");
+    text = slurp(moved);
+    ok(text && strstr(text, "third"), "and goes on writing to the old file");
+    free(text);
+    ok(stat(victim, &st) == 0 && st.st_size == 0, "the symlink's target is unchanged");
+    unlink(victim);
     log_close(&lg);
     ok(!lg.use_file && !lg.path, "log_close");
     failring_free(lg.failures);
