@@ -349,7 +349,7 @@ static int open_writeback(struct aztfs *a, const struct aztfs_opts *o,
     }
     struct wb_config cfg = { dir, name, o->writeback_ms / 1000.0,
                              (size_t)o->writeback_queue_mb * 1024 * 1024, 4,
-                             o->writeback_stop };
+                             o->writeback_stop, o->allow_shared_dirs };
     rc = store_writeback_open(&a->store, &cfg, acct, hc);
     if (rc < 0)
         fprintf(stderr, "aztfs: the write-behind journal in %s cannot be used: %s\n", dir,

@@ -196,5 +196,5 @@ char *store_pending_json(struct store *s, size_t limit)
 /* See store.h. */
 int store_discard(struct store *s, const char *path)
 {
-    return s->wb ? wb_discard(s->wb, path) : -ENOENT;
+    return s->wb ? wb_discard(s->wb, path, "discarded (user.aztfs.discard)") : -ENOENT;
 }

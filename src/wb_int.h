@@ -17,7 +17,8 @@
 
 #define WB_BATCH_OPS 100
 #define WB_BATCH_BYTES (4u * 1024 * 1024 - 64 * 1024)   /* under the 4 MiB cap */
-#define WB_COMPACT_BYTES (16u * 1024 * 1024)   /* journal rewritten beyond this */
+#define WB_COMPACT_MIN (1024u * 1024)   /* journal not compacted below this */
+#define WB_QUEUE_MIN (256u * 1024)      /* the queue's bound is never lowered below this */
 #define WB_TOKEN_PREFIX "W/\"aztfs-queued-"
 
 enum wb_state { WS_QUEUED, WS_SENDING, WS_FAILED };
@@ -36,6 +37,8 @@ struct wb_op {
     struct wb_op *dep;          /* the earlier change of this entity it waits for */
     struct wb_op *succ;         /* the later change waiting for this one */
     struct timespec sent_at;    /* first handed to the network (0: never) */
+    int done;                   /* WS_SENDING: applied, being settled (done_etag) */
+    char *done_etag;            /* the ETag the service gave (NULL: none, a delete) */
     struct timespec queued_at;  /* monotonic, for the delay */
     int err;                    /* WS_FAILED: the positive errno */
     char *why;                  /* WS_FAILED: what the service said */
@@ -87,6 +90,7 @@ struct writeback {
     size_t bytes;               /* queued and sending */
     size_t n_queued, n_sending, n_failed;
     size_t n_applied;           /* changes applied since the mount */
+    unsigned n_damaged;         /* journal stretches skipped at the mount (damaged, refused) */
     struct wb_ent **ents;       /* hash by path */
     size_t n_ent_buckets, n_ents;
     struct wb_part **parts;     /* hash by directory */
@@ -185,8 +189,14 @@ int wb_wait_sent(struct writeback *wb);
 
 /* --- wbcontrol.c --- */
 
-/* Rewrite the journal with what is live (lock held). */
-void wb_compact(struct writeback *wb);
+/* Rewrite the journal with what is live (lock held): queued, sending and
+ * failed changes. Returns 0 or -errno (journal_rewrite; the old file
+ * stays). */
+int wb_compact(struct writeback *wb);
+
+/* Compact the journal when it has grown past WB_COMPACT_MIN and holds more
+ * than twice what is live (lock held). */
+void wb_maybe_compact(struct writeback *wb);
 
 /* --- wbsend.c --- */
 

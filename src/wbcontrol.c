@@ -293,27 +293,53 @@ static int by_seq(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Collect into ALL (room for N ops, *n counted) every queued or sending
+ * op of WB: each entity's chain from its latest change back through the
+ * ones it waits for. Lock held. */
+static void collect_live(struct writeback *wb, struct wb_op **all, size_t cap, size_t *n)
+{
+    for (size_t b = 0; b < wb->n_ent_buckets; b++)
+        for (struct wb_ent *e = wb->ents[b]; e; e = e->hnext)
+            for (struct wb_op *op = e->last; op && *n < cap; op = op->dep)
+                all[(*n)++] = op;
+}
+
+/* Append to RECS the records of OP: its change (with when it was sent),
+ * and what became of it when that is known but not yet settled (applied:
+ * the ETag the service gave). 0 or -ENOMEM. */
+static int op_records(json_t *recs, const struct wb_op *op)
+{
+    json_t *seqs, *etags;
+
+    if (json_array_append_new(recs, wb_op_record(op, 0)) < 0)
+        return -ENOMEM;
+    if (!op->done)
+        return 0;
+    seqs = json_pack("[I]", (json_int_t)op->seq);
+    etags = json_pack("[s?]", op->done_etag);
+    return json_array_append_new(recs, json_pack("{s:s, s:o?, s:o?}", "t", "done", "seqs",
+                                                 seqs, "etags", etags)) < 0 ? -ENOMEM : 0;
+}
+
 /* What is live, as journal records (a journal_rewrite builder; CTX the
- * writeback, its lock held): every queued change in the order of its
- * seq (the order they were journalled: a change's predecessor comes
+ * writeback, its lock held): every queued or sending change in the order
+ * of its seq (the order they were journalled: a change's predecessor comes
  * first, and the replay finds changes by seq), and every failed one with
  * its failure. */
 static json_t *live_records(void *ctx)
 {
     struct writeback *wb = ctx;
+    size_t cap = wb->n_queued + wb->n_sending, n = 0;
+    struct wb_op **all = calloc(cap + 1, sizeof(*all));
     json_t *recs = json_array();
-    struct wb_op **all = calloc(wb->n_queued + 1, sizeof(*all));
-    size_t n = 0;
     int ok = recs && all;
 
-    for (size_t b = 0; ok && b < wb->n_part_buckets; b++)
-        for (struct wb_part *p = wb->parts[b]; p; p = p->hnext)
-            for (struct wb_op *op = p->head; op && n < wb->n_queued; op = op->next)
-                all[n++] = op;
-    if (ok)
+    if (ok) {
+        collect_live(wb, all, cap, &n);
         qsort(all, n, sizeof(*all), by_seq);
+    }
     for (size_t i = 0; ok && i < n; i++)
-        ok = json_array_append_new(recs, wb_op_record(all[i], 0)) == 0;
+        ok = op_records(recs, all[i]) == 0;
     free(all);
     for (struct wb_op *f = wb->failed_head; ok && f; f = f->next)
         ok = json_array_append_new(recs, wb_op_record(f, 0)) == 0 &&
@@ -327,11 +353,19 @@ static json_t *live_records(void *ctx)
     return recs;
 }
 
-/* See wb_int.h. Sending changes are not in a queue: only when none is out. */
-void wb_compact(struct writeback *wb)
+/* See wb_int.h. */
+int wb_compact(struct writeback *wb)
 {
-    if (wb->n_sending == 0)
-        (void)journal_rewrite(wb->j, live_records, wb);
+    return journal_rewrite(wb->j, live_records, wb);
+}
+
+/* See wb_int.h. */
+void wb_maybe_compact(struct writeback *wb)
+{
+    uint64_t live = wb->bytes + 512 * (uint64_t)wb->n_failed;
+
+    if (journal_size(wb->j) > WB_COMPACT_MIN && journal_size(wb->j) > 2 * live)
+        (void)wb_compact(wb);
 }
 
 /* Free everything WB holds in memory. */
@@ -394,28 +428,48 @@ static int wb_replay(struct writeback *wb)
 {
     struct replay r = { wb, wb->j, 0, NULL, NULL, 0, 0, 0 };
     struct journal *j = wb->j;
-    unsigned bad = 0;
+    struct journal_damage d = { 0 };
+    unsigned bad;
     int rc;
 
     wb->j = NULL;           /* records of the replay itself are not appended */
-    rc = journal_read(j, replay_record, &r, &bad);
+    rc = journal_read(j, replay_record, &r, &d);
     wb->j = j;
     free(r.ops);
     free(r.seqs);
     if (rc < 0)
         return rc;
-    bad += r.bad;
+    bad = d.damaged + d.foreign + r.bad;
+    wb->n_damaged = bad;
     wb->next_seq = (uint64_t)time(NULL) * 1000;
     if (r.max_seq >= wb->next_seq)
         wb->next_seq = r.max_seq + 1;
-    if (wb->n_queued || wb->n_failed || bad)
-        log_info(wb->lg, "journal %s: %zu change%s to send, %zu failed, %u damaged record%s "
-                 "skipped", journal_path(j), wb->n_queued, wb->n_queued == 1 ? "" : "s",
-                 wb->n_failed, bad, bad == 1 ? "" : "s");
+    if (wb->n_queued || wb->n_failed || bad || d.torn)
+        log_info(wb->lg, "journal %s: %zu change%s to send, %zu failed; %u damaged or refused "
+                 "stretch%s skipped (the lines above say which), %u cut short",
+                 journal_path(j), wb->n_queued, wb->n_queued == 1 ? "" : "s", wb->n_failed,
+                 bad, bad == 1 ? "" : "es", d.torn);
     pthread_mutex_lock(&wb->mu);
     rc = journal_rewrite(j, live_records, wb);
     pthread_mutex_unlock(&wb->mu);
     return rc;
+}
+
+/* Bound the queue by the journal's disk: a quarter of what it may use, so
+ * that a compaction (a new file of what is live, beside the old one) has
+ * room. */
+static void fit_queue(struct writeback *wb)
+{
+    size_t fit = (size_t)(journal_room(wb->j) / 4);
+
+    if (fit < WB_QUEUE_MIN)
+        fit = WB_QUEUE_MIN;
+    if (fit < wb->cfg.max_bytes) {
+        log_info(wb->lg, "journal %s: the queue is bounded at %.1f MiB instead of %.1f MiB: "
+                 "its disk has room for %.1f MiB", journal_path(wb->j), fit / 1048576.0,
+                 wb->cfg.max_bytes / 1048576.0, journal_room(wb->j) / 1048576.0);
+        wb->cfg.max_bytes = fit;
+    }
 }
 
 /* The monotonic clock in milliseconds. */
@@ -471,9 +525,10 @@ int wb_open(const struct wb_config *cfg, const struct account *acct,
         goto out_err;
     }
     table_client_set_abort(wb->tc, wb_aborted, wb);
-    if ((rc = journal_open(cfg->dir, cfg->name, lg, &wb->j)) < 0 ||
+    if ((rc = journal_open(cfg->dir, cfg->name, cfg->allow_shared_dir, lg, &wb->j)) < 0 ||
         (rc = wb_replay(wb)) < 0)
         goto out_err;
+    fit_queue(wb);
     *out = wb;
     return 0;
 out_err:
@@ -665,8 +720,9 @@ char *wb_pending_json(struct writeback *wb, size_t limit)
     char *out = NULL;
 
     pthread_mutex_lock(&wb->mu);
-    o = json_pack("{s:I, s:I, s:I, s:s}", "queued", (json_int_t)wb->n_queued,
+    o = json_pack("{s:I, s:I, s:I, s:I, s:s}", "queued", (json_int_t)wb->n_queued,
                   "sending", (json_int_t)wb->n_sending, "failed", (json_int_t)wb->n_failed,
+                  "damaged", (json_int_t)wb->n_damaged,
                   "journal", wb->j ? journal_path(wb->j) : "");
     for (struct wb_op *f = wb->failed_head; o && fails && f; f = f->next) {
         json_t *x = json_pack("{s:s, s:s, s:i, s:s, s:s?}", "path", f->path,
@@ -686,7 +742,7 @@ char *wb_pending_json(struct writeback *wb, size_t limit)
 }
 
 /* See writeback.h. */
-int wb_discard(struct writeback *wb, const char *path)
+int wb_discard(struct writeback *wb, const char *path, const char *why)
 {
     struct wb_call *calls = NULL;
     struct wb_op *f, *next;
@@ -705,8 +761,8 @@ int wb_discard(struct writeback *wb, const char *path)
             break;
         }
         wb_failed_unlink(wb, f);
-        log_info(wb->lg, "%s: the failed %s was discarded from the journal", f->path,
-                 wb_kind_name(f->kind));
+        log_info(wb->lg, "%s: the failed %s is dropped from the journal: %s", f->path,
+                 wb_kind_name(f->kind), why);
         wb_call_add(&calls, 0, f, NULL);
         if ((e = wb_ent_get(wb, f->path, 0)) != NULL)
             wb_ent_release(wb, e);

@@ -4,6 +4,7 @@
  * for each operation: applied, failed for good (the others of the batch
  * sent again without it), or put back to wait (a transient failure). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,13 +180,19 @@ static int mark_sent(struct writeback *wb, struct wb_op **ops, size_t n,
     clock_gettime(CLOCK_REALTIME, &now);
     rec = json_pack("{s:s, s:o, s:f}", "t", "sent", "seqs", wb_seq_array(ops, n), "at",
                     (double)now.tv_sec + now.tv_nsec / 1e9);
-    if (wb_journal(wb, rec) < 0)
-        return -EIO;
+    /* in memory first: a compaction meanwhile writes the ops as sent */
     pthread_mutex_lock(&wb->mu);
     for (size_t i = 0; i < n; i++)
         ops[i]->sent_at = now;
     pthread_mutex_unlock(&wb->mu);
-    return 0;
+    if (wb_journal(wb, rec) == 0)
+        return 0;
+    pthread_mutex_lock(&wb->mu);
+    for (size_t i = 0; i < n; i++)      /* not sent: a compaction may heal the journal */
+        ops[i]->sent_at = (struct timespec){ 0, 0 };
+    (void)wb_compact(wb);
+    pthread_mutex_unlock(&wb->mu);
+    return -EIO;
 }
 
 /* The batch is applied: journal it, then settle each op. Lock not held. */
@@ -196,6 +203,15 @@ static void batch_applied(struct writeback *wb, struct wb_op **ops, size_t n, ch
 
     for (size_t i = 0; e && i < n; i++)
         json_array_append_new(e, etags[i] ? json_string(etags[i]) : json_null());
+    /* known applied before it is journalled: a compaction meanwhile says so */
+    pthread_mutex_lock(&wb->mu);
+    for (size_t i = 0; i < n; i++) {
+        ops[i]->done = 1;
+        ops[i]->done_etag = etags[i] ? strdup(etags[i]) : NULL;
+    }
+    pthread_mutex_unlock(&wb->mu);
+    /* not durable (a full disk): after a crash the resend is settled by
+     * reading the entities back */
     (void)wb_journal(wb, json_pack("{s:s, s:o, s:o?}", "t", "done", "seqs",
                                    wb_seq_array(ops, n), "etags", e));
     pthread_mutex_lock(&wb->mu);
@@ -285,8 +301,10 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
 
     while (n > 0) {
         if (mark_sent(wb, ops, n, &first, &again) < 0) {
-            n = batch_drop_failed(wb, ops, n, 0, -EIO, "the journal cannot be written");
-            continue;
+            /* never sent unrecorded: they wait (a full disk frees up) */
+            snprintf(st.message, sizeof(st.message), "the journal cannot record the send");
+            batch_later(wb, ops, n, -EIO, &st);
+            return;
         }
         for (size_t i = 0; i < n; i++) {
             struct wb_op *o = ops[i];
@@ -360,8 +378,7 @@ void *wb_sender(void *arg)
             pthread_mutex_unlock(&wb->mu);
             wb_send_batch(wb, ops, n);
             pthread_mutex_lock(&wb->mu);
-            if (journal_size(wb->j) > WB_COMPACT_BYTES)
-                wb_compact(wb);     /* only while no batch is out */
+            wb_maybe_compact(wb);
             continue;
         }
         if (wb->stopping && ((wb->n_sending == 0 && !until.tv_sec) || stop_passed(wb)))

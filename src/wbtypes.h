@@ -48,6 +48,8 @@ struct wb_config {
     size_t max_bytes;           /* queue bound: writers wait beyond it */
     int senders;                /* partitions sent in parallel */
     double stop_seconds;        /* wb_close sends for at most this long */
+    int allow_shared_dir;       /* -o allow_shared_dirs: the directory's owner and mode
+                                 * are not checked (journal_open) */
 };
 
 #endif

@@ -48,6 +48,7 @@ void wb_op_free(struct wb_op *op)
     free(op->pk);
     free(op->rk);
     free(op->why);
+    free(op->done_etag);
     free(op);
 }
 
@@ -302,33 +303,65 @@ static int op_build(struct writeback *wb, const struct wb_change *c, char *if_ma
     return 0;
 }
 
-/* Queue change C (checked) and journal it; *lsn gets the record's end.
- * TOKEN (may be NULL) gets the entity's new token. Lock held. */
-static int change_queue(struct writeback *wb, const struct wb_change *c, uint64_t group,
-                        char **token, uint64_t *lsn)
-{
-    struct wb_ent *e = wb_ent_get(wb, c->path, 1);
-    struct wb_op *op = NULL, *last = e ? e->last : NULL;
-    char *if_match = NULL, *dir, tok[64];
-    json_t *rec;
-    int rc, merged = 0;
+/* A change made ready to be queued: its op (NULL when it undoes LAST, an
+ * insert deleted before it was sent) and its journal records. Nothing of
+ * the queue has changed yet. */
+struct ready {
+    struct wb_ent *e;
+    struct wb_op *op, *last;
+    int merged;
+};
 
-    if (!e)
+/* Forget R (its op was not queued). Lock held. */
+static void ready_drop(struct writeback *wb, struct ready *r)
+{
+    wb_op_free(r->op);
+    r->op = NULL;
+    if (r->e && !r->e->last && !r->e->failed)
+        wb_ent_release(wb, r->e);
+    r->e = NULL;
+}
+
+/* Make change C ready (R), its records appended to RECS: the op's (or the
+ * drop of the insert it undoes), and the drop of a failed change it
+ * replaces. Lock held. Returns 0 or -errno (R dropped). */
+static int change_build(struct writeback *wb, const struct wb_change *c, uint64_t group,
+                        struct ready *r, json_t *recs)
+{
+    char *if_match = NULL;
+    int rc;
+
+    memset(r, 0, sizeof(*r));
+    if (!(r->e = wb_ent_get(wb, c->path, 1)))
         return -ENOMEM;
-    if ((rc = change_check(wb, c, last, &if_match)) < 0 ||
-        (rc = op_build(wb, c, if_match, last, group, &op, &merged)) < 0)
-        goto out;
-    if (op)
-        rec = wb_op_record(op, merged ? last->seq : 0);
-    else
-        rec = json_pack("{s:s, s:I}", "t", "drop", "seq", (json_int_t)last->seq);
-    if (!rec || (rc = journal_append(wb->j, rec, lsn)) < 0) {
-        json_decref(rec);
-        wb_op_free(op);
-        rc = rc < 0 ? rc : -ENOMEM;
-        goto out;
-    }
-    json_decref(rec);
+    r->last = r->e->last;
+    if ((rc = change_check(wb, c, r->last, &if_match)) < 0 ||
+        (rc = op_build(wb, c, if_match, r->last, group, &r->op, &r->merged)) < 0)
+        goto out_err;
+    rc = -ENOMEM;
+    if (json_array_append_new(recs, r->op ? wb_op_record(r->op, r->merged ? r->last->seq : 0)
+                                          : json_pack("{s:s, s:I}", "t", "drop", "seq",
+                                                      (json_int_t)r->last->seq)) < 0 ||
+        (r->e->failed &&
+         json_array_append_new(recs, json_pack("{s:s, s:I}", "t", "drop", "seq",
+                                               (json_int_t)r->e->failed->seq)) < 0))
+        goto out_err;
+    return 0;
+out_err:
+    ready_drop(wb, r);
+    return rc;
+}
+
+/* Queue the ready change R of C (its records are in the journal). TOKEN
+ * (may be NULL) gets the entity's new token. Lock held. 0 or -ENOMEM. */
+static int change_apply(struct writeback *wb, const struct wb_change *c, struct ready *r,
+                        char **token)
+{
+    struct wb_op *op = r->op, *last = r->last;
+    struct wb_ent *e = r->e;
+    char *dir, tok[64];
+
+    r->op = NULL;
     if (!op) {                      /* an insert deleted before it was sent */
         wb_part_unlink(last);
         wb->n_queued--;
@@ -337,25 +370,18 @@ static int change_queue(struct writeback *wb, const struct wb_change *c, uint64_
         if (last->dep)
             last->dep->succ = NULL;
         wb_op_free(last);
-        goto out;
-    }
-    if (merged) {
+    } else if (r->merged) {
         op->part = last->part;
         wb_op_swap(wb, last, op);
     } else {
         dir = strndup(c->path, (size_t)(strrchr(c->path, '/') - c->path));
         op->part = dir ? wb_part_get(wb, dir, 1) : NULL;
         free(dir);
-        if (!op->part) {            /* journalled: the replay will queue it */
-            wb_op_free(op);
-            rc = -ENOMEM;
-            goto out;
-        }
-        if (op->part->table == NULL && (!(op->part->table = strdup(c->table)) ||
-                                         !(op->part->pk = strdup(c->pk)))) {
-            wb_op_free(op);
-            rc = -ENOMEM;
-            goto out;
+        if (!op->part || (op->part->table == NULL && (!(op->part->table = strdup(c->table)) ||
+                                                       !(op->part->pk = strdup(c->pk))))) {
+            wb_op_free(op);         /* journalled: the next mount queues it */
+            ready_drop(wb, r);
+            return -ENOMEM;
         }
         if (last)
             last->succ = op;
@@ -368,55 +394,131 @@ static int change_queue(struct writeback *wb, const struct wb_change *c, uint64_
         struct wb_op *f = e->failed;
 
         wb_failed_unlink(wb, f);
-        rec = json_pack("{s:s, s:I}", "t", "drop", "seq", (json_int_t)f->seq);
-        if (rec)
-            (void)journal_append(wb->j, rec, lsn);
-        json_decref(rec);
         wb_op_free(f);
     }
-    wb_op_token(op, tok);
-    if (token && c->kind != WB_DELETE && !(*token = strdup(tok)))
-        rc = -ENOMEM;
-out:
-    if (e && !e->last && !e->failed)
+    if (op)
+        wb_op_token(op, tok);
+    if (op && token && c->kind != WB_DELETE && !(*token = strdup(tok)))
+        return -ENOMEM;
+    if (!e->last && !e->failed)
         wb_ent_release(wb, e);
+    return 0;
+}
+
+/* Wait for room in the queue (lock held). 0, or -EINTR (logged). */
+static int wait_room(struct writeback *wb, const char *path)
+{
+    int rc = 0;
+
+    while (wb->bytes >= wb->cfg.max_bytes && !wb->stopping && rc == 0) {
+        wb->urgent = 1;         /* the queue is full: send, and wait for room */
+        pthread_cond_broadcast(&wb->work_cv);
+        if ((rc = wb_wait_sent(wb)) < 0)
+            log_warn(wb->lg, "%s: not saved: the change waited for room in the write-behind "
+                     "queue and the request was interrupted or the mount is ending", path);
+    }
+    return rc;
+}
+
+/* The journal's disk is full (an append failed with ENOSPC; lock held):
+ * compact the journal, and while changes are queued or out, wait for
+ * their sends to free more. *WAITED: set once the writer has waited (for
+ * the log). Returns 0 to try again, -ENOSPC when nothing queued can free
+ * room (logged), or -EINTR. */
+static int make_room(struct writeback *wb, const char *path, int *waited)
+{
+    int compacted = wb_compact(wb) == 0;
+
+    if (compacted && !*waited) {
+        *waited = 1;            /* dead records are gone: try once at once */
+        return 0;
+    }
+    if (wb->n_queued + wb->n_sending == 0) {
+        log_error(wb->lg, "%s: not saved: the journal's disk is full (%s) and no queued "
+                  "change is left to free room", path, journal_path(wb->j));
+        return -ENOSPC;
+    }
+    if (*waited < 2)
+        log_warn(wb->lg, "%s: the journal's disk is full (%s): the change waits while %zu "
+                 "queued change%s are sent", path, journal_path(wb->j),
+                 wb->n_queued + wb->n_sending, wb->n_queued + wb->n_sending == 1 ? "" : "s");
+    *waited = 2;
+    wb->urgent = 1;
+    pthread_cond_broadcast(&wb->work_cv);
+    return wb_wait_sent(wb);
+}
+
+/* Make sure the records up to LSN are on disk: a failed flush or a removed
+ * journal is healed by writing the journal again from memory. Lock not
+ * held. 0 or -EIO. */
+static int sync_healed(struct writeback *wb, uint64_t lsn)
+{
+    int rc = journal_sync(wb->j, lsn);
+
+    if (rc == -EIO || rc == -ESTALE) {
+        pthread_mutex_lock(&wb->mu);
+        rc = wb_compact(wb);
+        pthread_mutex_unlock(&wb->mu);
+        if (rc == 0)
+            rc = journal_sync(wb->j, lsn);
+    }
+    return rc < 0 ? -EIO : 0;
+}
+
+/* Queue the N changes C (made ready together, journalled in one append:
+ * all or none) once their records are in the journal. Lock held. */
+static int submit_locked(struct writeback *wb, const struct wb_change *c, size_t n,
+                         char **tokens, uint64_t *lsn)
+{
+    struct ready r[2];
+    int rc = wait_room(wb, c[0].path), waited = 0;
+
+    while (rc == 0) {
+        uint64_t group = n > 1 ? wb->next_seq : 0;
+        json_t *recs = json_array();
+        size_t built = 0;
+
+        rc = recs ? 0 : -ENOMEM;
+        for (; built < n && rc == 0; built++)
+            if ((rc = change_build(wb, &c[built], group, &r[built], recs)) < 0)
+                break;
+        if (rc == 0)
+            rc = journal_append(wb->j, recs, lsn);
+        json_decref(recs);
+        if (rc == 0) {
+            for (size_t i = 0; i < n; i++)
+                if (change_apply(wb, &c[i], &r[i], tokens ? &tokens[i] : NULL) < 0)
+                    rc = -ENOMEM;   /* journalled: the next mount has it */
+            return rc;
+        }
+        for (size_t i = 0; i < built; i++)
+            ready_drop(wb, &r[i]);
+        if (rc == -ENOSPC)
+            rc = make_room(wb, c[0].path, &waited);
+        else
+            break;
+    }
     return rc;
 }
 
 /* See writeback.h. */
 int wb_submit(struct writeback *wb, const struct wb_change *c, size_t n, char **tokens)
 {
-    uint64_t lsn = 0, group = 0;
-    int rc = 0;
+    uint64_t lsn = 0;
+    int rc;
 
+    if (n < 1 || n > 2)
+        return -EINVAL;
     if (tokens)
         for (size_t i = 0; i < n; i++)
             tokens[i] = NULL;
     pthread_mutex_lock(&wb->mu);
-    while (wb->bytes >= wb->cfg.max_bytes && !wb->stopping && rc == 0) {
-        wb->urgent = 1;         /* the queue is full: send, and wait for room */
-        pthread_cond_broadcast(&wb->work_cv);
-        if ((rc = wb_wait_sent(wb)) < 0)
-            log_warn(wb->lg, "%s: not saved: the change waited for room in the write-behind "
-                     "queue and the request was interrupted or the mount is ending", c[0].path);
-    }
-    /* every change checked before any is queued: all or nothing */
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct wb_ent *e = wb_ent_get(wb, c[i].path, 0);
-        char *im = NULL;
-
-        rc = change_check(wb, &c[i], e ? e->last : NULL, &im);
-        free(im);
-    }
-    if (n > 1)
-        group = wb->next_seq;
-    for (size_t i = 0; i < n && rc == 0; i++)
-        rc = change_queue(wb, &c[i], group, tokens ? &tokens[i] : NULL, &lsn);
+    rc = submit_locked(wb, c, n, tokens, &lsn);
     if (rc == 0)
         pthread_cond_signal(&wb->work_cv);
     pthread_mutex_unlock(&wb->mu);
     if (rc == 0 && lsn)
-        rc = journal_sync(wb->j, lsn);
+        rc = sync_healed(wb, lsn);
     if (rc < 0 && tokens)
         for (size_t i = 0; i < n; i++) {
             free(tokens[i]);

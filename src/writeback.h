@@ -90,8 +90,9 @@ int wb_queued(struct writeback *wb, const char *scope);
 char *wb_pending_json(struct writeback *wb, size_t limit);
 
 /* Drop the failed change of PATH ("*": every failed change) from the
- * journal: the mount shows the entity as the service holds it. Returns 0,
- * or -ENOENT when PATH has no failed change. */
-int wb_discard(struct writeback *wb, const char *path);
+ * journal: the mount shows the entity as the service holds it. WHY ends
+ * the log line ("PATH: the failed replace is dropped from the journal:
+ * WHY"). Returns 0, or -ENOENT when PATH has no failed change, -EIO. */
+int wb_discard(struct writeback *wb, const char *path, const char *why);
 
 #endif

@@ -6,6 +6,7 @@ mount's own request counters (user.aztfs.stats)."""
 
 import errno
 import hashlib
+import hmac
 import json
 import math
 import os
@@ -342,30 +343,87 @@ def test_queue_full_writers_wait_and_nothing_fails(sdk, seed, mounter, tmp_path)
     assert len(entities(t)) == 2500
 
 
-def journal_record(obj):
+def journal_key(jpath):
+    """The journal's HMAC key (JOURNAL.key: 64 hex digits)."""
+    with open(jpath + ".key") as f:
+        return bytes.fromhex(f.read().strip())
+
+
+def journal_record(obj, key=None):
+    """OBJ as a journal line: keyed (HMAC-SHA256 of KEY, 16 bytes in hex),
+    or with KEY None the unkeyed format of aztfs before keys (SHA-256, 8)."""
     text = json.dumps(obj, separators=(",", ":"))
-    return "%s %s\n" % (hashlib.sha256(text.encode()).hexdigest()[:16], text)
+    if key is None:
+        mac = hashlib.sha256(text.encode()).hexdigest()[:16]
+    else:
+        mac = hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:32]
+    return "%s %s\n" % (mac, text)
 
 
-def test_torn_journal_replays_whole_records_only(sdk, seed, mounter, tmp_path):
-    t = seed.table(sdk, "wbTorn")
-    opts, _ = wb_options(tmp_path)
+def journal_op(seq, rk, v=1, table="wbTorn"):
+    return {"t": "op", "seq": seq, "path": "/%s/p/%s.json" % (table, rk), "table": table,
+            "pk": "p", "rk": rk, "k": "insert", "e": {"v": v}, "dep": 0, "g": 0,
+            "replaces": 0}
+
+
+def empty_journal(mounter, opts):
+    """Mount and unmount once: the journal's path (empty) and key."""
     mnt = mounter.mount(options=opts)
     jpath = pending(mnt)["journal"]
     mnt.unmount()
     assert os.path.getsize(jpath) == 0
-    op = {"t": "op", "seq": 1, "path": "/wbTorn/p/a.json", "table": "wbTorn", "pk": "p",
-          "rk": "a", "k": "insert", "e": {"v": 1}, "dep": 0, "g": 0, "replaces": 0}
-    bad = dict(op, seq=2, path="/wbTorn/p/b.json", rk="b")
-    torn = dict(op, seq=3, path="/wbTorn/p/c.json", rk="c")
-    damaged = journal_record(bad).replace('"v":1', '"v":7')         # digest no longer fits
-    with open(jpath, "w") as f:
-        f.write(journal_record(op) + damaged + journal_record(torn)[:40])
+    return jpath, journal_key(jpath)
+
+
+def test_torn_journal_replays_whole_records_only(sdk, seed, mounter, tmp_path):
+    """Issue 29, item 4: a damaged record in the middle does not end the
+    reading (intact records after it are applied), the damage is reported
+    honestly (it may have held an acknowledged change, named when its path
+    is still readable), a record not made with the journal's key is refused,
+    a torn end is skipped, and the damaged journal is kept for inspection."""
+    t = seed.table(sdk, "wbTorn")
+    opts, _ = wb_options(tmp_path)
+    jpath, key = empty_journal(mounter, opts)
+    damaged = bytearray(journal_record(journal_op(2, "b"), key).encode())
+    damaged[damaged.index(b'"k":"insert"') + 5] = 0              # one zero byte
+    nl_gone = bytearray(journal_record(journal_op(4, "d"), key).encode())
+    nl_gone[-1] = ord("x")                                        # its newline damaged
+    forged = journal_record(journal_op(6, "f"), b"not the key" * 3)
+    with open(jpath, "wb") as f:
+        f.write(journal_record(journal_op(1, "a"), key).encode() + bytes(damaged) +
+                journal_record(journal_op(3, "c"), key).encode() + bytes(nl_gone) +
+                journal_record(journal_op(5, "e"), key).encode() + forged.encode() +
+                journal_record(journal_op(7, "g"), key).encode()[:40] + b"\0" * 4096)
     mnt = mounter.mount(options=opts)
-    assert entities(t) == {"a": 1}
+    assert entities(t) == {"a": 1, "c": 1, "e": 1}
     err = mnt.stderr()
-    assert "is damaged" in err and "cut short (torn write)" in err, err
-    assert pending(mnt)["queued"] == 0
+    assert "hold no whole record, and whole records follow (they are applied): if they held " \
+           "an acknowledged change (it names /wbTorn/p/b.json), it is lost" in err, err
+    assert "(it names /wbTorn/p/d.json), it is lost" in err, err
+    assert "(it names /wbTorn/p/f.json) was not written by this journal's mounts" in err, err
+    assert "is cut short: a write a crash interrupted, never acknowledged" in err, err
+    p = pending(mnt)
+    assert p["queued"] == 0 and p["failed"] == 0 and p["damaged"] == 3, p
+    kept = [n for n in os.listdir(os.path.dirname(jpath)) if ".damaged-" in n]
+    assert len(kept) == 1 and "kept as it was in" in err, (kept, err)
+    errors = json.loads(os.getxattr(str(mnt), "user.aztfs.errors"))
+    assert {"/wbTorn/p/b.json", "/wbTorn/p/d.json", "/wbTorn/p/f.json"} <= \
+        {e["path"] for e in errors["recent"]}, errors
+
+
+def test_journal_of_the_unkeyed_format_is_read_once(sdk, seed, mounter, tmp_path):
+    """A journal left by aztfs before keys (no key file, unkeyed records)
+    is read under the ownership rule and rewritten keyed."""
+    t = seed.table(sdk, "wbTorn")
+    opts, _ = wb_options(tmp_path)
+    jpath, _ = empty_journal(mounter, opts)
+    os.unlink(jpath + ".key")
+    with open(jpath, "w") as f:
+        f.write(journal_record(journal_op(1, "old")) + journal_record(journal_op(2, "er", 2)))
+    mnt = mounter.mount(options=opts)
+    assert entities(t) == {"old": 1, "er": 2}
+    assert os.path.exists(jpath + ".key")
+    mnt.unmount()
 
 
 def test_tools_on_queued_files(sdk, seed, mounter, tmp_path):
@@ -473,3 +531,4 @@ def test_service_unreachable_sync_fails_then_sends_later(sdk, seed, mounter, azu
         sync_all(mnt)                           # tries again now
         assert entities(t) == {"r%d" % i: i for i in range(5)}
         mnt.unmount()
+
