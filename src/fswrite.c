@@ -58,6 +58,23 @@ static int commit_handle(struct aztfs *a, const char *path, struct open_file *of
     return 0;
 }
 
+/* An O_EXCL create of entity PATH (FP) on handle OF: with write-behind the
+ * service decides it now (store_create_exclusive), and the handle then
+ * holds the empty entity made, which its content replaces. 0 or -errno. */
+static int create_exclusive(struct aztfs *a, const char *path, struct fspath *fp,
+                            struct open_file *of)
+{
+    char *etag = NULL;
+    int rc = store_create_exclusive(&a->store, path, fp, &etag);
+
+    if (rc != 0)
+        return rc > 0 ? 0 : rc;
+    of->is_new = 0;
+    of->etag = etag;
+    partition_saved(a, path);
+    return 0;
+}
+
 /* See fswrite.h. */
 int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
@@ -87,6 +104,8 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         of->is_new = 1;
         of->append = !!(fi->flags & O_APPEND);
         of->trunc_open = !!(fi->flags & O_TRUNC);
+        if (fi->flags & O_EXCL)
+            rc = create_exclusive(a, path, &fp, of);
     }
     fspath_free(&fp);
     if (rc == 0 && !of->scratch)

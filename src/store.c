@@ -333,17 +333,13 @@ int store_entity_attr(struct store *s, struct fspath *fp, const char *path, size
 
 /* --- what a change drops --------------------------------------------------------- */
 
-/* After a successful write of WIRE at PATH: show it at once. When the ETag
- * carries the Timestamp (and the write was EXACT, not a merge), the new
- * entity is rendered into the cache and its listing entry; else the cached
- * copy is dropped (the next stat reads it back) and the listing only names
- * it. */
-static void cache_after_write(struct store *s, const char *path, const struct fspath *fp,
-                              const json_t *wire, const char *etag, int exact)
+/* See store_int.h. */
+void store_show_written(struct store *s, const char *path, const struct fspath *fp,
+                        const json_t *wire, const char *etag, int exact)
 {
     struct cache_file f = { 0 };
     char ts[64];
-    json_t *e = exact ? json_deep_copy(wire) : NULL;
+    json_t *e = exact && etag ? json_deep_copy(wire) : NULL;
     int shown = 0;
 
     store_forget(s, path);
@@ -467,6 +463,8 @@ int store_save(struct store *s, const char *path, const char *text, size_t len, 
     how = is_new ? TW_INSERT : (s->merge && !force_replace) ? TW_MERGE : TW_REPLACE;
     if (!is_new && unchanged(s, path, &fp, wire, etag)) {
         rc = 0;             /* the entity holds this already: nothing to send */
+        if (s->wb)          /* and a failed change of it is dealt with */
+            store_resolved(s, path);
         if (new_etag && !(*new_etag = strdup(etag)))
             rc = -ENOMEM;
         goto out;
@@ -485,7 +483,7 @@ int store_save(struct store *s, const char *path, const char *text, size_t len, 
                                 &st);
     }
     if (rc == 0) {
-        cache_after_write(s, path, &fp, wire, got_etag, how != TW_MERGE);
+        store_show_written(s, path, &fp, wire, got_etag, how != TW_MERGE);
         if (new_etag) {
             *new_etag = got_etag;
             got_etag = NULL;
@@ -613,7 +611,7 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
         store_shown_in_listing(s, ff, NULL, 0);
         (void)cache_put_absent(s->cache, from);
         if (!s->wb)         /* write-behind: shown when queued */
-            cache_after_write(s, to, tf, wire, new_etag, 1);
+            store_show_written(s, to, tf, wire, new_etag, 1);
     }
     if (rc == 0) {
         *from_etag = src.etag;

@@ -108,6 +108,17 @@ struct wb_config;
 int store_writeback_open(struct store *s, const struct wb_config *cfg,
                          const struct account *acct, const struct http_config *hc);
 
+/* An O_EXCL create of PATH (FP): with write-behind, decided by the service
+ * now, so that across mounts one create wins: an empty entity inserted at
+ * once (after the entity's queued delete, if any, is sent), which the
+ * file's content then replaces (queued, guarded by *ETAG). Returns 0 with
+ * *etag (malloc'd), -EEXIST (it exists, made here or elsewhere), -errno
+ * (logged), or 1 when the create is decided at its close as usual
+ * (synchronous mode: the close's insert fails with EEXIST for the loser;
+ * a long-form name, whose keys are in its content). */
+int store_create_exclusive(struct store *s, const char *path, struct fspath *fp,
+                           char **etag);
+
 /* Start sending in the background (after daemonizing). 0 or -errno. */
 int store_writeback_start(struct store *s);
 

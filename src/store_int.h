@@ -19,6 +19,14 @@ void store_forget_entity(struct store *s, const char *path, const struct fspath 
 void store_shown_in_listing(struct store *s, const struct fspath *fp,
                             const struct cache_file *f, int exists);
 
+/* A write of WIRE at PATH (FP) succeeded, the entity now has ETAG (NULL:
+ * unknown): show it at once. With EXACT (not a merge) and an ETag that
+ * carries the Timestamp, the new entity is rendered into the cache and its
+ * listing entry; else the cached copy is dropped (the next stat reads it
+ * back) and the listing only names it (store.c). */
+void store_show_written(struct store *s, const char *path, const struct fspath *fp,
+                        const json_t *wire, const char *etag, int exact);
+
 /* --- storewb.c: write-behind (s->wb set) --- */
 
 /* What write-behind holds for PATH (FP): 0 nothing (ask the cache and the
@@ -32,6 +40,11 @@ int store_pending_load(struct store *s, const struct fspath *fp, const char *pat
 int store_queue_write(struct store *s, const char *path, const struct fspath *fp,
                       const json_t *wire, enum table_write how, const char *etag,
                       char **token);
+
+/* PATH was saved exactly as the service holds it: its failed change, if
+ * any, is dropped from the journal (the user chose the service's version;
+ * logged). */
+void store_resolved(struct store *s, const char *path);
 
 /* Queue the delete of PATH (FP) guarded by ETAG. */
 int store_queue_delete(struct store *s, const char *path, const struct fspath *fp,

@@ -74,6 +74,12 @@ int store_queue_write(struct store *s, const char *path, const struct fspath *fp
 }
 
 /* See store_int.h. */
+void store_resolved(struct store *s, const char *path)
+{
+    (void)wb_discard(s->wb, path, "the file was saved as the service holds it");
+}
+
+/* See store_int.h. */
 int store_queue_delete(struct store *s, const char *path, const struct fspath *fp,
                        const char *etag)
 {
@@ -103,15 +109,49 @@ int store_queue_rename(struct store *s, const char *from, const struct fspath *f
     return rc;
 }
 
-/* writeback's applied hook: the cache's copy of PATH gets the service's
- * ETag and Timestamp (a merge's result is read again when next asked). */
+/* See store.h. */
+int store_create_exclusive(struct store *s, const char *path, struct fspath *fp,
+                           char **etag)
+{
+    struct az_status st = { 0 };
+    json_t *empty = NULL, *e = NULL;
+    int rc;
+
+    *etag = NULL;
+    if (!s->wb || !fp->pk || !fp->rk)
+        return 1;           /* decided when it is closed (its content is the insert) */
+    if ((rc = wb_lookup(s->wb, path, &e)) == 1) {
+        json_decref(e);     /* a queued write: it exists */
+        return -EEXIST;
+    }
+    if (rc == -ENOENT && wb_flush(s->wb, path, 1) < 0) {
+        log_error(&s->log, "%s: not created: its queued delete could not be sent first, "
+                  "and O_EXCL must ask the service", path);
+        return -EIO;
+    }
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
+    if (!(empty = json_object()))
+        return -ENOMEM;
+    rc = table_write_entity(s->tc, fp->table, fp->pk, fp->rk, empty, TW_INSERT, NULL, etag, &st);
+    if (rc == 0)
+        store_show_written(s, path, fp, empty, *etag, 1);
+    else if (rc == -EEXIST)
+        store_forget_entity(s, path, fp);   /* made elsewhere: shown as it is */
+    else
+        store_log_failure(s, "create", path, rc, &st, NULL);
+    json_decref(empty);
+    return rc;
+}
+
+/* writeback's applied hook: PATH shows the entity as the service now holds
+ * it (with its ETag and Timestamp; a merge's result is read again when next
+ * asked), unless a later change of it is queued: that one shows. */
 static void on_applied(void *ctx, const char *path, const json_t *entity, int exact,
                        const char *etag)
 {
     struct store *s = ctx;
-    struct cache_file f = { 0 };
     struct fspath fp;
-    char ts[64];
     json_t *e = NULL;
 
     if (!entity || wb_lookup(s->wb, path, &e) != 0) {
@@ -120,16 +160,10 @@ static void on_applied(void *ctx, const char *path, const json_t *entity, int ex
     }
     if (fspath_parse(path, &fp) < 0)
         return;
-    if (exact && etag && table_etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
-        (e = json_deep_copy(entity)) && fp.pk && fp.rk &&
-        entity_wire_set_sys(e, fp.pk, fp.rk, ts, etag) == 0 &&
-        store_cache_entity(s, fp.parent, e, cache_known_dir(s->cache, fp.parent) ?
-                           CACHE_LISTED : 0, NULL, &f) == 0)
-        store_shown_in_listing(s, &fp, &f, 1);
+    if (fp.pk && fp.rk)
+        store_show_written(s, path, &fp, entity, etag, exact);
     else
         cache_invalidate(s->cache, path);
-    cache_file_clear(&f);
-    json_decref(e);
     fspath_free(&fp);
 }
 

@@ -532,3 +532,63 @@ def test_service_unreachable_sync_fails_then_sends_later(sdk, seed, mounter, azu
         assert entities(t) == {"r%d" % i: i for i in range(5)}
         mnt.unmount()
 
+
+def test_saving_the_other_writers_version_clears_the_failed_change(sdk, seed, mounter,
+                                                                   tmp_path):
+    """Issue 29, item 15: after a conflict the file shows the other writer's
+    entity; saving exactly that is the user choosing it: the failed change
+    is dropped (it used to stay, and sync failed until discarded)."""
+    t = seed.table(sdk, "wbResolve")
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "x", "v": 1})
+    mnt = mounter.mount(options=wb_options(tmp_path)[0])
+    path = os.path.join(str(mnt), "wbResolve", "p", "x.json")
+    open(path).read()
+    put(path, {"v": 2})
+    t.update_entity({"PartitionKey": "p", "RowKey": "x", "v": 9})     # someone else
+    with pytest.raises(OSError) as ei:
+        sync_all(mnt)
+    assert ei.value.errno == errno.EIO and pending(mnt)["failed"] == 1
+    with open(path) as f:
+        shown = f.read()
+    assert json.loads(shown)["v"] == 9
+    with open(path, "w") as f:                  # saved as it is shown
+        f.write(shown)
+    sync_all(mnt)
+    assert pending(mnt)["failed"] == 0
+    assert "x.json: the failed replace is dropped from the journal: the file was saved " \
+           "as the service holds it" in mnt.stderr()
+    assert entities(t) == {"x": 9}
+
+
+def test_o_excl_create_has_one_winner_across_mounts(sdk, seed, mounter, tmp_path):
+    """Issue 29, item 11: under write-behind an O_EXCL create is decided by
+    the service at the open (an empty entity inserted, the content queued
+    as its replace): of two mounts, one open wins, the other gets EEXIST;
+    the shell's noclobber too. (Both used to succeed.)"""
+    t = seed.table(sdk, "wbExcl")
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "gone", "v": 0})
+    m1 = mounter.mount(options=wb_options(tmp_path / "1")[0])
+    m2 = mounter.mount(options=wb_options(tmp_path / "2")[0])
+    names = [os.path.join(str(m), "wbExcl", "p", "lock.json") for m in (m1, m2)]
+    fd = os.open(names[0], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with pytest.raises(FileExistsError):
+        os.open(names[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, b'{"owner": 1}')
+    os.close(fd)
+    sync_all(m1)
+    assert t.get_entity("p", "lock")["owner"] == 1
+    for m in (m1, m2):                          # the shell's lock-file idiom
+        subprocess.run(["bash", "-c", "set -o noclobber; echo '{\"m\": %d}' > %s" % (
+            1 if m is m1 else 2, os.path.join(str(m), "wbExcl", "p", "sh.json"))])
+    sync_all(m1)
+    sync_all(m2)
+    assert t.get_entity("p", "sh")["m"] == 1
+    # a queued delete of the name is sent before the create asks the service
+    gone = os.path.join(str(m2), "wbExcl", "p", "gone.json")
+    os.unlink(gone)
+    fd = os.open(gone, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, b'{"v": 5}')
+    os.close(fd)
+    sync_all(m2)
+    assert t.get_entity("p", "gone")["v"] == 5
+    assert pending(m1)["failed"] == 0 and pending(m2)["failed"] == 0
