@@ -383,11 +383,7 @@ static int write_keys(struct store *s, struct fspath *fp, const char *path,
         *pk_in = NULL;
     }
     if (!fp->rk) {
-        char *want = *rk_in ? keycodec_file_encode(*rk_in) : NULL;
-        int same = want && strcmp(want, fp->file_name) == 0;
-
-        free(want);
-        if (!same)
+        if (!*rk_in || keycodec_file_matches(*rk_in, fp->file_name) != 1)
             goto bad;
         fp->rk = *rk_in;
         *rk_in = NULL;
