@@ -6,8 +6,12 @@ through the official SDK:
   removes the source). A long-form target name whose key the copy cannot
   find is refused with ENOTSUP before mv removes anything; every
   combination of source and target name, target there or not, same or
-  other table."""
+  other table.
+* a save through a handle opened before the entity was deleted elsewhere is
+  ENOENT, with and without the cache (doc/USAGE.md, "Changes made
+  elsewhere")."""
 
+import errno
 import itertools
 import os
 import subprocess
@@ -121,3 +125,28 @@ def test_cp_and_rm_onto_an_existing_long_form_name(sdk, seed, mounter):
     assert t.get_entity("b", LR)["v"] == "src"
     assert [e["RowKey"] for e in t.list_entities()] == [LR]
 
+
+@pytest.mark.parametrize("cache_timeout", ["0", "2"])
+@pytest.mark.parametrize("pk,rk", [("p", LR), (LP, "r")], ids=["long_rk", "long_pk"])
+def test_save_over_a_long_form_entity_deleted_elsewhere(sdk, seed, mounter, cache_timeout,
+                                                       pk, rk):
+    """A file opened for writing, its entity deleted with the SDK, then saved
+    with text that carries no keys (`echo ... > NAME`): ENOENT and the
+    "deleted by someone else" log line, whether the mount's listing still
+    names the entity (cache_timeout=2) or is asked again (0); nothing is
+    created."""
+    name = "lfDel" + cache_timeout
+    t = seed.table(sdk, name)
+    t.create_entity({"PartitionKey": pk, "RowKey": rk, "v": 1})
+    mnt = mounter.mount(options=["-o", "cache_timeout=" + cache_timeout])
+    path = os.path.join(str(mnt), name, dir_name(pk), file_name(rk))
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, b'{"v": 2}')
+    t.delete_entity(pk, rk)
+    with pytest.raises(OSError) as ei:
+        os.close(fd)
+    assert ei.value.errno == errno.ENOENT
+    assert list(t.list_entities()) == []
+    assert not os.path.exists(path)
+    log = [l for l in mnt.stderr().splitlines() if "deleted by someone else" in l]
+    assert log and all(dir_name(pk)[:50] in l for l in log), mnt.stderr()
