@@ -8,6 +8,7 @@
 #include "fscommon.h"
 #include "fswrite.h"
 #include "store.h"
+#include "storemove.h"
 
 static int is_scratch(const char *path);
 
@@ -392,10 +393,14 @@ static int commit_scratch(struct aztfs *a, const char *from, const char *to, str
     return rc;
 }
 
-/* Rename FROM (FF) to TO (TF) by what each names. */
+/* Rename FROM (FF) to TO (TF) by what each names. An entity to another
+ * partition or table is EXDEV (mv copies), unless that copy could not be
+ * saved (store_move_check: refused before mv removes anything). */
 static int rename_parsed(struct aztfs *a, const char *from, struct fspath *ff,
                          const char *to, struct fspath *tf)
 {
+    int rc;
+
     if (ff->kind == FSP_SCRATCH && tf->kind == FSP_SCRATCH)
         return scratch_rename(a->scratch, from, to);
     if (ff->kind == FSP_SCRATCH && tf->kind == FSP_ENTITY)
@@ -406,6 +411,10 @@ static int rename_parsed(struct aztfs *a, const char *from, struct fspath *ff,
                rename_entity(a, from, ff, to, tf);
     if (ff->kind == FSP_SCRATCH)
         return misplaced(a, to, "scratch files can only become entities inside a partition");
+    if (ff->kind == FSP_ENTITY && tf->kind == FSP_ENTITY &&
+        (rc = store_move_check(&a->store, from, ff, to, tf,
+                               fs_pending_is_new(a->handles, from))) < 0)
+        return rc;
     return -EXDEV;          /* across partitions or tables, or directories: copy + unlink */
 }
 

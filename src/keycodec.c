@@ -235,6 +235,16 @@ int keycodec_matches(const char *key, const char *name)
     return match;
 }
 
+/* See keycodec.h. */
+int keycodec_file_matches(const char *key, const char *name)
+{
+    char *enc = keycodec_file_encode(key);
+    int match = enc ? strcmp(enc, name) == 0 : -ENOMEM;
+
+    free(enc);
+    return match;
+}
+
 /* keycodec_utf8_char: see keycodec.h. OpenSSL's UTF8_getc does the
  * decoding; not every release of it refuses surrogates and code points past
  * U+10FFFF, so those are checked here. */

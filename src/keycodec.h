@@ -49,6 +49,10 @@ int keycodec_decode(const char *name, char **key_out);
  * caller to free anything). Returns 1, 0, or -ENOMEM. */
 int keycodec_matches(const char *key, const char *name);
 
+/* Is the file name NAME ("....json") that of KEY? (keycodec_file_encode(key)
+ * == name). Returns 1, 0, or -ENOMEM. */
+int keycodec_file_matches(const char *key, const char *name);
+
 /* The reasons keycodec_key_problem and keycodec_name_problem give. */
 #define KEYCODEC_WHY_UTF8 "a key must be valid UTF-8"
 #define KEYCODEC_WHY_CHAR "a key cannot hold a slash, a backslash, '#', '?' or a control character"

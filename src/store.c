@@ -360,9 +360,11 @@ void store_show_written(struct store *s, const char *path, const struct fspath *
 
 /* Work out the keys of entity path FP for a write of text whose own
  * PartitionKey/RowKey are PK_IN/RK_IN (may be NULL). Short names carry their
- * keys; long-form names are resolved by listing or, for new entities, taken
- * from the content when they match the name. Returns 0 or -errno. */
-static int write_keys(struct store *s, struct fspath *fp, const char *path,
+ * keys; long-form names are resolved by listing or, for new entities
+ * (IS_NEW), taken from the content when they match the name. An entity that
+ * existed (not IS_NEW) and is no longer listed was deleted by someone else:
+ * -ENOENT, logged as a failed save. Returns 0 or -errno. */
+static int write_keys(struct store *s, struct fspath *fp, const char *path, int is_new,
                       char **pk_in, char **rk_in)
 {
     int rc;
@@ -372,6 +374,11 @@ static int write_keys(struct store *s, struct fspath *fp, const char *path,
     rc = scan_resolve_keys(s, fp);
     if (rc != -ENOENT)
         return rc;
+    if (!is_new) {
+        store_log_failure(s, "save", path, rc, NULL, "the entity was deleted by someone else");
+        store_forget_entity(s, path, fp);
+        return rc;
+    }
     if (!fp->pk) {
         if (!*pk_in || keycodec_matches(*pk_in, fp->pk_name) != 1)
             goto bad;
@@ -379,11 +386,7 @@ static int write_keys(struct store *s, struct fspath *fp, const char *path,
         *pk_in = NULL;
     }
     if (!fp->rk) {
-        char *want = *rk_in ? keycodec_file_encode(*rk_in) : NULL;
-        int same = want && strcmp(want, fp->file_name) == 0;
-
-        free(want);
-        if (!same)
+        if (!*rk_in || keycodec_file_matches(*rk_in, fp->file_name) != 1)
             goto bad;
         fp->rk = *rk_in;
         *rk_in = NULL;
@@ -458,7 +461,7 @@ int store_save(struct store *s, const char *path, const char *text, size_t len, 
         len = 2;
     }
     if ((rc = parse_text(s, path, text, len, &wire, &pk_in, &rk_in)) < 0 ||
-        (rc = write_keys(s, &fp, path, &pk_in, &rk_in)) < 0)
+        (rc = write_keys(s, &fp, path, is_new, &pk_in, &rk_in)) < 0)
         goto out;
     how = is_new ? TW_INSERT : (s->merge && !force_replace) ? TW_MERGE : TW_REPLACE;
     if (!is_new && unchanged(s, path, &fp, wire, etag)) {
@@ -588,7 +591,7 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
     exists = rc == 0;
     if (rc < 0 && rc != -ENOENT)
         goto out;
-    if (!exists && (rc = write_keys(s, tf, to, &no_pk, &no_rk)) < 0)
+    if (!exists && (rc = write_keys(s, tf, to, 1, &no_pk, &no_rk)) < 0)
         goto out;
     if ((rc = entity_parse(src.data, src.len, &wire, NULL, NULL, &err)) < 0) {
         log_error(&s->log, "%s: cannot be moved: %s", from, err.text);

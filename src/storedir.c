@@ -1,5 +1,6 @@
 /* storedir.c - tables and partitions: existence, and the directories the mount makes (storedir.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,6 +101,28 @@ int store_partition_exists(struct store *s, struct fspath *fp, int fresh)
         cache_put_absent(s->cache, pdir);
     free(filter);
     free(pdir);
+    return rc;
+}
+
+/* See storedir.h. */
+int store_partition_other(struct store *s, const struct fspath *fp)
+{
+    struct az_status st = { 0 };
+    char *part = table_filter_partition(fp->pk), *rk = table_odata_literal(fp->rk);
+    char *filter = NULL;
+    int rc = -ENOMEM;
+
+    if (part && rk && asprintf(&filter, "%s and RowKey ne %s", part, rk) >= 0) {
+        store_settle(s, fp->parent);
+        rc = store_probe(s, fp->table, filter, table_select_key(ENTITY_RK), &st);
+        if (rc < 0)
+            store_log_failure(s, "look up", fp->parent, rc, &st, NULL);
+    } else {
+        filter = NULL;
+    }
+    free(filter);
+    free(rk);
+    free(part);
     return rc;
 }
 

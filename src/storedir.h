@@ -23,6 +23,11 @@ int store_table_exists(struct store *s, const char *table);
  * negative lifetime; else a one-entity query. FRESH: always ask. */
 int store_partition_exists(struct store *s, struct fspath *fp, int fresh);
 
+/* Does entity FP's partition (keys known) hold an entity other than FP?
+ * One query for one entity (with write-behind, the partition's queued
+ * changes sent first). 1, 0 or -errno (logged). */
+int store_partition_other(struct store *s, const struct fspath *fp);
+
 /* Create table TABLE (-EEXIST in any case; -EINVAL: a name the service
  * refuses). PATH names it in log lines. The mount then knows it is empty:
  * names looked up in it cost nothing until cache_timeout after the last

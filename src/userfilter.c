@@ -10,11 +10,23 @@
 
 #define WHY_COMPARISONS "the filter has more than 15 comparisons (the service's limit)"
 #define WHY_LENGTH "the filter is longer than 4096 bytes once URL-encoded"
+#define WHY_LITERAL "the filter has a string literal without its closing quote"
+#define WHY_PARENS "the filter's parentheses do not balance"
 
 /* Is C part of an OData word (a property name, an operator, a keyword)? */
 static int word_char(char c)
 {
     return isalnum((unsigned char)c) || c == '_';
+}
+
+/* P is at the opening quote of a literal ('...', with '' for a quote):
+ * the byte after its closing quote, or NULL when it has none. */
+static const char *skip_literal(const char *p)
+{
+    for (p++; *p; p++)
+        if (*p == '\'' && *++p != '\'')
+            return p;
+    return NULL;
 }
 
 /* See userfilter.h. */
@@ -26,9 +38,8 @@ int userfilter_comparisons(const char *filter)
 
     while (*p) {
         if (*p == '\'') {               /* a literal: to its closing quote */
-            for (p++; *p; p++)
-                if (*p == '\'' && *++p != '\'')
-                    break;
+            if (!(p = skip_literal(p)))
+                break;
             continue;
         }
         if (!word_char(*p)) {
@@ -44,6 +55,28 @@ int userfilter_comparisons(const char *filter)
         p += len;
     }
     return n;
+}
+
+/* Why FILTER could reach outside the parentheses a partition view puts
+ * it in (a literal left open, a ')' before its '(' or a '(' never closed,
+ * outside literals), or NULL when it cannot. */
+static const char *unscoped(const char *filter)
+{
+    const char *p = filter;
+    long depth = 0;
+
+    while (*p) {
+        if (*p == '\'') {
+            if (!(p = skip_literal(p)))
+                return WHY_LITERAL;
+            continue;
+        }
+        depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+        if (depth < 0)
+            return WHY_PARENS;
+        p++;
+    }
+    return depth ? WHY_PARENS : NULL;
 }
 
 /* See userfilter.h. */
@@ -62,7 +95,8 @@ int userfilter_build(const char *pk, const char *filter, char **out, const char 
     char *scope = NULL, *f = NULL;
 
     *out = NULL;
-    *why = NULL;
+    if ((*why = unscoped(filter)))
+        return -EINVAL;
     if (pk) {
         if (!(scope = table_filter_partition(pk)))
             return -ENOMEM;

@@ -447,3 +447,81 @@ def test_an_endless_view_stops_when_its_reader_is_killed(mounter):
         assert os.listdir(str(m)) == ["sparse"]
     finally:
         srv.close()
+
+
+# Filters that would reach outside "PartitionKey eq 'EU' and (FILTER)": a
+# ')' that closes the scope's group, the same hidden from a count of
+# parentheses that ignores literals, and a literal left open by a doubled
+# quote. Each lists the whole table when sent in the partition form.
+ESCAPES = ["true) or (true",
+           "Status ne '(') or (RowKey ne ')'",
+           "Note eq 'x'' ) or (true"]
+
+
+@pytest.mark.parametrize("flt", ESCAPES)
+def test_a_partitions_view_cannot_reach_outside_it(seeded, mounter, sh, flt):
+    """doc/USAGE.md, "Query views": a filter whose parentheses do not
+    balance outside its literals, or with a literal left open, is refused
+    with EINVAL and a log line before anything is sent, in the partition
+    form (where it would list the other partitions) and the table form."""
+    mnt = mounter.mount()
+    assert "EU" in os.listdir(os.path.join(str(mnt), T))   # the table and EU are known
+    before = requests(mnt)
+    view = os.path.join(str(mnt), T, "EU", ".where", enc(flt))
+    r = sh(["ls", view + "/"], check=False)
+    assert r.returncode != 0 and "Invalid argument" in r.stderr, r
+    assert r.lines() == [], r               # nothing listed, of any partition
+    for path in (view, os.path.join(str(mnt), T, ".where", enc(flt)),
+                 os.path.join(str(mnt), T, ".where", enc(flt), "EU")):
+        with pytest.raises(OSError) as e:
+            os.listdir(path)
+        assert e.value.errno == errno.EINVAL, path
+    assert requests(mnt) == before, "a filter that escapes its scope was sent"
+    log = [l for l in mnt.stderr().splitlines() if "query view" in l]
+    assert log and all("parentheses do not balance" in l or "closing quote" in l
+                       for l in log), log
+    # the mount goes on: the partition's own views still list it alone
+    assert view_keys(mnt, "Amount lt 30", "EU") == sdk_keys(seeded, "Amount lt 30", "EU")
+
+
+class Leaky(StubTable):
+    """A stub service that answers every query for one partition, whatever
+    its $filter, with entities of partitions "p" and "q": what a service
+    that evaluated a partition's filter wrongly would send. A query of the
+    whole table gets pages without an entity that never end, so that a
+    table-level view's partition is asked for with its own query."""
+
+    def __init__(self):
+        super().__init__("leaky")
+
+    @staticmethod
+    def ent(pk, rk):
+        return {"odata.etag": "W/\"datetime'2026-11-22T08%3A26%3A34.91Z'\"",
+                "PartitionKey": pk, "RowKey": rk,
+                "Timestamp": "2026-11-22T08:26:34.91Z", "v": 1}
+
+    def page(self, n, query):
+        if not query.get("$filter", [""])[0].startswith("PartitionKey eq "):
+            return [], True
+        return [self.ent("p", "r1"), self.ent("p", "r2"), self.ent("q", "r3"),
+                self.ent("q", "r4")], False
+
+
+def test_a_partitions_view_lists_its_partition_only(mounter):
+    """Defence in depth: an entity of another partition in the answer to a
+    partition's view is dropped and logged, never listed nor cached, in
+    both partition forms (/t/p/.where/F and /t/.where/F/p)."""
+    from conftest import conn_str_for
+    srv = Leaky()
+    try:
+        m = mounter.mount(conn_str=conn_str_for(srv.port))
+        for view in (os.path.join(str(m), "leaky", "p", ".where", "v eq 1"),
+                     os.path.join(str(m), "leaky", ".where", "v eq 1", "p")):
+            assert sorted(os.listdir(view)) == ["r1.json", "r2.json"], view
+            assert not os.path.exists(os.path.join(view, "r3.json"))
+            with open(os.path.join(view, "r2.json")) as f:
+                assert json.load(f)["PartitionKey"] == "p"
+        log = [l for l in m.stderr().splitlines() if "outside the view's partition" in l]
+        assert len(log) == 2 and all("2 entities" in l and "'q'" in l for l in log), log
+    finally:
+        srv.close()

@@ -81,6 +81,10 @@ static void test_long_ascii(void)
     is_int(keycodec_matches(key, want), 0, "different key, same prefix: no match");
     fenc = keycodec_file_encode(key);
     ok(fenc && strlen(fenc) <= 255, "long file name fits NAME_MAX");
+    is_int(fenc ? keycodec_file_matches(key, fenc) : -1, 1, "file_matches() on long form");
+    key[1023] = 'B';
+    is_int(fenc ? keycodec_file_matches(key, fenc) : -1, 0,
+           "file_matches(): different key, same prefix");
     free(fenc);
     free(enc);
     free(dec);
@@ -233,6 +237,9 @@ static void test_file_names(void)
     free(f);
     is_int(keycodec_matches("x/y", "x%2Fy"), 1, "matches() true");
     is_int(keycodec_matches("x/y", "x/y"), 0, "matches() false");
+    is_int(keycodec_file_matches("x/y", "x%2Fy.json"), 1, "file_matches() true");
+    is_int(keycodec_file_matches("x/y", "x%2Fy"), 0, "file_matches() wants .json");
+    is_int(keycodec_file_matches("", "%.json"), 1, "file_matches() of the empty key");
 }
 
 static void test_utf8_char(void)

@@ -1,5 +1,6 @@
 /* test_userfilter.c - unit tests for a user's $filter: comparisons counted,
- * encoded length, the partition scope and the limits. */
+ * encoded length, the partition scope and the limits, and the filters
+ * refused because they could reach outside that scope. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,58 @@ static void test_build(void)
     }
 }
 
+/* FILTER is refused, with or without a partition, for a reason that
+ * holds WANT. */
+static void refused(const char *filter, const char *want, const char *name)
+{
+    const char *pks[] = { NULL, "p" };
+    const char *why;
+    char *f;
+
+    for (int i = 0; i < 2; i++) {
+        is_int(userfilter_build(pks[i], filter, &f, &why), -EINVAL, "%s (%s)", name,
+               pks[i] ? "partition" : "table");
+        ok(f == NULL && why && strstr(why, want), "%s: %s", name, why ? why : "(no reason)");
+    }
+}
+
+/* FILTER is taken, in a partition as "PartitionKey eq 'p' and (FILTER)". */
+static void taken(const char *filter, const char *name)
+{
+    char *f, want[256];
+    const char *why;
+
+    snprintf(want, sizeof(want), "PartitionKey eq 'p' and (%s)", filter);
+    is_int(userfilter_build("p", filter, &f, &why), 0, "%s", name);
+    is_str(f, want, "%s: scoped", name);
+    free(f);
+}
+
+static void test_scope(void)
+{
+    taken("(a eq 1 or b eq 2) and not (c eq 3)", "balanced groups");
+    taken("((a eq 1))", "nested groups");
+    taken("Name eq ')'", "a ')' in a literal");
+    taken("Name eq '(' or Name eq 'x'", "a '(' in a literal");
+    taken("Name eq 'it'') or (''s'", "a doubled quote keeps the literal open");
+    taken("Name eq ''", "the empty literal");
+    taken("Name eq ''''", "a literal of one quote");
+    taken("When ge datetime'2026-01-01T00:00:00Z'", "a typed literal");
+    refused("true) or (true", "parentheses", "a ')' before its '('");
+    refused("a eq 1)", "parentheses", "a ')' never opened");
+    refused("(a eq 1", "parentheses", "a '(' never closed");
+    refused("Name ne '(') or (RowKey ne ')'", "parentheses",
+            "literals that balance the parentheses for a count that ignores them");
+    refused("Name eq 'x", "closing quote", "an open literal");
+    refused("Name eq 'it''", "closing quote", "a doubled quote at the end");
+    refused("Name eq 'a'' ) or (true", "closing quote", "a doubled quote opening the rest");
+    refused("'", "closing quote", "a lone quote");
+}
+
 int main(void)
 {
     test_count();
     test_build();
+    test_scope();
     return done_testing();
 }
