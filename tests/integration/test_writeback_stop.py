@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 
-from harness import FaultProxy, conn_str_for, is_mounted, unmount_path
+from harness import FaultProxy, conn_str_for, fsync_dir, is_mounted, unmount_path
 from test_writeback import entities, pending, put, wb_options
 
 STOP = 3                        # -o writeback_stop= of these tests (seconds)
@@ -175,3 +175,52 @@ def test_unmount_then_sigterm_at_once_sends_the_whole_queue(sdk, seed, mounter, 
     assert status == 0, (status, err[-3000:])
     assert "every change sent (300 since the stop" in stop_line(err), err[-3000:]
     assert len(list(t.list_entities())) == 300
+
+
+WRITER = r"""
+import os, sys
+pdir = sys.argv[1]
+for i in range(100000):
+    with open(os.path.join(pdir, "w%05d.json" % i), "w") as f:
+        f.write('{"v": %d, "pad": "%s"}' % (i, "x" * 2000))
+    print(i, flush=True)
+"""
+
+
+def test_a_writer_waiting_for_room_can_be_interrupted(sdk, seed, mounter, azurite, tmp_path):
+    """^C reaches a writer waiting for room in a full queue (its save is
+    not acknowledged, EINTR); the mount goes on serving, and once the
+    service answers again every acknowledged change is sent."""
+    t = seed.table(sdk, "wbStopIntr")
+    opts, _ = wb_options(tmp_path, "writeback=60000,writeback_queue=1,timeout=5,"
+                                   "retry_time=5")
+    with FaultProxy(azurite.port, rate=0.0) as px:
+        mnt = mounter.mount(conn_str=conn_str_for(px.port), options=opts)
+        pdir = os.path.join(str(mnt), "wbStopIntr", "p")
+        os.mkdir(pdir)
+        px.set_faults(rate=1.0, kinds=["reset"], methods=["POST"])
+        w = subprocess.Popen(["/usr/bin/python3", "-c", WRITER, pdir], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        acked = []
+        reader = threading.Thread(target=lambda: acked.extend(
+            int(l) for l in w.stdout), daemon=True)
+        reader.start()
+        last, still = -1, time.monotonic()      # wait until the writer is stuck
+        while time.monotonic() - still < 2:
+            assert time.monotonic() - still < 60 and w.poll() is None
+            if len(acked) != last:
+                last, still = len(acked), time.monotonic()
+            time.sleep(0.1)
+        t0 = time.monotonic()
+        w.send_signal(signal.SIGINT)
+        w.wait(10)
+        assert time.monotonic() - t0 < 3, "the waiting writer took too long to give up"
+        reader.join(5)
+        assert w.returncode != 0 and len(acked) > 100, (w.returncode, len(acked))
+        assert os.path.ismount(str(mnt)) and mnt.proc.poll() is None
+        assert os.listdir(pdir)                 # the mount goes on serving
+        px.set_faults(rate=0.0)
+        fsync_dir(mnt)
+        mnt.unmount()
+    want = ["w%05d" % i for i in acked]
+    assert sorted(entities(t)) == want          # every acknowledged change, not the last
