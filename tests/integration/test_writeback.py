@@ -154,6 +154,27 @@ def test_kill_9_then_remount_sends_every_acknowledged_change(sdk, seed, mounter,
     assert entities(t) == want                  # nothing sent twice or lost
 
 
+def crash_with_the_batch_out(mnt, px, t, want):
+    """Send MNT's queue through proxy PX, whose next batch the service
+    applies but whose answer never comes; once table T holds WANT (the
+    batch applied), kill -9 the daemon."""
+    px.set_faults(rate=1.0, kinds=["stall_after"], methods=["POST"])
+    fd = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
+    pid = os.fork()
+    if pid == 0:                                # the fsync hangs on the stalled batch
+        try:
+            os.fsync(fd)
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 20
+    while entities(t) != want and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert entities(t) == want                  # applied; the answer is stalled
+    kill_mount(mnt)
+    os.waitpid(pid, 0)
+    os.close(fd)
+
+
 def test_crash_while_a_batch_is_out_is_settled_not_doubled(sdk, seed, mounter, azurite,
                                                            tmp_path):
     """The service applied the batch but the answer never came (stall after
@@ -167,21 +188,7 @@ def test_crash_while_a_batch_is_out_is_settled_not_doubled(sdk, seed, mounter, a
         os.mkdir(pdir)
         for i in range(30):
             put(os.path.join(pdir, "r%03d.json" % i), {"v": i})
-        px.set_faults(rate=1.0, kinds=["stall_after"], methods=["POST"])
-        fd = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
-        pid = os.fork()
-        if pid == 0:                            # the fsync hangs on the stalled batch
-            try:
-                os.fsync(fd)
-            finally:
-                os._exit(0)
-        deadline = time.monotonic() + 20
-        while len(entities(t)) < 30 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert len(entities(t)) == 30           # applied; the answer is stalled
-        kill_mount(mnt)
-        os.waitpid(pid, 0)
-        os.close(fd)
+        crash_with_the_batch_out(mnt, px, t, {"r%03d" % i: i for i in range(30)})
         port = px.port
     # the journal is the endpoint's: the same address again, without faults
     with FaultProxy(azurite.port, listen_port=port, rate=0.0):
@@ -211,22 +218,8 @@ def test_crash_while_a_mixed_batch_is_out_reports_no_false_conflict(sdk, seed, m
         os.unlink(os.path.join(pdir, "a0.json"))
         put(os.path.join(pdir, "b0.json"), {"v": 2})
         put(os.path.join(pdir, "n3.json"), {"v": 3})
-        px.set_faults(rate=1.0, kinds=["stall_after"], methods=["POST"])
-        fd = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
-        pid = os.fork()
-        if pid == 0:                            # the fsync hangs on the stalled batch
-            try:
-                os.fsync(fd)
-            finally:
-                os._exit(0)
         want = {"b0": 2, "n3": 3}
-        deadline = time.monotonic() + 20
-        while entities(t) != want and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert entities(t) == want              # applied; the answer is stalled
-        kill_mount(mnt)
-        os.waitpid(pid, 0)
-        os.close(fd)
+        crash_with_the_batch_out(mnt, px, t, want)
         port = px.port
     with FaultProxy(azurite.port, listen_port=port, rate=0.0) as px:
         mnt2 = mounter.mount(conn_str=conn_str_for(port), options=opts)
