@@ -22,7 +22,7 @@ struct aztfs {
     struct store store;          /* the service, the cache, the log */
     struct fuse *fuse;           /* the running mount (set at init) */
     struct scratch *scratch;     /* owned: scratch files and local directories */
-    struct fs_handles *handles;  /* owned: write handles by path, recent conflicts */
+    struct fs_handles *handles;  /* owned: open files (write handles also by path), conflicts */
     struct view_pending *views;  /* owned: query views looked up, waiting for readdir */
     struct prefetch *prefetch;   /* owned: partition listings fetched ahead (NULL: off) */
     double attr_timeout;         /* seconds the kernel keeps a stat without asking */
