@@ -83,6 +83,23 @@ for f in "${SRCS[@]}"; do
 done
 ar cr "$LIB" "$OBJDIR"/*.o
 
+# Print the report that ends LOG whole: from the line that opens it (a
+# sanitizer's or libFuzzer's ERROR, a UBSan runtime error, a target's failed
+# check; ASan's line of '=' above it) to the end; else LOG's last 30 lines.
+show_report() {   # show_report LOG
+    local n
+    n=$(grep -n -m1 -E 'ERROR: (AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|libFuzzer)|runtime error:|check failed' \
+        "$1" | cut -d: -f1)
+    if [ -z "$n" ]; then
+        tail -n 30 "$1"
+        return
+    fi
+    if [ "$n" -gt 1 ] && sed -n "$((n - 1))p" "$1" | grep -qE '^=+$'; then
+        n=$((n - 1))
+    fi
+    tail -n "+$n" "$1"
+}
+
 # Copy the newest crash-*/leak-*/timeout-*/oom-* of ART_DIR into the regressions,
 # and print each as a here-document that recreates it (for a CI log).
 keep_artifacts() {   # keep_artifacts ART_DIR NAME
@@ -129,7 +146,7 @@ for name in "${targets[@]}"; do
     if [ "${#regs[@]}" -gt 0 ]; then
         if ! "$bin" "${common[@]}" "${regs[@]}" >"$log" 2>&1; then
             echo "fuzz $name: FAIL (a regression input fails; see $log)"
-            grep -m1 -E 'ERROR:|runtime error|check failed|SUMMARY' "$log" >&2 || true
+            show_report "$log" >&2
             failed=$((failed + 1)); continue
         fi
     fi
@@ -149,7 +166,7 @@ for name in "${targets[@]}"; do
     else
         kept=$(keep_artifacts "$art" "$name")
         echo "fuzz $name: FAIL (exit $rc; input kept as ${kept:-<none>}; log $log)"
-        grep -m3 -E 'ERROR:|runtime error|check failed|SUMMARY' "$log" >&2 || true
+        show_report "$log" >&2
         failed=$((failed + 1))
     fi
 done

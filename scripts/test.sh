@@ -6,6 +6,8 @@
 # built with ThreadSanitizer (.run/tsan), and the unit and integration suites
 # again built with ASan+UBSan (in .run/asan, so ./aztfs stays a normal build).
 # Always ends with exactly one line "N passed, N failed" (unit + integration).
+# A passing run's log is short; a failing test's output is shown whole (its
+# sanitizer, valgrind or libFuzzer report, its pytest failure message).
 # Exit status: 0 only when something ran and nothing failed.
 #   Counted as failed: TAP FAIL/XFAIL/XPASS/ERROR/SKIP, pytest failures, errors
 #   and skips, a build failure, a crashed or timed-out run, a suite with no
@@ -62,7 +64,8 @@ fi
 # --- 2. unit tests (TAP via automake) -------------------------------------------
 section "unit tests (make check)"
 CHECK_OUT="$RUN/make-check.out"
-timeout -k 10 600 make -j"${JOBS:-2}" check AM_COLOR_TESTS=no 2>&1 | tee "$CHECK_OUT"
+# VERBOSE=yes: automake prints test-suite.log (the failing tests' logs) on failure
+timeout -k 10 600 make -j"${JOBS:-2}" check AM_COLOR_TESTS=no VERBOSE=yes 2>&1 | tee "$CHECK_OUT"
 check_rc=${PIPESTATUS[0]}
 
 # The summary printed by make check; test-suite.log carries the same block.
@@ -135,6 +138,18 @@ else
     fi
 fi
 
+# show_pytest FILE: a pytest run's output (FILE) for the log: from its
+# ERRORS or FAILURES section on, whole (each failing test's message, with
+# aztfs' sanitizer report: tests/harness.py's stderr_excerpt), else its
+# last 15 lines.
+show_pytest() {
+    if grep -qE '^=+ (ERRORS|FAILURES) =+$' "$1"; then
+        sed -n -E '/^=+ (ERRORS|FAILURES) =+$/,$p' "$1"
+    else
+        tail -n 15 "$1"
+    fi
+}
+
 # --- 4. more of the same, harder (skipped with --quick) -----------------------------
 # count_line NAME FILE: add the counts of the last "N passed, N failed" in FILE.
 count_line() {
@@ -160,7 +175,7 @@ if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
             vp=$((vp + 1))
         else
             vf=$((vf + 1)); echo "valgrind: $t failed (see $RUN/valgrind-$(basename "$t").log)" >&2
-            tail -n 30 "$RUN/valgrind-$(basename "$t").log" >&2
+            cat "$RUN/valgrind-$(basename "$t").log" >&2
         fi
     done
     echo "$vp passed, $vf failed" > "$RUN/valgrind.out"
@@ -183,7 +198,7 @@ if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
             echo "1 passed, 0 failed"
         else
             echo "test.sh: test_cache failed under ThreadSanitizer (see $RUN/tsan.log)" >&2
-            tail -n 30 "$RUN/tsan.log" >&2
+            cat "$RUN/tsan.log" >&2
             echo "0 passed, 1 failed"
         fi > "$RUN/tsan.out"
         count_line tsan "$RUN/tsan.out"
@@ -204,10 +219,16 @@ if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
         (cd "$ASAN_DIR" && timeout -k 10 600 make -j"${JOBS:-2}" check AM_COLOR_TESTS=no) \
             > "$RUN/asan-check.out" 2>&1
         ap=$(count PASS "$RUN/asan-check.out"); at=$(count TOTAL "$RUN/asan-check.out")
+        if [ "${ap:-0}" != "${at:-1}" ]; then
+            echo "test.sh: unit tests failed under ASan+UBSan (their logs follow)" >&2
+            if [ -f "$ASAN_DIR/test-suite.log" ]; then cat "$ASAN_DIR/test-suite.log" >&2
+            else tail -n 30 "$RUN/asan-check.out" >&2; fi
+        fi
         echo "${ap:-0} passed, $(( ${at:-1} - ${ap:-0} )) failed" > "$RUN/asan-unit.out"
         count_line asan-unit "$RUN/asan-unit.out"
         AZTFS_BIN="$ASAN_DIR/aztfs" timeout -k 15 1200 "$PY" -m pytest tests/integration -q \
-            -p no:cacheprovider --junitxml="$RUN/asan-junit.xml" </dev/null | tail -n 15
+            -p no:cacheprovider --junitxml="$RUN/asan-junit.xml" </dev/null > "$RUN/asan-pytest.out"
+        show_pytest "$RUN/asan-pytest.out"
         read -r ip ib it < <(junit_counts "$RUN/asan-junit.xml")
         if [ "${it:--1}" -le 0 ]; then     # no report, or no test ran: a failure
             echo "0 passed, 1 failed"

@@ -25,7 +25,7 @@ struct aztfs {
     struct fuse *fuse;           /* the running mount: set at init, NULL once its
                                   * loop has ended (fs_end_session); fuse_lock */
     struct scratch *scratch;     /* owned: scratch files and local directories */
-    struct fs_handles *handles;  /* owned: write handles by path, recent conflicts */
+    struct fs_handles *handles;  /* owned: open files (write handles also by path), conflicts */
     struct view_pending *views;  /* owned: query views looked up, waiting for readdir */
     struct prefetch *prefetch;   /* owned: partition listings fetched ahead (NULL: off) */
     double attr_timeout;         /* seconds the kernel keeps a stat without asking */

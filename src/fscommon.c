@@ -12,6 +12,7 @@
 
 struct fs_handles {
     pthread_mutex_t lock;
+    struct open_file *open;      /* every handle given to the kernel and not released */
     struct open_file *pending;   /* entity handles open for writing, by path */
     struct conflict {            /* recent ESTALE answers to path operations */
         char *path;
@@ -70,7 +71,16 @@ int fs_handle_resize(struct open_file *of, size_t len)
 /* See fscommon.h. */
 void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path)
 {
+    struct fs_handles *h = fs_ctx()->handles;
+
     of->ino = fspath_ino(path);
+    pthread_mutex_lock(&h->lock);
+    of->oprev = NULL;
+    of->onext = h->open;
+    if (h->open)
+        h->open->oprev = of;
+    h->open = of;
+    pthread_mutex_unlock(&h->lock);
     fi->fh = (uint64_t)(uintptr_t)of;
     fi->direct_io = 1;
 }
@@ -102,7 +112,7 @@ int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path, int wri
     return 0;
 }
 
-/* --- the pending list ------------------------------------------------------------ */
+/* --- the mount's handles and the pending list ------------------------------------- */
 
 /* See fscommon.h. */
 struct fs_handles *fs_handles_new(void)
@@ -116,11 +126,17 @@ struct fs_handles *fs_handles_new(void)
     return h;
 }
 
-/* See fscommon.h. */
+/* See fscommon.h. The pending list holds only handles of the open list. */
 void fs_handles_free(struct fs_handles *h)
 {
+    struct open_file *next;
+
     if (!h)
         return;
+    for (struct open_file *of = h->open; of; of = next) {
+        next = of->onext;
+        fs_open_file_free(of);
+    }
     for (size_t i = 0; i < CONFLICTS; i++)
         free(h->conflicts[i].path);
     pthread_mutex_destroy(&h->lock);
@@ -148,21 +164,33 @@ int fs_pending_add(struct fs_handles *h, const char *path, struct open_file *of)
     return 0;
 }
 
-/* See fscommon.h. */
-void fs_pending_remove(struct fs_handles *h, struct open_file *of)
+/* Take OF out of H's pending list (if it is there). H's lock held. */
+static void pending_unlink(struct fs_handles *h, struct open_file *of)
 {
-    struct open_file **pp;
-
-    if (!of->path)
-        return;
-    pthread_mutex_lock(&h->lock);
-    for (pp = &h->pending; *pp; pp = &(*pp)->pnext) {
+    for (struct open_file **pp = &h->pending; *pp; pp = &(*pp)->pnext) {
         if (*pp == of) {
             *pp = of->pnext;
             break;
         }
     }
+}
+
+/* See fscommon.h. */
+void fs_handle_release(struct fs_handles *h, struct open_file *of)
+{
+    if (!of)
+        return;
+    pthread_mutex_lock(&h->lock);
+    if (of->path)
+        pending_unlink(h, of);
+    if (of->oprev)
+        of->oprev->onext = of->onext;
+    else
+        h->open = of->onext;
+    if (of->onext)
+        of->onext->oprev = of->oprev;
     pthread_mutex_unlock(&h->lock);
+    fs_open_file_free(of);
 }
 
 /* Call FN(OF, CTX) for each handle registered at PATH that still speaks for

@@ -37,6 +37,8 @@ struct open_file {
                                  rename onto it) while it was open */
     char *path;               /* registered path of a write handle (pending list) */
     struct open_file *pnext;  /* next in the pending list */
+    struct open_file *onext;  /* the mount's open handles (fs_attach), both ways */
+    struct open_file *oprev;
 };
 
 /* The handle FUSE keeps for FI (NULL when FI is NULL). */
@@ -60,8 +62,15 @@ void fs_handle_take_text(struct open_file *of, char **text, size_t len);
  * lock held. */
 int fs_handle_resize(struct open_file *of, size_t len);
 
-/* Hand OF to the kernel as FI's handle for the file opened at PATH. */
+/* Hand OF to the kernel as FI's handle for the file opened at PATH. Called
+ * from the open or create callback: OF joins the handles of the mount it
+ * serves (fs_ctx()), which own it until fs_handle_release frees it, or until
+ * fs_handles_free does when the kernel never released it. */
 void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path);
+
+/* The release of OF (NULL: nothing), a handle fs_attach gave to the mount
+ * of H: OF leaves H (and its pending list) and is freed. */
+void fs_handle_release(struct fs_handles *h, struct open_file *of);
 
 /* A new handle holding the file at PATH: a new file another handle of
  * this mount has open and not yet saved (a copy of its bytes, is_new set),
@@ -74,10 +83,15 @@ void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path
 int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path, int writing,
                    struct open_file **out);
 
-/* --- the pending list and the conflict ring ----------------------------------------- */
+/* --- the mount's handles, the pending list, the conflict ring --------------------- */
 
-/* The write handles of a mount and its recent conflicts, behind one lock.
- * NULL on ENOMEM. Free when no handle is open any more. */
+/* The open handles of a mount (the write handles also by path) and its
+ * recent conflicts, behind one lock. NULL on ENOMEM.
+ * fs_handles_free frees H with every handle still in it: those whose
+ * release never came (the kernel drops the RELEASE requests aztfs has not
+ * read when the connection ends: an unmount right after a close, SIGTERM
+ * with files open). Call it once the FUSE session is over (fuse_destroy
+ * done: no callback runs any more). */
 struct fs_handles *fs_handles_new(void);
 void fs_handles_free(struct fs_handles *h);
 
@@ -85,11 +99,9 @@ void fs_handles_free(struct fs_handles *h);
  * (futimens, chmod, ls) sees a new or changed entity before it is saved.
  * A handle shows an unsaved file while it is new (and its save did not
  * fail) or written since its last save.
- * fs_pending_add: 0 or -ENOMEM. fs_pending_remove: OF unregistered (if it
- * was). fs_pending_size: 0 and *len when PATH has such a handle, else
- * -ENOENT. */
+ * fs_pending_add: 0 or -ENOMEM (fs_handle_release unregisters OF).
+ * fs_pending_size: 0 and *len when PATH has such a handle, else -ENOENT. */
 int fs_pending_add(struct fs_handles *h, const char *path, struct open_file *of);
-void fs_pending_remove(struct fs_handles *h, struct open_file *of);
 int fs_pending_size(struct fs_handles *h, const char *path, size_t *len);
 
 /* Is PATH a new file open and not yet saved? 1 or 0. */

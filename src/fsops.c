@@ -240,12 +240,9 @@ static int aztfs_release(const char *path, struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
 
-    if (of && !of->scratch && of->path) {
-        if (path)
-            fs_release_write(path, of);
-        fs_pending_remove(fs_ctx()->handles, of);
-    }
-    fs_open_file_free(of);
+    if (of && !of->scratch && of->path && path)
+        fs_release_write(path, of);
+    fs_handle_release(fs_ctx()->handles, of);
     return 0;
 }
 

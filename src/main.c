@@ -487,7 +487,7 @@ int main(int argc, char *argv[])
     store_free(&a.store);
     token_cache_free(acct.tokens);
     scratch_free(a.scratch);
-    fs_handles_free(a.handles);
+    fs_handles_free(a.handles);     /* with files never released: after fuse_destroy */
     curl_global_cleanup();
 out:
     metrics_stop(metrics);

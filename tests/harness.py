@@ -12,7 +12,8 @@ against (standard library only, no pytest):
   proxy, imported from here on first use (http.client and the rest stay out
   of the benchmark's baseline scripts, which import this module).
 * helpers: the emulator's account, connection strings, free ports,
-  ``aztfs_env``, ``unmount_path``, ``stop_process``, ``peak_rss_kib``.
+  ``aztfs_env``, ``unmount_path``, ``stop_process``, ``peak_rss_kib``,
+  ``stderr_excerpt`` (a log's tail, with its sanitizer reports whole).
 
 Failures raise ``HarnessError`` with the reason (and aztfs' or Azurite's
 output): tests/integration/conftest.py turns it into a test failure (never a
@@ -172,6 +173,24 @@ def write_through(path, flags, writes, mode=0o644):
 def sanitizer_report(text):
     """Whether TEXT (aztfs' stderr) holds an ASan/LSan/TSan/MSan/UBSan report."""
     return bool(SANITIZER_PATTERNS.search(text or ""))
+
+
+def stderr_excerpt(text, tail=6000):
+    """What of TEXT (aztfs' stderr) a failure message shows: its last TAIL
+    characters, reaching back to the start of its first sanitizer report
+    if it holds one, so that every report in it is shown whole (a report
+    runs to the end: ASan and UBSan stop at the first, LeakSanitizer
+    reports at exit)."""
+    text = text or ""
+    start = max(len(text) - tail, 0)
+    m = SANITIZER_PATTERNS.search(text)
+    if m:
+        line = text.rfind("\n", 0, m.start()) + 1
+        prev = text.rfind("\n", 0, max(line - 1, 0)) + 1
+        if line > 0 and re.fullmatch(r"=+", text[prev:line - 1]):
+            line = prev         # ASan's line of '=' above its ERROR line
+        start = min(start, line)
+    return text[start:]
 
 
 def aztfs_env(conn_str=None, extra=None):
@@ -360,7 +379,8 @@ class Mount:
                    re.findall(r"into (\d+) ranges fetched in parallel", self.stderr()))
 
     def _failure(self, what):
-        return HarnessError("%s (args %s); stderr:\n%s" % (what, self.args, self.stderr()[-6000:]))
+        return HarnessError("%s (args %s); stderr:\n%s"
+                            % (what, self.args, stderr_excerpt(self.stderr())))
 
     def start(self, wait=True):
         """Start aztfs; with WAIT, return once it is mounted."""

@@ -35,7 +35,7 @@ import sdk_values  # noqa: E402
 # Re-exported for the test modules (from conftest import ...).
 from harness import (ACCOUNT, AZURITE_BIN, KEY, ROOT, Azurite, HarnessError,  # noqa: E402,F401
                      aztfs_env, conn_str_for, free_port, fuse_problems, sanitizer_report,
-                     unmount_path)
+                     stderr_excerpt, unmount_path)
 
 AZTFS = harness.aztfs_binary()
 EXIT_TIMEOUT = 15       # seconds for a refused mount to exit

@@ -245,8 +245,8 @@ def refused_mount(aztfs_run, endpoint, certs, tmp_path, env, options=(), conn=No
     r = aztfs_run(["-f", "-o", "cafile=%s" % (certs / "ca.pem"), "-o", "loglevel=debug"]
                   + list(options) + [mnt],
                   aztfs_env(conn if conn is not None else conn_str(endpoint), env), timeout=20)
-    from conftest import sanitizer_report
-    assert not sanitizer_report(r.stderr), r.stderr[-4000:]
+    from conftest import sanitizer_report, stderr_excerpt
+    assert not sanitizer_report(r.stderr), stderr_excerpt(r.stderr, 4000)
     return r.returncode, r.stderr, time.monotonic() - t0
 
 

@@ -10,7 +10,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, stderr_excerpt
 
 DEPS = ROOT / "scripts" / "deps.sh"
 TEST_ONLY = {"clang", "libclang-rt-14-dev", "valgrind", "groff", "nano", "vim",
@@ -93,3 +93,60 @@ def test_configure_ac_gives_no_autoconf_warning(tmp_path):
                         "configure.ac"], cwd=str(ROOT), capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "warning" not in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------------------
+# A failing test's report reaches CI's log whole (issue 29, item 13)
+# ---------------------------------------------------------------------------
+LEAK = ("=" * 65 + "\n==7==ERROR: LeakSanitizer: detected memory leaks\n\n"
+        + "".join("Direct leak of 8 byte(s) in 1 object(s) allocated from:\n"
+                  "    #0 0x7f0 in malloc\n    #1 0x55e in f%d src/x.c:%d\n\n" % (i, i)
+                  for i in range(200))
+        + "SUMMARY: AddressSanitizer: 1600 byte(s) leaked in 200 allocation(s).\n")
+
+
+def run_function(script, name, path):
+    """Bash function NAME of scripts/SCRIPT run on PATH: its output."""
+    text = (ROOT / "scripts" / script).read_text()
+    m = re.search(r"^%s\(\) \{.*?^\}$" % name, text, re.M | re.S)
+    assert m, "no function %s in scripts/%s" % (name, script)
+    return subprocess.run(["bash", "-c", '%s\n%s "$1"' % (m.group(0), name), "bash",
+                           str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def test_failure_message_holds_the_sanitizer_report_whole():
+    log = "aztfs: debug: GET /t -> 200\n" * 1000
+    assert len(LEAK) > 6000
+    assert stderr_excerpt(log + LEAK) == LEAK
+    assert stderr_excerpt(log) == log[-6000:]
+    ubsan = "src/x.c:1:2: runtime error: signed integer overflow\n    #0 f\n"
+    assert stderr_excerpt(log + ubsan) == (log + ubsan)[-6000:]
+    assert stderr_excerpt("a\n" + ubsan + log, 100) == ubsan + log
+
+
+def test_ci_log_shows_pytest_failures_whole(tmp_path):
+    passing = tmp_path / "pass.out"
+    lines = ["." * 80 + " [%2d%%]\n" % i for i in range(60)] + ["4808 passed in 600s\n"]
+    passing.write_text("".join(lines))
+    assert run_function("test.sh", "show_pytest", passing) == "".join(lines[-15:])
+    failing = tmp_path / "fail.out"
+    report = ("=" * 20 + " ERRORS " + "=" * 20 + "\n"
+              + "_ ERROR at teardown of test_x _\n"
+              + "".join("E   " + line + "\n" for line in LEAK.splitlines())
+              + "=" * 10 + " short test summary info " + "=" * 10 + "\n"
+              + "ERROR test_x.py::test_x - Failed: sanitizer report in aztfs stderr\n"
+              + "4808 passed, 1 error in 600s\n")
+    failing.write_text("".join(lines[:-1]) + report)
+    assert run_function("test.sh", "show_pytest", failing) == report
+
+
+def test_ci_log_shows_a_fuzz_report_whole(tmp_path):
+    log = tmp_path / "fuzz.log"
+    progress = "".join("#%d\tNEW    cov: 10 ft: 10 corp: 1/1b exec/s: 0\n" % i
+                       for i in range(500))
+    after = "MS: 1 ChangeBit-; base unit: 0\nTest unit written to x/leak-1\n"
+    log.write_text(progress + LEAK + after)
+    assert run_function("fuzz.sh", "show_report", log) == LEAK + after
+    check = "fuzz_keycodec: check failed: rc == 0: x\n==9== ERROR: libFuzzer: deadly signal\n"
+    log.write_text(progress + check + after)
+    assert run_function("fuzz.sh", "show_report", log) == check + after
