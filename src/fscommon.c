@@ -13,6 +13,7 @@
 struct fs_handles {
     pthread_mutex_t lock;
     struct open_file *open;      /* every handle given to the kernel and not released */
+    struct fs_dir_link *dirs;    /* every directory handle given to it and not released */
     struct open_file *pending;   /* entity handles open for writing, by path */
     struct conflict {            /* recent ESTALE answers to path operations */
         char *path;
@@ -83,6 +84,61 @@ void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path
     pthread_mutex_unlock(&h->lock);
     fi->fh = (uint64_t)(uintptr_t)of;
     fi->direct_io = 1;
+}
+
+/* See fscommon.h. */
+void fs_dir_attach(struct fuse_file_info *fi, struct fs_dir_link *l,
+                   void (*close)(struct fs_dir_link *l))
+{
+    struct fs_handles *h = fs_ctx()->handles;
+
+    l->close = close;
+    pthread_mutex_lock(&h->lock);
+    l->prev = NULL;
+    l->next = h->dirs;
+    if (h->dirs)
+        h->dirs->prev = l;
+    h->dirs = l;
+    pthread_mutex_unlock(&h->lock);
+    fi->fh = (uint64_t)(uintptr_t)l;
+}
+
+/* Take L out of H's list of directories. Lock held. */
+static void dir_unlink(struct fs_handles *h, struct fs_dir_link *l)
+{
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        h->dirs = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    l->prev = l->next = NULL;
+}
+
+/* See fscommon.h. */
+void fs_dir_release(struct fs_handles *h, struct fs_dir_link *l)
+{
+    pthread_mutex_lock(&h->lock);
+    dir_unlink(h, l);
+    pthread_mutex_unlock(&h->lock);
+    l->close(l);
+}
+
+/* See fscommon.h. */
+void fs_dirs_close_all(struct fs_handles *h)
+{
+    struct fs_dir_link *l;
+
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    while ((l = h->dirs) != NULL) {
+        dir_unlink(h, l);
+        pthread_mutex_unlock(&h->lock);
+        l->close(l);
+        pthread_mutex_lock(&h->lock);
+    }
+    pthread_mutex_unlock(&h->lock);
 }
 
 /* See fscommon.h. */

@@ -41,6 +41,16 @@ struct open_file {
     struct open_file *oprev;
 };
 
+/* What every open directory handle (fsdir.c's, fsview.c's) starts with:
+ * its place in the mount's list of open directories, and how to free it.
+ * The list is what frees the handles still open when the mount ends (the
+ * kernel's RELEASEDIR may never come: an unmount drops requests not yet
+ * read). */
+struct fs_dir_link {
+    struct fs_dir_link *prev, *next;
+    void (*close)(struct fs_dir_link *l);     /* frees the whole handle */
+};
+
 /* The handle FUSE keeps for FI (NULL when FI is NULL). */
 static inline struct open_file *fs_handle(const struct fuse_file_info *fi)
 {
@@ -48,6 +58,19 @@ static inline struct open_file *fs_handle(const struct fuse_file_info *fi)
 }
 
 /* --- handles ------------------------------------------------------------------- */
+
+/* Give the open directory L (CLOSE frees it) to the kernel as FI's handle,
+ * and keep it in the list of the mount of the callback this runs in. */
+void fs_dir_attach(struct fuse_file_info *fi, struct fs_dir_link *l,
+                   void (*close)(struct fs_dir_link *l));
+
+/* The kernel released directory handle L: out of the list, and closed. */
+void fs_dir_release(struct fs_handles *h, struct fs_dir_link *l);
+
+/* Close every directory handle of H still open: once the FUSE loop has
+ * ended (no callback runs any more), before what they use (the store, the
+ * prefetch pool, the views' queries) is freed. */
+void fs_dirs_close_all(struct fs_handles *h);
 
 /* A new handle (zeroed, empty text, lock initialised), or NULL on ENOMEM. */
 struct open_file *fs_open_file_new(void);

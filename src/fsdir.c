@@ -17,6 +17,7 @@
  * is open, so every offset handed out stays valid: telldir/seekdir work and
  * a second pass (rewinddir) sees the same snapshot. */
 struct dir_handle {
+    struct fs_dir_link link;   /* first: the handle is its link (fs_dir_attach) */
     pthread_mutex_t lock;
     enum fsp_kind kind;
     struct scan_view *view;    /* remote names: complete, or growing page by page */
@@ -34,6 +35,15 @@ static void dir_handle_free(struct dir_handle *h)
     scan_view_free(h->view);
     listing_unref(h->local);
     free(h);
+}
+
+/* Close an open directory (released, or still open when the mount ends). */
+static void dir_close(struct fs_dir_link *l)
+{
+    struct dir_handle *h = (struct dir_handle *)l;
+
+    prefetch_walk_end(h->walk, h->at_end);    /* abandoned halfway: cancelled */
+    dir_handle_free(h);
 }
 
 /* See fsdir.h. */
@@ -68,18 +78,15 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
         dir_handle_free(h);
         return rc;
     }
-    fi->fh = (uint64_t)(uintptr_t)h;
+    fs_dir_attach(fi, &h->link, dir_close);
     return 0;
 }
 
 /* See fsdir.h. */
 int fs_releasedir(const char *path, struct fuse_file_info *fi)
 {
-    struct dir_handle *h = (struct dir_handle *)(uintptr_t)fi->fh;
-
     (void)path;
-    prefetch_walk_end(h->walk, h->at_end);    /* abandoned halfway: cancelled */
-    dir_handle_free(h);
+    fs_dir_release(fs_ctx()->handles, (struct fs_dir_link *)(uintptr_t)fi->fh);
     return 0;
 }
 

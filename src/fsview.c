@@ -15,6 +15,7 @@
 
 /* An open view directory: its names as they come. */
 struct view_dir {
+    struct fs_dir_link link;    /* first: the handle is its link (fs_dir_attach) */
     pthread_mutex_t lock;
     struct view_reader *r;      /* NULL for ".where" (it lists nothing) */
     int err;                    /* a page failed: later calls fail the same */
@@ -27,6 +28,12 @@ static void view_dir_free(struct view_dir *d)
     pthread_mutex_destroy(&d->lock);
     view_reader_free(d->r);
     free(d);
+}
+
+/* Close an open view directory (released, or open when the mount ends). */
+static void view_dir_close(struct fs_dir_link *l)
+{
+    view_dir_free((struct view_dir *)l);
 }
 
 /* -EROFS for OP on PATH, with its log line. */
@@ -116,7 +123,7 @@ int fs_view_opendir(const char *path, struct fuse_file_info *fi)
         if (fp.kind != FSP_WHERE)
             rc = view_reader_open(&a->store, a->views, &fp, path, &d->r);
         if (rc == 0)
-            fi->fh = (uint64_t)(uintptr_t)d;
+            fs_dir_attach(fi, &d->link, view_dir_close);
         else
             view_dir_free(d);
     }
@@ -176,11 +183,9 @@ out:
 /* See fsview.h. */
 int fs_view_releasedir(const char *path, struct fuse_file_info *fi)
 {
-    struct view_dir *d = (struct view_dir *)(uintptr_t)fi->fh;
-
     if (!path || !fspath_in_view(path))
         return fs_releasedir(path, fi);
-    view_dir_free(d);
+    fs_dir_release(fs_ctx()->handles, (struct fs_dir_link *)(uintptr_t)fi->fh);
     return 0;
 }
 

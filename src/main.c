@@ -291,6 +291,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         fuse_loop_cfg_destroy(lc);
     }
 out_signals:
+    fs_dirs_close_all(a->handles);  /* no callback runs any more; they use the store */
     prefetch_free(a->prefetch);     /* before fuse_destroy: its requests ask the */
     a->prefetch = NULL;             /* session whether to stop */
     fs_end_session(a);

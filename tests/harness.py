@@ -128,6 +128,20 @@ def unmount_path(path):
             subprocess.run(["fusermount3", "-uz", path], capture_output=True, timeout=30)
 
 
+def release_barrier(path):
+    """Have the daemon of the mount at PATH read every request the kernel
+    queued so far: the RELEASE of a file or directory closed just before
+    (close(2) does not wait for it) would otherwise be dropped by the
+    unmount, and libfuse's own handle of a directory with it (a leak report
+    under ASan that aztfs cannot prevent). An xattr is never cached, so its
+    request queues behind them, and its answer means they were read."""
+    try:
+        subprocess.run(["getfattr", "-n", "user.aztfs.stats", path], capture_output=True,
+                       timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
 def peak_rss_kib(pid="self"):
     """Peak resident set size (VmHWM) of process PID in KiB. Unlike the
     ru_maxrss a parent gets from wait4(), it does not include the memory of
@@ -421,6 +435,7 @@ class Mount:
             return self.stderr()
         self.closed = True
         problems = []
+        release_barrier(self.path)
         try:
             unmount_path(self.path)
         except subprocess.TimeoutExpired:
