@@ -187,6 +187,14 @@ struct timespec wb_now(void);
  * away: libfuse joins its workers before the mount can end). */
 int wb_wait_sent(struct writeback *wb);
 
+/* --- wbreplay.c --- */
+
+/* Read the journal back into WB's queue (nothing sent; failed changes stay
+ * failed), counting what was damaged or refused (wb->n_damaged) and setting
+ * next_seq past every seq read. The caller then compacts the journal (an
+ * append after a torn end would join it). Returns 0 or -errno. */
+int wb_replay(struct writeback *wb);
+
 /* --- wbcontrol.c --- */
 
 /* Rewrite the journal with what is live (lock held): queued, sending and
