@@ -36,7 +36,8 @@ struct journal {
     struct safe_dir dir;        /* checked; every file is opened relative to it */
     char *name, *lock_name, *key_name, *path;
     unsigned char key[JOURNAL_KEY_LEN];
-    int legacy;                 /* the key was made now: an unkeyed journal is read */
+    int legacy;                 /* the key was made at the open, and nothing written
+                                 * since: the file is of the unkeyed format (or empty) */
     int fd, lock_fd;
     int broken;                 /* a flush failed: syncs fail until a rewrite */
     int syncing;                /* a flush runs (its caller holds no lock) */
@@ -145,42 +146,73 @@ static int sync_dir(struct journal *j)
     return fsync(j->dir.fd) < 0 ? -errno : 0;
 }
 
-/* Read the key of J (KEY_NAME: 64 hex digits), or make one (with
- * j->legacy set: a journal without a key is of the unkeyed format).
- * Returns 0 or -errno (logged). */
-static int load_key(struct journal *j)
+/* The value of hex digit C, or -1. */
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Read J's key from FD (its key file, checked): exactly 64 lowercase hex
+ * digits and a newline. Returns 0 or -errno (logged). */
+static int read_key(struct journal *j, int fd)
+{
+    char hex[2 * JOURNAL_KEY_LEN + 2];
+    struct stat st;
+    ssize_t n;
+    int ok;
+
+    if (fstat(fd, &st) < 0 || (st.st_mode & 077)) {
+        log_error(j->lg, "journal key %s/%s is readable by group or others: anyone who "
+                  "reads it can write records the mount would apply; run chmod 600 on it",
+                  j->dir.path, j->key_name);
+        return -EACCES;
+    }
+    n = pread(fd, hex, sizeof(hex), 0);
+    ok = n == 2 * JOURNAL_KEY_LEN + 1 && hex[2 * JOURNAL_KEY_LEN] == '\n';
+    for (int i = 0; ok && i < JOURNAL_KEY_LEN; i++) {
+        int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
+
+        ok = hi >= 0 && lo >= 0;
+        j->key[i] = (unsigned char)(hi << 4 | (lo & 0xf));
+    }
+    OPENSSL_cleanse(hex, sizeof(hex));
+    if (!ok) {
+        log_error(j->lg, "journal key %s/%s is not 64 hex digits and a newline: the "
+                  "journal's records cannot be checked (move the journal and its key away "
+                  "to start afresh)", j->dir.path, j->key_name);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Does the journal file FD hold keyed records (its first line "MAC " of
+ * the keyed format)? */
+static int holds_keyed(int fd)
+{
+    char head[JREC_MAC_HEX + 1];
+
+    if (pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) || head[JREC_MAC_HEX] != ' ')
+        return 0;
+    for (int i = 0; i < JREC_MAC_HEX; i++)
+        if (hex_value(head[i]) < 0)
+            return 0;
+    return 1;
+}
+
+/* Make J's key (its key file did not exist): 32 random bytes, written
+ * 0600 as 64 hex digits, with j->legacy set (a journal without a key is
+ * of the unkeyed format). A journal whose records are keyed has lost its
+ * key: refused. Returns 0 or -errno (logged). */
+static int make_key(struct journal *j)
 {
     char why[512], hex[2 * JOURNAL_KEY_LEN + 2];
-    ssize_t n = 0;
-    int fd = safe_open(&j->dir, j->key_name, O_RDONLY, 0, why, sizeof(why)), rc = 0;
+    int fd, rc = 0;
 
-    if (fd >= 0) {
-        struct stat st;
-
-        if (fstat(fd, &st) < 0 || (st.st_mode & 077)) {
-            close(fd);
-            log_error(j->lg, "journal key %s/%s is readable by group or others: anyone who "
-                      "reads it can write records the mount would apply; run chmod 600 on it",
-                      j->dir.path, j->key_name);
-            return -EACCES;
-        }
-        n = read(fd, hex, sizeof(hex));
-        close(fd);
-        for (int i = 0; n >= 2 * JOURNAL_KEY_LEN && i < JOURNAL_KEY_LEN; i++)
-            if (sscanf(hex + 2 * i, "%2hhx", &j->key[i]) != 1)
-                n = -1;
-        OPENSSL_cleanse(hex, sizeof(hex));
-        if (n < 2 * JOURNAL_KEY_LEN) {
-            log_error(j->lg, "journal key %s/%s is not 64 hex digits: the journal's records "
-                      "cannot be checked (move the journal and its key away to start "
-                      "afresh)", j->dir.path, j->key_name);
-            return -EINVAL;
-        }
-        return 0;
-    }
-    if (fd != -ENOENT) {
-        log_error(j->lg, "journal key: %s", why);
-        return fd;
+    if (holds_keyed(j->fd)) {
+        log_error(j->lg, "journal %s holds records made with the key %s/%s, which is gone: "
+                  "they cannot be checked, so none is sent. Put the key back, or move the "
+                  "journal away to start afresh", j->path, j->dir.path, j->key_name);
+        return -ENOKEY;
     }
     if (RAND_bytes(j->key, JOURNAL_KEY_LEN) != 1)
         return -EIO;
@@ -201,6 +233,23 @@ static int load_key(struct journal *j)
         log_error(j->lg, "journal key %s/%s cannot be made: %s", j->dir.path, j->key_name,
                   fd < 0 ? why : strerror(-rc));
     j->legacy = 1;
+    return rc;
+}
+
+/* Read J's key, or make one when there is none. 0 or -errno (logged). */
+static int load_key(struct journal *j)
+{
+    char why[512];
+    int fd = safe_open(&j->dir, j->key_name, O_RDONLY, 0, why, sizeof(why)), rc;
+
+    if (fd == -ENOENT)
+        return make_key(j);
+    if (fd < 0) {
+        log_error(j->lg, "journal key: %s", why);
+        return fd;
+    }
+    rc = read_key(j, fd);
+    close(fd);
     return rc;
 }
 
@@ -263,7 +312,7 @@ int journal_open(const char *dir, const char *name, int allow_shared, struct log
         log_error(lg, "journal directory: %s", why);
         goto out_err;
     }
-    if ((rc = name_files(j, name)) < 0 || (rc = take_lock(j)) < 0 || (rc = load_key(j)) < 0)
+    if ((rc = name_files(j, name)) < 0 || (rc = take_lock(j)) < 0)
         goto out_err;
     j->fd = safe_open(&j->dir, name, O_RDWR | O_CREAT, 0600, why, sizeof(why));
     if (j->fd < 0 || fstat(j->fd, &sb) < 0) {
@@ -271,6 +320,8 @@ int journal_open(const char *dir, const char *name, int allow_shared, struct log
         log_error(lg, "journal: %s", j->fd < 0 ? why : strerror(-rc));
         goto out_err;
     }
+    if ((rc = load_key(j)) < 0)
+        goto out_err;
     j->alloc = sb.st_size;
     if ((rc = content_end(j->fd, sb.st_size, &j->pos)) < 0)
         goto out_err;
@@ -298,21 +349,36 @@ static int read_all(int fd, struct buf *b)
     return n < 0 ? -errno : 0;
 }
 
-/* Keep the file of J as it is now under NAME.damaged-TIME (a hard link).
- * Returns the name (malloc'd) or NULL. */
-static char *keep_damaged(struct journal *j)
+/* Keep D (LEN bytes: the file of J as it was read) as NAME.damaged-TIME
+ * beside it: a copy (a hard link would give the journal a second link,
+ * which its open refuses), written to a new file and renamed. Returns the
+ * name (malloc'd) or NULL (logged). */
+static char *keep_damaged(struct journal *j, const char *d, size_t len)
 {
-    char stamp[32], *kept = NULL;
+    char stamp[32], *kept = NULL, *tmp = NULL;
     time_t now = time(NULL);
     struct tm tm;
+    int fd, rc;
 
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
     if (asprintf(&kept, "%s.damaged-%s", j->name, stamp) < 0)
         return NULL;
-    if (linkat(j->dir.fd, j->name, j->dir.fd, kept, 0) < 0 || sync_dir(j) < 0) {
+    if ((fd = safe_tmp(&j->dir, kept, 0600, &tmp)) < 0) {
+        rc = fd;
+    } else {
+        if ((rc = pwrite_all(fd, d, len, 0)) == 0 && fsync(fd) < 0)
+            rc = -errno;
+        close(fd);
+        if (rc == 0 && renameat(j->dir.fd, tmp, j->dir.fd, kept) < 0)
+            rc = -errno;
+        if (rc < 0)
+            unlinkat(j->dir.fd, tmp, 0);
+    }
+    free(tmp);
+    if (rc < 0) {
         log_error(j->lg, "journal %s: the damaged journal cannot be kept as %s: %s",
-                  j->path, kept, strerror(errno));
+                  j->path, kept, strerror(-rc));
         free(kept);
         return NULL;
     }
@@ -325,15 +391,15 @@ static void report_span(struct journal *j, const char *d, const struct jspan *sp
 {
     char *path = jrec_salvage_path(d + sp->off, sp->len);
     const char *why = sp->kind == JS_FOREIGN ?
-        "a record this journal's mounts did not write (its MAC is not the journal key's)" :
-        "a damaged journal record";
+        "a journal record that does not match the journal's key (damaged, or forged): "
+        "refused" : "a damaged journal record";
 
     if (sp->kind == JS_TORN)
         log_warn(j->lg, "journal %s: the record at byte %zu (%zu bytes) is cut short: a write "
                  "a crash interrupted, never acknowledged; skipped", j->path, sp->off, sp->len);
     else if (sp->kind == JS_FOREIGN)
-        log_error(j->lg, "journal %s: the record at byte %zu (%s%s) was not written by this "
-                  "journal's mounts (its MAC does not match the key %s): refused, never "
+        log_error(j->lg, "journal %s: the record at byte %zu (%s%s) does not match the key "
+                  "%s: damaged, or not written by this journal's mounts; refused, never "
                   "applied", j->path, sp->off, path ? "it names " : "no path",
                   path ? path : "", j->key_name);
     else
@@ -372,7 +438,7 @@ int journal_read(struct journal *j, int (*fn)(void *ctx, const json_t *rec), voi
             report_span(j, b.ptr, sp);
     }
     if (d.damaged || d.foreign) {
-        char *kept = keep_damaged(j);
+        char *kept = keep_damaged(j, b.ptr, b.len);
 
         if (kept)
             log_error(j->lg, "journal %s: kept as it was in %s/%s", j->path, j->dir.path,
@@ -405,15 +471,21 @@ int journal_append(struct journal *j, const json_t *rec, uint64_t *lsn)
         }
     else
         rc = jrec_format(&b, rec, j->key);
-    if (rc < 0 || b.len == 0)
+    if (rc < 0)
         goto out;
     pthread_mutex_lock(&j->mu);
+    if (b.len == 0) {           /* nothing to append: the end as it is */
+        *lsn = j->end;
+        pthread_mutex_unlock(&j->mu);
+        goto out;
+    }
     if ((rc = grow(j, b.len)) == 0)
         rc = pwrite_all(j->fd, b.ptr, b.len, j->pos);
     if (rc == 0) {
         j->pos += (off_t)b.len;
         j->end += b.len;
         *lsn = j->end;
+        j->legacy = 0;          /* keyed records in it now */
     } else if (rc == -EDQUOT) {
         rc = -ENOSPC;           /* nothing counted: the next append writes over it */
     } else if (rc != -ENOSPC) {
@@ -520,6 +592,7 @@ static void switch_to(struct journal *j, int fd, off_t len)
     j->synced = j->end;         /* everything live is in the new, flushed file */
     j->base = j->end;
     j->broken = 0;
+    j->legacy = 0;              /* the new file is keyed */
 }
 
 /* See journal.h. */

@@ -29,11 +29,13 @@ struct journal;
 
 /* Open (creating them) the journal NAME in directory DIR (created 0700
  * with its missing parents), its key NAME.key (32 random bytes, made with
- * the journal) and its lock NAME.lock (flock: one process at a time).
- * ALLOW_SHARED lifts the rule on the directory's owner and mode only. LG
- * (borrowed) gets the log lines. Returns 0 with *out, -EBUSY when another
- * process holds the lock, -EACCES when a place is refused (the log line
- * says why and what to do), or -errno (logged). */
+ * the journal; exactly 64 hex digits and a newline, mode 0600) and its
+ * lock NAME.lock (flock: one process at a time). ALLOW_SHARED lifts the
+ * rule on the directory's owner and mode only. LG (borrowed) gets the log
+ * lines. Returns 0 with *out, -EBUSY when another process holds the lock,
+ * -EACCES when a place is refused (the log line says why and what to do),
+ * -ENOKEY when the journal holds keyed records and its key is gone, or
+ * -errno (logged). */
 int journal_open(const char *dir, const char *name, int allow_shared, struct logger *lg,
                  struct journal **out);
 
@@ -53,7 +55,7 @@ struct journal_damage {
  * wb_open does): FN(CTX, REC) for each whole one (REC borrowed for the
  * call). Damage is skipped and the reading goes on after it; when some is
  * found (damaged or foreign), the file as it was is kept under the name
- * NAME.damaged-TIME beside it (a hard link: no copy), said in the log. *DMG
+ * NAME.damaged-TIME beside it (a copy), said in the log. *DMG
  * (not NULL) gets the counts. Returns 0, FN's negative return (which stops
  * the reading), or -errno. */
 int journal_read(struct journal *j, int (*fn)(void *ctx, const json_t *rec), void *ctx,
@@ -61,7 +63,8 @@ int journal_read(struct journal *j, int (*fn)(void *ctx, const json_t *rec), voi
 
 /* Append REC (borrowed; a JSON object, else -EINVAL) as one record, or
  * the records of REC an array of objects, all or none. *LSN gets the
- * position after them, for journal_sync. Returns 0, -ENOSPC (no
+ * position after them (an empty array: the end as it is), for
+ * journal_sync. Returns 0, -ENOSPC (no
  * room on the disk now: nothing appended; appends work again once there is
  * room), -EIO (the disk failed), -EFBIG, -ENOMEM; logged except -ENOSPC,
  * which the caller handles (it may make room by a rewrite). */

@@ -73,12 +73,26 @@ static size_t hex_run(const char *d, size_t avail, size_t max)
     return n;
 }
 
+/* Does a record's JSON text start at JS (AVAIL bytes)? An object opens
+ * with '{"', or is "{}" alone on its line. A raw '{"' never stands inside a
+ * JSON string (its quote would be escaped), so in an intact line "MAC {\""
+ * is found only where a record starts: the search after damage meets few
+ * candidates, whatever the entities hold. */
+static int json_starts(const char *js, size_t avail)
+{
+    return avail >= 3 && js[0] == '{' && (js[1] == '"' || (js[1] == '}' && js[2] == '\n'));
+}
+
 /* Is there a whole record at D[0..AVAIL)? Returns its length through its
  * newline with *kind and *rec (a new reference for JS_RECORD and
  * JS_LEGACY), or 0 when none starts there. LEGACY: records of the unkeyed
- * format are taken (a journal written before keys). */
+ * format are taken too (a journal written before keys); else they are
+ * foreign. LINE_START: D starts a line; elsewhere (a search after damage)
+ * only a record whose MAC matches is one: a well-formed line whose MAC
+ * does not (JS_FOREIGN) counts only where a line starts (after damage to
+ * a MAC's first digits, its last ones are no record of any kind). */
 static size_t record_at(const char *d, size_t avail, const unsigned char *key, int legacy,
-                        enum jspan_kind *kind, json_t **rec)
+                        int line_start, enum jspan_kind *kind, json_t **rec)
 {
     size_t h = hex_run(d, avail, JREC_MAC_HEX), jl;
     char want[JREC_MAC_HEX + 1];
@@ -87,8 +101,8 @@ static size_t record_at(const char *d, size_t avail, const unsigned char *key, i
     int same;
 
     *rec = NULL;
-    if ((h != JREC_MAC_HEX && h != JREC_OLD_HEX) || h + 2 > avail || d[h] != ' ' ||
-        d[h + 1] != '{')
+    if ((h != JREC_MAC_HEX && h != JREC_OLD_HEX) || h + 1 >= avail || d[h] != ' ' ||
+        !json_starts(d + h + 1, avail - h - 1))
         return 0;
     js = d + h + 1;
     if (!(nl = memchr(js, '\n', avail - h - 1)))
@@ -96,16 +110,19 @@ static size_t record_at(const char *d, size_t avail, const unsigned char *key, i
     jl = (size_t)(nl - js);
     if (digest_hex(h == JREC_MAC_HEX ? key : NULL, js, jl, want, h) < 0)
         return 0;
-    same = memcmp(want, d, h) == 0;
+    /* a record of the unkeyed format counts only in a journal of it */
+    same = memcmp(want, d, h) == 0 && (h == JREC_MAC_HEX || legacy);
+    if (!same && !line_start)
+        return 0;
     if (!(j = json_loadb(js, jl, 0, NULL)) || !json_is_object(j)) {
         json_decref(j);
         return 0;               /* not a record: damage */
     }
-    if (same && (h == JREC_MAC_HEX || legacy)) {
+    if (same) {
         *kind = h == JREC_MAC_HEX ? JS_RECORD : JS_LEGACY;
         *rec = j;
     } else {
-        *kind = JS_FOREIGN;     /* well formed, but not made with this key */
+        *kind = JS_FOREIGN;     /* well formed, but its MAC is not this key's */
         json_decref(j);
     }
     return (size_t)(nl - d) + 1;
@@ -142,7 +159,7 @@ static size_t resync(const char *d, size_t len, size_t off, const unsigned char 
 
         if (!((d[q] >= '0' && d[q] <= '9') || (d[q] >= 'a' && d[q] <= 'f')))
             continue;
-        if ((n = record_at(d + q, len - q, key, legacy, &k, &r)) > 0) {
+        if ((n = record_at(d + q, len - q, key, legacy, d[q - 1] == '\n', &k, &r)) > 0) {
             json_decref(r);
             return q;
         }
@@ -165,7 +182,8 @@ int jrec_scan(const char *d, size_t len, const unsigned char *key, int legacy,
         json_t *rec = NULL;
         size_t n;
 
-        if ((n = record_at(d + off, len - off, key, legacy, &k, &rec)) == 0)
+        if ((n = record_at(d + off, len - off, key, legacy, off == 0 || d[off - 1] == '\n', &k,
+                           &rec)) == 0)
             n = resync(d, len, off, key, legacy) - off;
         else if (k != JS_FOREIGN)
             last_rec_end = off + n;
@@ -204,7 +222,10 @@ char *jrec_salvage_path(const char *d, size_t len)
         }
     if (!p)
         return NULL;
-    while (p + n < d + len && p[n] != '"' && p[n] != '\\' && p[n] != '\n' && n < 4096)
+    while (p + n < d + len && p[n] != '"' && p[n] != '\\' && n < 4096) {
+        if ((unsigned char)p[n] < 0x20)
+            return NULL;        /* damaged inside the path: it cannot be trusted */
         n++;
+    }
     return p + n < d + len && p[n] == '"' && n > 0 ? strndup(p, n) : NULL;
 }

@@ -22,8 +22,9 @@ int jrec_format(struct buf *b, const json_t *rec, const unsigned char *key);
 enum jspan_kind {
     JS_RECORD,                  /* a whole record, its MAC made with the key */
     JS_LEGACY,                  /* a whole record of the unkeyed format */
-    JS_FOREIGN,                 /* a well-formed record whose MAC is not the key's:
-                                 * not written by this journal's mounts */
+    JS_FOREIGN,                 /* a well-formed line, at a line start, whose MAC is not
+                                 * the key's: damaged in its MAC, or not written by this
+                                 * journal's mounts */
     JS_DAMAGED,                 /* no record, with whole records after it */
     JS_TORN,                    /* no record, after the last whole one: a write cut short */
 };
@@ -44,8 +45,11 @@ struct jscan {
  * grown ahead and ignored) into spans: records, and the damage between
  * them. After damage, the next record is looked for at every position
  * (the damage may have hit a newline), so intact records after damage are
- * found. LEGACY: records of the unkeyed format are taken (a journal
- * written before keys). Returns 0 with *S (jrec_scan_free), or -ENOMEM. */
+ * found; there only a record whose MAC matches counts. A record's JSON
+ * must open with '{"' (or be "{}"), which no JSON string holds raw, so few
+ * positions are candidates whatever the entities hold. LEGACY: records of
+ * the unkeyed format are taken too (a journal written before keys); else
+ * such a line is foreign. Returns 0 with *S (jrec_scan_free), or -ENOMEM. */
 int jrec_scan(const char *d, size_t len, const unsigned char *key, int legacy,
               struct jscan *s);
 

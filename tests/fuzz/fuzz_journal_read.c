@@ -66,17 +66,19 @@ static size_t hex_len(const char *d, size_t avail)
 }
 
 /* Does a line of a record's form start at D (AVAIL bytes): exactly 32 or
- * 16 hex digits, a space, a JSON object, a newline? Its length through the
- * newline (*h: its digits; *rec: the object, a new reference, when REC is
- * not NULL), or 0. */
+ * 16 hex digits, a space, a JSON object as jrec_format writes it (compact:
+ * '{"' opens it, or it is "{}"), a newline? Its length through the newline
+ * (*h: its digits; *rec: the object, a new reference, when REC is not
+ * NULL), or 0. */
 static size_t form_at(const char *d, size_t avail, size_t *h, json_t **rec)
 {
     const char *nl;
     json_t *o;
 
     *h = hex_len(d, avail);
-    if ((*h != JREC_MAC_HEX && *h != JREC_OLD_HEX) || *h + 2 > avail || d[*h] != ' ' ||
-        d[*h + 1] != '{' || !(nl = memchr(d + *h + 1, '\n', avail - *h - 1)))
+    if ((*h != JREC_MAC_HEX && *h != JREC_OLD_HEX) || *h + 4 > avail || d[*h] != ' ' ||
+        d[*h + 1] != '{' || (d[*h + 2] != '"' && (d[*h + 2] != '}' || d[*h + 3] != '\n')) ||
+        !(nl = memchr(d + *h + 1, '\n', avail - *h - 1)))
         return 0;
     o = json_loadb(d + *h + 1, (size_t)(nl - d) - *h - 1, 0, NULL);
     if (!json_is_object(o)) {

@@ -78,6 +78,18 @@ static inline char *jt_slurp(const char *path, size_t *len)
     return data;
 }
 
+/* Do files A and B hold the same bytes? */
+static inline int jt_same_bytes(const char *a, const char *b)
+{
+    size_t la = 0, lb = 0;
+    char *da = jt_slurp(a, &la), *db = jt_slurp(b, &lb);
+    int same = da && db && la == lb && memcmp(da, db, la) == 0;
+
+    free(da);
+    free(db);
+    return same;
+}
+
 /* The bytes of PATH before the zeros grown at its end, malloc'd (*len). */
 static inline char *jt_records_of(const char *path, size_t *len)
 {
