@@ -587,6 +587,36 @@ out:
     free(key);
 }
 
+/* A journal of keyed records whose key file is gone: refused at open
+ * (nothing in it can be checked), its records untouched; the key put back,
+ * it opens and reads. */
+static void test_key_gone(void)
+{
+    char *dir = jt_path("nokey"), *key = jt_path("nokey/j.key"), *saved = jt_path("saved.key");
+    struct logger lg = { .level = LOG_LVL_QUIET };
+    struct journal *j = NULL;
+    json_t *r = jt_record(1), *got = NULL;
+    uint64_t lsn = 0;
+
+    is_int(journal_open(dir, "j", 0, &lg, &j), 0, "open");
+    ok(j && journal_append(j, r, &lsn) == 0 && journal_sync(j, lsn) == 0, "a keyed record");
+    journal_close(j);
+    j = NULL;
+    is_int(rename(key, saved), 0, "the key moved away");
+    is_int(journal_open(dir, "j", 0, &lg, &j), -ENOKEY, "open refused: the key is gone");
+    ok(access(key, F_OK) != 0, "no new key made");
+    is_int(rename(saved, key), 0, "the key put back");
+    is_int(journal_open(dir, "j", 0, &lg, &j), 0, "open with the key");
+    ok(j && jt_read(j, &got, NULL) == 0 && json_array_size(got) == 1 &&
+       json_equal(json_array_get(got, 0), r), "the record is read");
+    json_decref(got);
+    json_decref(r);
+    journal_close(j);
+    free(dir);
+    free(key);
+    free(saved);
+}
+
 int main(void)
 {
     struct failring *ring = failring_new();
@@ -610,6 +640,7 @@ int main(void)
     fixture_free(&f);
     test_legacy(ring);
     test_torn_then_rewrite();
+    test_key_gone();
     failring_free(ring);
     ok(tap_rmtree(jt_base), "temporary directory removed");
     return done_testing();
