@@ -32,11 +32,16 @@ Keep-alive is supported on both sides: one upstream connection per client
 connection, re-opened when it breaks. Chunked upstream bodies are de-chunked
 and re-sent with a Content-Length.
 
+The last faulted requests are kept (faulted(): kind, method, target, body,
+and whether the server has answered it), so a test can see what a lost
+answer belonged to.
+
 From Python (the tests take it from tests/harness.py, with Azurite and mounts):
 
     from harness import FaultProxy
     with FaultProxy(upstream_port=az.port, rate=0.2, seed=7) as px:
         ... px.port ...; px.counts() ; px.set_faults(rate=1.0, kinds=["stall"])
+        px.faulted()[-1]["body"]      # the request the last fault hit
 
 From the shell:
 
@@ -47,6 +52,7 @@ prints the counts when stopped (Ctrl-C / SIGTERM).
 """
 
 import argparse
+import collections
 import http.client
 import random
 import signal
@@ -61,6 +67,8 @@ AFTER_KINDS = ("reset_after", "503_after", "stall_after", "truncate_after")
 ALL_KINDS = BEFORE_KINDS + AFTER_KINDS
 # What a client can retry its way through (the mix when no kinds are named).
 DEFAULT_KINDS = tuple(k for k in ALL_KINDS if k != "404")
+
+FAULTED_KEPT = 16      # faulted requests faulted() remembers (the latest)
 
 # Default mix: stalls are expensive (each costs one client timeout), so rarer.
 DEFAULT_WEIGHTS = {
@@ -102,6 +110,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
         self._counts = {}
+        self._faulted = collections.deque(maxlen=FAULTED_KEPT)
         self._stop = threading.Event()
         self._threads = []
         self._conns = set()
@@ -114,13 +123,16 @@ class FaultProxy:
         self._acceptor = None
 
     # -- configuration and counters -------------------------------------------
-    def set_faults(self, rate=None, kinds=None, weights=None, limit=None, methods=None):
+    def set_faults(self, rate=None, kinds=None, weights=None, limit=None, methods=None,
+                   match=None):
         """Change the fault rate (0..1) and/or the kinds injected. LIMIT: inject
         at most this many more faults (None: no limit). METHODS: fault only
-        requests with one of these methods (None: any)."""
+        requests with one of these methods (None: any). MATCH: fault only
+        requests for which MATCH(method, target, body) is true (None: any)."""
         with self._lock:
             self._limit = limit
             self._methods = set(methods) if methods is not None else None
+            self._match = match
             if rate is not None:
                 if not 0.0 <= rate <= 1.0:
                     raise ValueError("rate must be between 0 and 1")
@@ -145,13 +157,23 @@ class FaultProxy:
         with self._lock:
             return dict(self._counts)
 
+    def faulted(self):
+        """The last FAULTED_KEPT requests a fault was injected into, oldest
+        first: dicts of 'kind', 'method', 'target', 'body' (bytes) and
+        'forwarded' (an "after" fault's request has reached the server and
+        been answered)."""
+        with self._lock:
+            return [dict(f) for f in self._faulted]
+
     def injected(self):
         c = self.counts()
         return sum(v for k, v in c.items() if k in ALL_KINDS)
 
-    def _pick(self, method):
+    def _pick(self, method, target, body):
         with self._lock:
             if self._methods is not None and method not in self._methods:
+                return None
+            if self._match is not None and not self._match(method, target, body):
                 return None
             if not self._kinds or self._rng.random() >= self.rate:
                 return None
@@ -331,8 +353,13 @@ class FaultProxy:
                 self._count("requests")
                 if self.delay > 0:
                     time.sleep(self.delay)
-                kind = self._pick(method)
+                kind = self._pick(method, target, body)
+                seen = None
                 if kind:
+                    seen = {"kind": kind, "method": method, "target": target, "body": body,
+                            "forwarded": False}
+                    with self._lock:        # kept before it is counted: see faulted()
+                        self._faulted.append(seen)
                     self._count(kind)
                     self._log("%s %s -> %s" % (method, target, kind))
                 if kind in ("500", "503", "503_retry", "404"):
@@ -361,6 +388,9 @@ class FaultProxy:
                     self._send_simple(sock, 502, keep=False)
                     break
                 self._count("forwarded")
+                if seen is not None:
+                    with self._lock:
+                        seen["forwarded"] = True
 
                 if kind == "reset_after":
                     return self._drop(sock, rf, up)

@@ -15,7 +15,9 @@ that replays them:
     /usr/bin/python3 tests/integration/model.py --minutes 30 --seeds 1000   # long mode
     /usr/bin/python3 tests/integration/model.py --replay steps.json   # a saved sequence
 
-Used by tests/integration/test_model.py (a fixed set of seeds in CI)."""
+Used by tests/integration/test_model.py (a fixed set of seeds in CI) and,
+with --writeback, test_model_writeback.py, whose crash points are in
+model_crash.py."""
 
 import argparse
 import base64
@@ -24,6 +26,7 @@ import json
 import math
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -33,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import harness  # noqa: E402
+import model_crash  # noqa: E402
 import sdk_values  # noqa: E402
 from harness import write_through  # noqa: E402
 from aztfs_names import dir_name, file_name  # noqa: E402
@@ -43,6 +47,15 @@ MOUNT_OPTIONS = "cache_timeout=%d" % CACHE_TIMEOUT
 PARTITIONS = ["p1", "a b", "50%", ".hid", "caf\u00e9", "it's", ""]
 ROWS = ["r1", "r2", "a b", "%", ".dot", "\u65e5\u672c", "it's", "", "x" * 300]
 SYSTEM = ("PartitionKey", "RowKey", "Timestamp")
+WB_QUEUE_MIB = 1             # -o writeback_queue= of the write-behind mounts (term_wait fills it)
+WB_STOP = 3                  # -o writeback_stop= of the write-behind mounts (seconds)
+WRITER_PK = "wq"             # term_wait's writer saves here (not in PARTITIONS)
+# What a generated kill -9 remount becomes (by weight), drawn from a second
+# random stream so that a seed's steps stay those it had before the crash
+# points; that stream also adds a "lost" remount before a step with chance
+# EXTRA_LOST (the lost batches must hold each kind of operation over the seeds).
+CRASHES = [("kill", 1), ("lost", 2), ("damaged", 1), ("term_wait", 1)]
+EXTRA_LOST = 1 / 100
 
 
 class StepFailed(AssertionError):
@@ -206,6 +219,7 @@ class Runner:
         self.wb = wb                # write-behind mode: a Remounter (WRITEBACK below)
         self.max_queued = 0         # the most changes seen queued after a step (write-behind)
         self.wb_done = {}           # write-behind steps carried out, by kind
+        self.term_waits = 0         # term_wait steps begun (their writer's row keys)
 
     # paths ---------------------------------------------------------------
     def pdir(self, pk, root=None):
@@ -625,8 +639,8 @@ class Runner:
         self.check_pending()
         self.count("conflict_" + s["how"])
 
-    def count(self, kind):
-        self.wb_done[kind] = self.wb_done.get(kind, 0) + 1
+    def count(self, kind, n=1):
+        self.wb_done[kind] = self.wb_done.get(kind, 0) + n
 
     def check_remote_entity(self, pk, rk, props):
         """The service holds PROPS as PK/RK (None: no such entity)."""
@@ -646,21 +660,21 @@ class Runner:
         self.count("sync")
 
     def op_remount(self, s):
-        """Unmount (cleanly, or kill -9 the daemon) and mount again with the
-        same journal: everything acknowledged is on the service (after a
-        clean unmount at once, after kill -9 once the next mount replayed
-        the journal, before it serves the tree). Partition directories made
-        with mkdir and still empty existed only in the mount."""
-        clean = s["how"] == "clean"
+        """Take the mount down as s["how"] says (down_*) and mount again with
+        the same journal: everything acknowledged is on the service (after a
+        clean unmount at once, after a crash once the next mount replayed
+        the journal, before it serves the tree), nothing queued or failed.
+        Partition directories made with mkdir and still empty existed only
+        in the mount."""
         m = self.m
         journal = self.pending()["journal"]
-        self.m = None                          # no fsync through a mount while it is down
-        self.wb.down(clean)
-        if clean:
-            self.check_remote()
-        with open(journal, errors="replace") as f:
-            held = f.read()                    # what the next mount replays
+        kind, damaged = getattr(self, "down_" + s["how"])(s, journal)
+        self.m = None
+        with open(journal, errors="replace") as f:     # what the next mount replays
+            held = "\n".join(line[:300] for line in f.read().splitlines())
         self.m = self.wb.up()
+        if damaged:
+            self.settle_damaged(damaged)
         try:
             self.check_pending(queued=0)
         except StepFailed as e:
@@ -669,7 +683,86 @@ class Runner:
         self.model.dirs.clear()
         if m == self.m:
             raise StepFailed("remount: the same mountpoint came back")
-        self.count("remount_" + s["how"])
+        self.count(kind)
+
+    # each takes the mount down: (the kind to count, the damaged journal record or None)
+    def down_clean(self, s, journal):
+        self.m = None                          # no fsync through a mount while it is down
+        self.wb.down(True)
+        self.check_remote()
+        return "remount_clean", None
+
+    def down_kill(self, s, journal):
+        self.wb.down(False)
+        return "remount_kill", None
+
+    def down_lost(self, s, journal):
+        """kill -9 while the service has applied a batch and its answer is
+        lost (model_crash.lost_batch): the next mount sends it again and
+        settles the 404/409/412 as ours. Counts the kinds the batch held."""
+        try:
+            lost = model_crash.lost_batch(self.m, journal, self.wb.proxy, self.wb.kill)
+        finally:
+            self.wb.release()
+        if lost is None:
+            return "remount_lost_none", None
+        for kind in model_crash.batch_kinds(lost["body"]):
+            self.count("lost_" + kind)
+        return "remount_lost", None
+
+    def down_damaged(self, s, journal):
+        """kill -9, then a record in the middle of the journal damaged
+        (model_crash.damage_journal); a plain kill when it holds fewer than 3
+        change records."""
+        self.wb.down(False)
+        rec = model_crash.damage_journal(journal, s["n"])
+        return ("remount_damaged" if rec else "remount_damaged_too_short"), rec
+
+    def settle_damaged(self, rec):
+        """After the mount over a journal whose record REC was damaged: the
+        mount said so (model_crash.damage_reported); the changes of REC's
+        entity that failed are discarded and the model takes what the
+        service holds for it (the mount must show the same). Everything
+        else must be as the model says."""
+        if model_crash.damage_reported(self.wb.cur.stderr(), self.pending(), rec):
+            os.setxattr(self.m, "user.aztfs.discard", rec["path"].encode())
+            self.count("damaged_later_failed")
+        from azure.core.exceptions import ResourceNotFoundError
+        pk, rk = rec["pk"], rec["rk"]
+        was = self.model.get(pk, rk)
+        try:
+            self.tc.get_entity(pk, rk)
+            with open(self.path(pk, rk), "rb") as f:
+                self.model.put(pk, rk, parse_file(f.read()))    # check_remote compares
+        except ResourceNotFoundError:
+            self.model.delete(pk, rk)
+        now = self.model.get(pk, rk)
+        if (was is None) != (now is None) or (now is not None and not same_props(was, now)):
+            self.count("damaged_change_lost")
+
+    def down_term_wait(self, s, journal):
+        """SIGTERM while a writer waits for room in the full queue, every
+        batch stalled (model_crash.term_wait): the saves the writer saw
+        succeed reach the service at the next mount, the one that failed
+        does not."""
+        self.term_waits += 1
+        text, props = model_crash.big_entity()
+        names = ["t%d-%d" % (self.term_waits, i) for i in range(100)]
+        os.makedirs(self.pdir(WRITER_PK), exist_ok=True)
+
+        def queued():
+            p = self.pending()
+            return p["queued"] + p["sending"]
+
+        def save(rk):                          # (O_EXCL would insert at the open, and stall)
+            return self.write_fd(self.path(WRITER_PK, rk), text,
+                                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        acked, _ = model_crash.term_wait(self.wb.cur, self.wb.proxy, queued, save, names,
+                                         WB_STOP)
+        for rk in acked:
+            self.saved(WRITER_PK, rk, props)
+        self.count("term_wait_saved", len(acked))
+        return "remount_term_wait", None
 
     def change_elsewhere(self, how, pk, rk, theirs):
         """Someone else deletes (sdk_delete) or replaces (sdk_replace) the
@@ -803,7 +896,9 @@ OPS = [("create", 6), ("overwrite", 8), ("append_fix", 2), ("truncate0", 2), ("r
 WB_OPS = [("sync", 2), ("remount", 1)]    # with write-behind only
 
 
-def gen_step(rng, depth=0, wb=False):
+def gen_step(rng, depth=0, wb=False, crash=None):
+    """One step from RNG; with WB the write-behind steps too, and CRASH (a
+    second Random) turns a kill -9 remount into one of CRASHES."""
     ops = [o for o, w in OPS + (WB_OPS if wb else []) for _ in range(w)
            if not (depth and o in ("held_read", "remount"))]
     op = rng.choice(ops)
@@ -829,8 +924,11 @@ def gen_step(rng, depth=0, wb=False):
         s["same"] = rng.random() < 0.3
     if op == "remount":
         s["how"] = rng.choice(["clean", "kill"])
+        if s["how"] == "kill" and crash is not None:
+            s["how"] = crash.choice([k for k, w in CRASHES for _ in range(w)])
+            s["n"] = crash.randrange(1 << 30)
     if op == "held_read":
-        s["inner"] = gen_step(rng, depth + 1, wb)
+        s["inner"] = gen_step(rng, depth + 1, wb, crash)
     # JSON round trip: props values as tuples become lists; keep them tuples
     return s
 
@@ -847,9 +945,17 @@ def normalise(step):
 
 def gen_steps(seed, n, wb=False):
     """N steps from SEED; WB: with the write-behind steps too (another
-    sequence than without)."""
+    sequence than without), and from a second stream the crash kinds of
+    remount (CRASHES, EXTRA_LOST: the N steps are those of the sequence
+    without them)."""
     rng = random.Random(seed)
-    return [gen_step(rng, 0, wb) for _ in range(n)]
+    crash = random.Random("crash-%d" % seed) if wb else None
+    steps = []
+    for _ in range(n):
+        if crash and crash.random() < EXTRA_LOST:
+            steps.append({"op": "remount", "how": "lost", "n": crash.randrange(1 << 30)})
+        steps.append(gen_step(rng, 0, wb, crash))
+    return steps
 
 
 # ---------------------------------------------------------------------------
@@ -857,13 +963,17 @@ def gen_steps(seed, n, wb=False):
 # ---------------------------------------------------------------------------
 class Remounter:
     """The write-behind mount of a Session: START(JOURNAL_DIR) returns a
-    started harness.Mount (with -o writeback and that journal_dir). Each
-    try gets a new journal (fresh(): nothing of an earlier try is replayed);
-    down() takes the mount away (an unmount, or kill -9), up() starts it
-    again with the same options, so with the same journal."""
+    started harness.Mount (with -o writeback and that journal_dir) whose
+    connection goes through PROXY, a FaultProxy (rate 0 but in the crash
+    steps; one for the session, so the endpoint, and so the journal's name,
+    stays the same). Each try gets a new journal (fresh(): nothing of an
+    earlier try is replayed); down() takes the mount away (an unmount, or
+    kill -9), up() starts it again with the same options, so with the same
+    journal."""
 
-    def __init__(self, start, journal_base):
+    def __init__(self, start, journal_base, proxy):
         self.start, self.base, self.n = start, Path(journal_base), 0
+        self.proxy = proxy
         self.journal_dir = None
         self.cur = None
 
@@ -884,7 +994,6 @@ class Remounter:
         return self.path
 
     def down(self, clean):
-        import signal
         m = self.cur
         if clean:
             try:
@@ -892,13 +1001,22 @@ class Remounter:
             except harness.HarnessError as e:
                 raise StepFailed("unmount: %s" % e)
             return
-        m.proc.send_signal(signal.SIGKILL)
-        m.proc.wait(10)
-        # the dead mount answers ENOTCONN, so os.path.ismount (harness.unmount_path) says no
-        if subprocess.run(["fusermount3", "-u", m.path], capture_output=True,
-                          timeout=30).returncode != 0:
-            subprocess.run(["fusermount3", "-uz", m.path], capture_output=True, timeout=30)
-        m.closed = True
+        self.kill()
+        self.release()
+
+    def kill(self):
+        """kill -9 of the daemon; its mount stays until release()."""
+        if self.cur.proc.poll() is None:
+            self.cur.proc.send_signal(signal.SIGKILL)
+        self.cur.proc.wait(10)
+
+    def release(self):
+        """Take away the mount of a daemon that is gone."""
+        if self.cur.proc.poll() is None:
+            self.kill()
+        # the dead mount answers ENOTCONN: harness.is_mounted reads /proc/mounts
+        harness.unmount_path(self.cur.path)
+        self.cur.closed = True
 
     def up(self):
         if self.cur is None:
@@ -910,9 +1028,11 @@ class Remounter:
 
 def wb_options(journal_dir, delay=60000):
     """The model's mount options with write-behind (DELAY ms; None: the
-    default delay) journalled in JOURNAL_DIR."""
-    return ["-o", "%s,writeback%s,journal_dir=%s" % (
-        MOUNT_OPTIONS, "" if delay is None else "=%d" % delay, journal_dir)]
+    default delay) journalled in JOURNAL_DIR, with a small queue and stop
+    bound (for term_wait)."""
+    return ["-o", "%s,writeback%s,writeback_queue=%d,writeback_stop=%d,journal_dir=%s" % (
+        MOUNT_OPTIONS, "" if delay is None else "=%d" % delay, WB_QUEUE_MIB, WB_STOP,
+        journal_dir)]
 
 
 class Session:
@@ -959,6 +1079,7 @@ class Session:
             for k, v in r.wb_done.items():
                 self.wb_total[k] = self.wb_total.get(k, 0) + v
             if self.wb:                          # a failed try leaves nothing behind
+                self.wb.proxy.set_faults(rate=0.0)
                 r.m = self.main_path()
                 r.sync_root()
                 errno_of(lambda: os.setxattr(r.m, "user.aztfs.discard", b"*"))   # ENODATA: none
@@ -1016,7 +1137,7 @@ def main():
                     help="the first mount writes behind (-o writeback=MS, default 60000; "
                     "'default': aztfs' own delay), with the write-behind steps")
     args = ap.parse_args()
-    from harness import Azurite, Mount
+    from harness import Azurite, FaultProxy, Mount, conn_str_for
     from azure.data.tables import TableServiceClient
     work = Path(args.out) / "work"
     work.mkdir(parents=True, exist_ok=True)
@@ -1024,23 +1145,23 @@ def main():
 
     def start_wb(journal_dir):
         delay = None if args.writeback == "default" else int(args.writeback)
-        m = Mount(work, az.conn_str, wb_options(journal_dir, delay))
+        m = Mount(work, conn_str_for(px.port), wb_options(journal_dir, delay))
         wb_mounts.append(m)
         return m.start()
 
-    with Azurite(work) as az, \
+    with Azurite(work) as az, FaultProxy(az.port, rate=0.0, stall=30) as px, \
             Mount(work, az.conn_str, ["-o", MOUNT_OPTIONS]) as m1, \
             Mount(work, az.conn_str, ["-o", MOUNT_OPTIONS]) as m2:
         try:
             return run_seeds(args, m1, m2, TableServiceClient.from_connection_string(az.conn_str),
-                             start_wb)
+                             start_wb, px)
         finally:
             for m in wb_mounts:
                 m.unmount(check=False)
 
 
-def run_seeds(args, m1, m2, sdk, start_wb):
-    wb = Remounter(start_wb, Path(args.out) / "work" / ("journals-%d" % os.getpid())) \
+def run_seeds(args, m1, m2, sdk, start_wb, proxy):
+    wb = Remounter(start_wb, Path(args.out) / "work" / ("journals-%d" % os.getpid()), proxy) \
         if args.writeback else None
     sess = Session(None if wb else m1.path, m2.path, sdk, wb)
     replay_args = "--writeback %s" % args.writeback if wb else ""

@@ -6,9 +6,26 @@ step; and, generated only here:
 
 * sync: fsync of the mount's root mid-sequence, then nothing queued or
   failed and the service equal to the model (official SDK);
-* remount: a clean unmount (the service then equals the model) or kill -9
-  of the daemon, and a new mount with the same journal_dir: nothing queued
-  or failed once it serves, the service equal to the model;
+* remount: the mount taken down, then a new mount with the same
+  journal_dir: nothing queued or failed once it serves, the service equal
+  to the model. Taken down by a clean unmount (the service then equals the
+  model) or, at a crash point (model_crash.py):
+  - kill: kill -9 of the daemon;
+  - lost: the service applied a batch whose answer the proxy holds (the
+    first batch with a delete when one is queued, else with a replace), and
+    kill -9 while an fsync of the root waits for it: the resent batch's
+    404/409/412 are settled as ours, nothing fails;
+  - damaged: kill -9, then one byte of a change record in the middle of the
+    journal set to 0: the mount logs the record's path as lost and counts
+    it in user.aztfs.pending ("damaged"); only that entity's later changes
+    may fail (discarded), the model takes what the service holds for it,
+    and every other entity is as the model says;
+  - term_wait: every batch stalled, a writer saving ~870 KB entities in a
+    partition of its own until it waits for room in the 1 MiB queue, then
+    SIGTERM: the daemon exits within writeback_stop (3 s) + 5 s with status
+    1 and its "write-behind stopped after" line counting what was queued,
+    the waiting save fails, and the next mount sends every save the writer
+    saw succeed;
 * ext_change (someone else changes or deletes an entity we read, then we
   save or rm it): the save is acknowledged and shown, the next fsync of
   the root returns EIO, user.aztfs.pending names the file with ESTALE (or
@@ -17,13 +34,19 @@ step; and, generated only here:
 
 At the end the root is fsynced (nothing queued or failed) and the service
 compared with the model. Each seed runs on a new table and a write-behind
-mount on a new journal_dir (the second mount, the "someone else", saves
-synchronously). A long delay (writeback=60000) keeps changes queued between
-steps, and the test checks that they were. Seeds 101-112 run with aztfs'
-default delay (200 ms), where batches go out while the steps run. The two
-tests at the end replay the two bugs the model found (a second crash sent
-applied changes again; a save guarded by the token of a sent change
-deadlocked).
+mount on a new journal_dir, through a fault proxy (tests/faultproxy.py, no
+faults but in the crash steps; one per session, so the journal's name stays
+the same); the second mount, the "someone else", saves synchronously. A
+long delay (writeback=60000) keeps changes queued between steps, and the
+test checks that they were. Seeds 101-112 run with aztfs' default delay
+(200 ms), where batches go out while the steps run. The steps of a seed are
+those it had before the crash points; a second random stream turns its
+kill -9 remounts into the crash kinds and adds lost ones (model.CRASHES,
+EXTRA_LOST). test_model_writeback_steps_covered checks that every kind was
+carried out, and that the lost batches held a delete, an insert and a
+replace. The two tests at the end replay the two bugs the model found (a
+second crash sent applied changes again; a save guarded by the token of a
+sent change deadlocked).
 
 MODEL_WB_SEEDS / MODEL_WB_DEFAULT_SEEDS / MODEL_WB_STEPS override the set;
 the long mode is `model.py --writeback [MS|default] --minutes N`."""
@@ -37,6 +60,7 @@ import time
 import pytest
 
 import model
+from harness import FaultProxy, conn_str_for
 
 SEEDS = os.environ.get("MODEL_WB_SEEDS", "1-40")
 # With aztfs' default delay (200 ms) batches go out while the steps run.
@@ -51,20 +75,29 @@ def seed_list(spec):
     return list(range(int(a), int(b or a) + 1))
 
 
-def make_session(mounter, sdk, journal_base, delay):
-    wb = model.Remounter(lambda jdir: mounter.mount(options=model.wb_options(jdir, delay)),
-                         journal_base)
-    return model.Session(None, mounter.mount(options=["-o", model.MOUNT_OPTIONS]), sdk, wb)
+def session(mounter, sdk, azurite, journal_base, delay):
+    """A model.Session whose write-behind mount goes through a FaultProxy of
+    its own (for the crash steps), torn down after the module's tests."""
+    with FaultProxy(azurite.port, rate=0.0, stall=30) as px:
+        wb = model.Remounter(
+            lambda jdir: mounter.mount(conn_str=conn_str_for(px.port),
+                                       options=model.wb_options(jdir, delay)),
+            journal_base, px)
+        yield model.Session(None, mounter.mount(options=["-o", model.MOUNT_OPTIONS]), sdk, wb)
+        if wb.cur is not None:
+            wb.cur.unmount()                    # while the proxy is there
 
 
 @pytest.fixture(scope="module")
-def long_session(module_mounter, sdk, tmp_path_factory):
-    return make_session(module_mounter, sdk, tmp_path_factory.mktemp("journal-long"), 60000)
+def long_session(module_mounter, sdk, azurite, tmp_path_factory):
+    yield from session(module_mounter, sdk, azurite, tmp_path_factory.mktemp("journal-long"),
+                       60000)
 
 
 @pytest.fixture(scope="module")
-def default_session(module_mounter, sdk, tmp_path_factory):
-    return make_session(module_mounter, sdk, tmp_path_factory.mktemp("journal-default"), None)
+def default_session(module_mounter, sdk, azurite, tmp_path_factory):
+    yield from session(module_mounter, sdk, azurite,
+                       tmp_path_factory.mktemp("journal-default"), None)
 
 
 def run_seed(session, seed, delay):
@@ -100,7 +133,9 @@ def test_model_writeback_steps_covered(long_session, default_session):
         for k, v in sess.wb_total.items():
             done[k] = done.get(k, 0) + v
     for kind in ("sync", "remount_clean", "remount_kill", "conflict_sdk_replace",
-                 "conflict_sdk_delete", "conflict_mount2", "conflict_rm_after_change"):
+                 "conflict_sdk_delete", "conflict_mount2", "conflict_rm_after_change",
+                 "remount_lost", "remount_damaged", "remount_term_wait", "term_wait_saved",
+                 "lost_delete", "lost_insert", "lost_replace"):
         assert done.get(kind, 0) >= 1, (kind, done)
 
 
