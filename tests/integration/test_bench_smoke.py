@@ -129,17 +129,45 @@ def test_restore_benchmark_smoke(tmp_path):
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stderr[-6000:]
     rows = section(parse_report(out.read_text()), "Restore")
-    assert [(r["mode"], r["delay ms"]) for r in rows] == [
-        ("sync", "0"), ("writeback", "0"), ("sync", "5"), ("writeback", "5")], rows
+    assert [(r["mode"], r["tool"], r["delay ms"]) for r in rows] == [
+        ("sync", "rsync", "0"), ("writeback", "rsync", "0"), ("sync", "rsync", "5"),
+        ("writeback", "rsync", "5")], rows
+    check_restore_rows(rows)
+
+
+def check_restore_rows(rows):
+    """Each restore row within its bound, no point read, and nothing written
+    again. With cp under write-behind each O_EXCL create inserts at its open
+    and a batch may hold one file's content: 2N + 2P + 5."""
     for r in rows:
         n, parts = int(r["N"]), int(r["P"])
         assert (n, parts) == (60, 3)
         bound = n + parts + 5 if r["mode"] == "sync" else -(-n // 100) + 2 * parts + 5
+        if r["mode"] == "writeback" and r["tool"] == "cp":
+            bound = 2 * n + 2 * parts + 5
         assert int(r["bound"]) == bound, r
         assert int(r["aztfs requests"]) <= bound, r
         assert int(r["point reads"]) == 0, r
         assert r["again: writes / all"].startswith("0 /"), r
         assert float(r["aztfs s"]) > 0 and float(r["x SDK batch"]) > 0, r
+
+
+def test_restore_benchmark_smoke_with_cp(tmp_path):
+    """bench/restore.py --tool cp with -o writeback: cp creates each file
+    with O_EXCL, which the service decides at the open (one insert each),
+    then the content goes in batches: within 2N + 2P + 5."""
+    out = tmp_path / "restore-cp.md"
+    env = dict(os.environ, AZTFS_BIN=str(AZTFS))
+    env.pop("AZURE_STORAGE_CONNECTION_STRING", None)
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "restore.py"), "--entities", "60",
+                        "--partitions", "3", "--delays", "0", "--modes", "writeback",
+                        "--tool", "cp", "--out", str(out)], capture_output=True, text=True,
+                       timeout=SMOKE_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr[-6000:]
+    rows = section(parse_report(out.read_text()), "Restore")
+    assert [(r["mode"], r["tool"]) for r in rows] == [("writeback", "cp")], rows
+    check_restore_rows(rows)
+    assert int(rows[0]["aztfs requests"]) >= 60, rows     # the inserts at the opens
 
 
 def test_listcost_smoke(tmp_path):
