@@ -12,8 +12,7 @@
 
 struct fs_handles {
     pthread_mutex_t lock;
-    struct open_file *open;      /* every handle given to the kernel and not released */
-    struct fs_dir_link *dirs;    /* every directory handle given to it and not released */
+    struct fs_open_link *open;   /* every handle given to the kernel and not released */
     struct open_file *pending;   /* entity handles open for writing, by path */
     struct conflict {            /* recent ESTALE answers to path operations */
         char *path;
@@ -69,71 +68,77 @@ int fs_handle_resize(struct open_file *of, size_t len)
     return rc;
 }
 
+/* Put L (CLOSE frees it) on H's list of open handles. */
+static void link_push(struct fs_handles *h, struct fs_open_link *l,
+                      void (*close)(struct fs_open_link *l))
+{
+    l->close = close;
+    pthread_mutex_lock(&h->lock);
+    l->prev = NULL;
+    l->next = h->open;
+    if (h->open)
+        h->open->prev = l;
+    h->open = l;
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* Take L off H's list of open handles. Lock held. */
+static void link_unlink(struct fs_handles *h, struct fs_open_link *l)
+{
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        h->open = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    l->prev = l->next = NULL;
+}
+
+/* Close an open file's handle (released, or open when the mount ends). */
+static void file_close(struct fs_open_link *l)
+{
+    fs_open_file_free((struct open_file *)l);
+}
+
 /* See fscommon.h. */
 void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path)
 {
     struct fs_handles *h = fs_ctx()->handles;
 
     of->ino = fspath_ino(path);
-    pthread_mutex_lock(&h->lock);
-    of->oprev = NULL;
-    of->onext = h->open;
-    if (h->open)
-        h->open->oprev = of;
-    h->open = of;
-    pthread_mutex_unlock(&h->lock);
+    link_push(h, &of->link, file_close);
     fi->fh = (uint64_t)(uintptr_t)of;
     fi->direct_io = 1;
 }
 
 /* See fscommon.h. */
-void fs_dir_attach(struct fuse_file_info *fi, struct fs_dir_link *l,
-                   void (*close)(struct fs_dir_link *l))
+void fs_dir_attach(struct fuse_file_info *fi, struct fs_open_link *l,
+                   void (*close)(struct fs_open_link *l))
 {
-    struct fs_handles *h = fs_ctx()->handles;
-
-    l->close = close;
-    pthread_mutex_lock(&h->lock);
-    l->prev = NULL;
-    l->next = h->dirs;
-    if (h->dirs)
-        h->dirs->prev = l;
-    h->dirs = l;
-    pthread_mutex_unlock(&h->lock);
+    link_push(fs_ctx()->handles, l, close);
     fi->fh = (uint64_t)(uintptr_t)l;
 }
 
-/* Take L out of H's list of directories. Lock held. */
-static void dir_unlink(struct fs_handles *h, struct fs_dir_link *l)
-{
-    if (l->prev)
-        l->prev->next = l->next;
-    else
-        h->dirs = l->next;
-    if (l->next)
-        l->next->prev = l->prev;
-    l->prev = l->next = NULL;
-}
-
 /* See fscommon.h. */
-void fs_dir_release(struct fs_handles *h, struct fs_dir_link *l)
+void fs_dir_release(struct fs_handles *h, struct fs_open_link *l)
 {
     pthread_mutex_lock(&h->lock);
-    dir_unlink(h, l);
+    link_unlink(h, l);
     pthread_mutex_unlock(&h->lock);
     l->close(l);
 }
 
-/* See fscommon.h. */
-void fs_dirs_close_all(struct fs_handles *h)
+/* See fscommon.h. The pending list holds only handles of the open list. */
+void fs_handles_close_all(struct fs_handles *h)
 {
-    struct fs_dir_link *l;
+    struct fs_open_link *l;
 
     if (!h)
         return;
     pthread_mutex_lock(&h->lock);
-    while ((l = h->dirs) != NULL) {
-        dir_unlink(h, l);
+    h->pending = NULL;
+    while ((l = h->open) != NULL) {
+        link_unlink(h, l);
         pthread_mutex_unlock(&h->lock);
         l->close(l);
         pthread_mutex_lock(&h->lock);
@@ -182,17 +187,12 @@ struct fs_handles *fs_handles_new(void)
     return h;
 }
 
-/* See fscommon.h. The pending list holds only handles of the open list. */
+/* See fscommon.h. */
 void fs_handles_free(struct fs_handles *h)
 {
-    struct open_file *next;
-
     if (!h)
         return;
-    for (struct open_file *of = h->open; of; of = next) {
-        next = of->onext;
-        fs_open_file_free(of);
-    }
+    fs_handles_close_all(h);
     for (size_t i = 0; i < CONFLICTS; i++)
         free(h->conflicts[i].path);
     pthread_mutex_destroy(&h->lock);
@@ -239,12 +239,7 @@ void fs_handle_release(struct fs_handles *h, struct open_file *of)
     pthread_mutex_lock(&h->lock);
     if (of->path)
         pending_unlink(h, of);
-    if (of->oprev)
-        of->oprev->onext = of->onext;
-    else
-        h->open = of->onext;
-    if (of->onext)
-        of->onext->oprev = of->oprev;
+    link_unlink(h, &of->link);
     pthread_mutex_unlock(&h->lock);
     fs_open_file_free(of);
 }

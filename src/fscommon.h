@@ -18,8 +18,20 @@
  * checked at commit; this only bounds memory). */
 #define OPEN_FILE_MAX (4 * 1024 * 1024)
 
+/* What every handle given to the kernel starts with (an open file's, an
+ * open directory's, fsdir.c's or fsview.c's): its place in the mount's
+ * list of open handles, and how to free it. The list is what frees the
+ * handles still open when the mount ends (the kernel's RELEASE may never
+ * come: an unmount drops the requests not yet read, and SIGTERM ends the
+ * session with files open). */
+struct fs_open_link {
+    struct fs_open_link *prev, *next;
+    void (*close)(struct fs_open_link *l);    /* frees the whole handle */
+};
+
 /* State of one open file (fi->fh). */
 struct open_file {
+    struct fs_open_link link;  /* first: the handle is its link (fs_attach) */
     pthread_mutex_t lock;
     int scratch;              /* a scratch file: the bytes live in a->scratch */
     struct buf data;          /* entity text (read: as opened; write: edited copy) */
@@ -37,18 +49,6 @@ struct open_file {
                                  rename onto it) while it was open */
     char *path;               /* registered path of a write handle (pending list) */
     struct open_file *pnext;  /* next in the pending list */
-    struct open_file *onext;  /* the mount's open handles (fs_attach), both ways */
-    struct open_file *oprev;
-};
-
-/* What every open directory handle (fsdir.c's, fsview.c's) starts with:
- * its place in the mount's list of open directories, and how to free it.
- * The list is what frees the handles still open when the mount ends (the
- * kernel's RELEASEDIR may never come: an unmount drops requests not yet
- * read). */
-struct fs_dir_link {
-    struct fs_dir_link *prev, *next;
-    void (*close)(struct fs_dir_link *l);     /* frees the whole handle */
 };
 
 /* The handle FUSE keeps for FI (NULL when FI is NULL). */
@@ -61,16 +61,16 @@ static inline struct open_file *fs_handle(const struct fuse_file_info *fi)
 
 /* Give the open directory L (CLOSE frees it) to the kernel as FI's handle,
  * and keep it in the list of the mount of the callback this runs in. */
-void fs_dir_attach(struct fuse_file_info *fi, struct fs_dir_link *l,
-                   void (*close)(struct fs_dir_link *l));
+void fs_dir_attach(struct fuse_file_info *fi, struct fs_open_link *l,
+                   void (*close)(struct fs_open_link *l));
 
 /* The kernel released directory handle L: out of the list, and closed. */
-void fs_dir_release(struct fs_handles *h, struct fs_dir_link *l);
+void fs_dir_release(struct fs_handles *h, struct fs_open_link *l);
 
-/* Close every directory handle of H still open: once the FUSE loop has
- * ended (no callback runs any more), before what they use (the store, the
- * prefetch pool, the views' queries) is freed. */
-void fs_dirs_close_all(struct fs_handles *h);
+/* Close every handle of H still open, files and directories: once the
+ * FUSE loop has ended (no callback runs any more), before what they use
+ * (the store, the prefetch pool, the views' queries) is freed. */
+void fs_handles_close_all(struct fs_handles *h);
 
 /* A new handle (zeroed, empty text, lock initialised), or NULL on ENOMEM. */
 struct open_file *fs_open_file_new(void);
@@ -88,7 +88,7 @@ int fs_handle_resize(struct open_file *of, size_t len);
 /* Hand OF to the kernel as FI's handle for the file opened at PATH. Called
  * from the open or create callback: OF joins the handles of the mount it
  * serves (fs_ctx()), which own it until fs_handle_release frees it, or until
- * fs_handles_free does when the kernel never released it. */
+ * fs_handles_close_all does when the kernel never released it. */
 void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path);
 
 /* The release of OF (NULL: nothing), a handle fs_attach gave to the mount
@@ -110,11 +110,8 @@ int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path, int wri
 
 /* The open handles of a mount (the write handles also by path) and its
  * recent conflicts, behind one lock. NULL on ENOMEM.
- * fs_handles_free frees H with every handle still in it: those whose
- * release never came (the kernel drops the RELEASE requests aztfs has not
- * read when the connection ends: an unmount right after a close, SIGTERM
- * with files open). Call it once the FUSE session is over (fuse_destroy
- * done: no callback runs any more). */
+ * fs_handles_free frees H, closing first any handle still in it (see
+ * fs_handles_close_all): call it once the FUSE loop has ended. */
 struct fs_handles *fs_handles_new(void);
 void fs_handles_free(struct fs_handles *h);
 

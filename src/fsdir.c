@@ -17,7 +17,7 @@
  * is open, so every offset handed out stays valid: telldir/seekdir work and
  * a second pass (rewinddir) sees the same snapshot. */
 struct dir_handle {
-    struct fs_dir_link link;   /* first: the handle is its link (fs_dir_attach) */
+    struct fs_open_link link;   /* first: the handle is its link (fs_dir_attach) */
     pthread_mutex_t lock;
     enum fsp_kind kind;
     struct scan_view *view;    /* remote names: complete, or growing page by page */
@@ -38,7 +38,7 @@ static void dir_handle_free(struct dir_handle *h)
 }
 
 /* Close an open directory (released, or still open when the mount ends). */
-static void dir_close(struct fs_dir_link *l)
+static void dir_close(struct fs_open_link *l)
 {
     struct dir_handle *h = (struct dir_handle *)l;
 
@@ -86,7 +86,7 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
 int fs_releasedir(const char *path, struct fuse_file_info *fi)
 {
     (void)path;
-    fs_dir_release(fs_ctx()->handles, (struct fs_dir_link *)(uintptr_t)fi->fh);
+    fs_dir_release(fs_ctx()->handles, (struct fs_open_link *)(uintptr_t)fi->fh);
     return 0;
 }
 

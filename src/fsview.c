@@ -15,7 +15,7 @@
 
 /* An open view directory: its names as they come. */
 struct view_dir {
-    struct fs_dir_link link;    /* first: the handle is its link (fs_dir_attach) */
+    struct fs_open_link link;    /* first: the handle is its link (fs_dir_attach) */
     pthread_mutex_t lock;
     struct view_reader *r;      /* NULL for ".where" (it lists nothing) */
     int err;                    /* a page failed: later calls fail the same */
@@ -31,7 +31,7 @@ static void view_dir_free(struct view_dir *d)
 }
 
 /* Close an open view directory (released, or open when the mount ends). */
-static void view_dir_close(struct fs_dir_link *l)
+static void view_dir_close(struct fs_open_link *l)
 {
     view_dir_free((struct view_dir *)l);
 }
@@ -185,7 +185,7 @@ int fs_view_releasedir(const char *path, struct fuse_file_info *fi)
 {
     if (!path || !fspath_in_view(path))
         return fs_releasedir(path, fi);
-    fs_dir_release(fs_ctx()->handles, (struct fs_dir_link *)(uintptr_t)fi->fh);
+    fs_dir_release(fs_ctx()->handles, (struct fs_open_link *)(uintptr_t)fi->fh);
     return 0;
 }
 

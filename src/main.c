@@ -291,7 +291,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         fuse_loop_cfg_destroy(lc);
     }
 out_signals:
-    fs_dirs_close_all(a->handles);  /* no callback runs any more; they use the store */
+    fs_handles_close_all(a->handles);   /* no callback runs any more; they use the store */
     prefetch_free(a->prefetch);     /* before fuse_destroy: its requests ask the */
     a->prefetch = NULL;             /* session whether to stop */
     fs_end_session(a);
@@ -488,7 +488,7 @@ int main(int argc, char *argv[])
     store_free(&a.store);
     token_cache_free(acct.tokens);
     scratch_free(a.scratch);
-    fs_handles_free(a.handles);     /* with files never released: after fuse_destroy */
+    fs_handles_free(a.handles);     /* (closed at the loop's end, or never used) */
     curl_global_cleanup();
 out:
     metrics_stop(metrics);
