@@ -172,8 +172,8 @@ static int read_key(struct journal *j, int fd)
     for (int i = 0; ok && i < JOURNAL_KEY_LEN; i++) {
         int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
 
-        ok = hi >= 0 && lo >= 0;
-        j->key[i] = (unsigned char)(hi << 4 | (lo & 0xf));
+        if ((ok = hi >= 0 && lo >= 0))
+            j->key[i] = (unsigned char)(hi << 4 | lo);
     }
     OPENSSL_cleanse(hex, sizeof(hex));
     if (!ok) {
