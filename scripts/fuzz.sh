@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fuzz.sh [SECONDS_PER_TARGET] - build and run the libFuzzer targets in tests/fuzz.
 #
-# src/*.c but main.c are compiled with clang (ASan + UBSan + libFuzzer coverage)
+# src/**/*.c but main.c are compiled with clang (ASan + UBSan + libFuzzer coverage)
 # into a static archive; each tests/fuzz/fuzz_<name>.c is linked against it, so
 # it gets exactly the source files it needs (the linker pulls in only the
 # objects that resolve its symbols). For each target:
@@ -44,7 +44,7 @@ if ! PKG_CFLAGS=$(pkg-config --cflags $PKGS 2>/dev/null) ||
 fi
 
 SRCS=()
-for f in src/*.c; do
+for f in $(find src -name "*.c" | sort); do
     [ "$f" = src/main.c ] || SRCS+=("$f")
 done
 
@@ -74,7 +74,7 @@ rm -rf "$OBJDIR" "$LIB"
 mkdir -p "$OBJDIR"
 LIBCFLAGS=("${CFLAGS[@]/-fsanitize=fuzzer,address,undefined/-fsanitize=fuzzer-no-link,address,undefined}")
 for f in "${SRCS[@]}"; do
-    if ! "$CC" "${LIBCFLAGS[@]}" -c -o "$OBJDIR/$(basename "$f" .c).o" "$f" >"$WORK/build-src.log" 2>&1; then
+    if ! "$CC" "${LIBCFLAGS[@]}" -c -o "$OBJDIR/$(echo "${f#src/}" | tr / _ | sed 's/\.c$//').o" "$f" >"$WORK/build-src.log" 2>&1; then
         echo "fuzz: FAIL (cannot compile $f, see $WORK/build-src.log)"
         sed -n '1,40p' "$WORK/build-src.log" >&2
         echo "fuzz: 0 passed, 1 failed"

@@ -12,25 +12,18 @@
 
 #include <curl/curl.h>
 
-#include "failring.h"
-#include "fs.h"      /* defines FUSE_USE_VERSION before fuse headers */
+#include "util/util.h"
+#include "fs/fs.h"
 #include <fuse_lowlevel.h>
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
-#include "connstr.h"
-#include "credential.h"
-#include "fscommon.h"
-#include "metrics.h"
+#include "auth/auth.h"
+#include "fs/fs_i.h"
+#include "monitor/monitor.h"
 #include "options.h"
-#include "prefetch.h"
-#include "scan.h"
-#include "secenv.h"
-#include "store.h"
-#include "view.h"
-#include "writeback.h"
-#include "stats.h"
-#include "token.h"
+#include "store/store.h"
+#include "writeback/writeback.h"
 
 /* Remove the secret environment variable NAME, name and value, from the
  * environment and from where the kernel shows it (/proc/PID/environ,

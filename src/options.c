@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fspath.h"
+#include "names/names.h"
 #include "options.h"
 
 #define OPT(t, p) { t, offsetof(struct aztfs_opts, p), 1 }
@@ -51,7 +51,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("journal_dir=%s", journal_dir),
     OPT("writeback_queue=%lu", writeback_queue_mb),
     OPT("writeback_stop=%u", writeback_stop),
-    /* libfuse's, but aztfs sets them itself (fsops.c: aztfs_init) */
+    /* libfuse's, but aztfs sets them itself (fs/ops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED),

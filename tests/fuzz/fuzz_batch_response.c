@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "table.h"
+#include "table/table.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

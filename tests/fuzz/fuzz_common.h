@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "entity.h"
+#include "entity/entity.h"
 
 #define FUZZ_CHECK(cond, ...) do { if (!(cond)) { \
     fprintf(stderr, "%s: check failed: %s: ", __FILE__, #cond); \

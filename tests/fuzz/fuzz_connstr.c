@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "connstr.h"
+#include "auth/auth.h"
 
 #define CHECK(cond, ...) do { if (!(cond)) { \
     fprintf(stderr, "fuzz_connstr: check failed: %s: ", #cond); \

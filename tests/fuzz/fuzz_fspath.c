@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fspath.h"
-#include "userfilter.h"
+#include "names/names.h"
+#include "table/table.h"
 
 #define CHECK(cond, ...) do { if (!(cond)) { \
     fprintf(stderr, "fuzz_fspath: check failed: %s: ", #cond); \

@@ -1,4 +1,4 @@
-/* fuzz_journal_read.c - libFuzzer target: jrec_scan (journal_format.c), the
+/* fuzz_journal_read.c - libFuzzer target: jrec_scan (journal/record.c), the
  * reader of a journal file's bytes, with a fixed key, the unkeyed format
  * taken and not. The input is scanned as it is and again with every line
  * of a record's form made to verify (its MAC, or its unkeyed digest,
@@ -29,7 +29,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
-#include "journal_int.h"
+#include "journal/journal_i.h"
 
 #define CHECK(cond, ...) do { if (!(cond)) { \
     fprintf(stderr, "fuzz_journal_read: check failed: %s: ", #cond); \

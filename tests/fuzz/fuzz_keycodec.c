@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keycodec.h"
+#include "names/names.h"
 
 #define CHECK(cond, ...) do { if (!(cond)) { \
     fprintf(stderr, "fuzz_keycodec: check failed: %s: ", #cond); \

@@ -1,4 +1,4 @@
-/* fuzz_page_read.c - libFuzzer target: page_read (pageread.c), the
+/* fuzz_page_read.c - libFuzzer target: page_read (table/pageread.c), the
  * listing's reader of a Query Entities page, against json_loadb, which it
  * stands in for. Whatever the input, both must give the same tree (members
  * in the same order) or both fail with the same message; aborts otherwise. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pageread.h"
+#include "table/table_i.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "fuzz_common.h"
-#include "http.h"
-#include "table.h"
-#include "tableint.h"
+#include "http/http.h"
+#include "table/table.h"
+#include "table/table_i.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenresp.h"
+#include "auth/auth_i.h"
 
 #define CHECK(cond, ...) do { if (!(cond)) { \
     fprintf(stderr, "fuzz_token_response: check failed: %s: ", #cond); \

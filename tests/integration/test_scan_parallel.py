@@ -1,5 +1,5 @@
-"""-o scan_parallel=N: listings read as key ranges in parallel (src/splitcur.c)
-and partition listings fetched ahead of a walk (src/prefetch.c).
+"""-o scan_parallel=N: listings read as key ranges in parallel (src/table/split.c)
+and partition listings fetched ahead of a walk (src/store/prefetch.c).
 
 Checked against the official SDK (azure.data.tables): every listing
 complete and in the service's order with the default, request counts with

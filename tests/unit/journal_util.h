@@ -2,7 +2,7 @@
  * test_journal_damage.c): a scratch directory, files written and read with
  * plain stdio (not the journal), the journal's key and its record format
  * made again with OpenSSL (so the tests check the format journal.h states,
- * not journal_format.c against itself), and records read back. */
+ * not journal/record.c against itself), and records read back. */
 #ifndef AZTFS_TEST_JOURNAL_UTIL_H
 #define AZTFS_TEST_JOURNAL_UTIL_H
 
@@ -19,7 +19,7 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
-#include "journal.h"
+#include "journal/journal.h"
 
 #define JT_KEY_LEN 32
 

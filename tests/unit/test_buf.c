@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
+#include "util/util.h"
 #include "tap.h"
 
 static void test_add(void)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cache.h"
+#include "cache/cache.h"
 #include "tap.h"
 
 static void test_files(void)

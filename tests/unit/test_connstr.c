@@ -6,8 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "connstr.h"
-#include "sharedkey.h"
+#include "auth/auth.h"
 #include "tap.h"
 
 /* base64 of "secret-key-for-tests":

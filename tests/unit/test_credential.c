@@ -13,9 +13,8 @@
 
 #include <openssl/crypto.h>
 
-#include "credential.h"
+#include "auth/auth.h"
 #include "tap.h"
-#include "token.h"
 
 static char dir[] = "/tmp/aztfs-test-cred-XXXXXX";
 static const struct http_config hc = { .connect_timeout_ms = 1000, .request_timeout_ms = 5000 };

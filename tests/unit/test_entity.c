@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "entity.h"
+#include "entity/entity.h"
 #include "tap.h"
 
 /* Render the wire JSON text WIRE_TEXT; returns the malloc'd file text or NULL. */

@@ -6,8 +6,7 @@
 
 #include <jansson.h>
 
-#include "failring.h"
-#include "secenv.h"
+#include "util/util.h"
 #include "tap.h"
 
 static json_t *parsed(struct failring *r, size_t max)

@@ -3,8 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fspath.h"
-#include "keycodec.h"
+#include "names/names.h"
 #include "tap.h"
 
 static void test_kinds(void)

@@ -19,8 +19,8 @@
 
 #include <jansson.h>
 
-#include "journal.h"
-#include "log.h"
+#include "journal/journal.h"
+#include "util/util.h"
 #include "tap.h"
 #include "journal_util.h"
 

@@ -17,9 +17,8 @@
 
 #include <jansson.h>
 
-#include "failring.h"
-#include "journal.h"
-#include "log.h"
+#include "util/util.h"
+#include "journal/journal.h"
 #include "tap.h"
 #include "journal_util.h"
 

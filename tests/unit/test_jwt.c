@@ -15,10 +15,9 @@
 #include <openssl/sha.h>
 #include <openssl/x509.h>
 
-#include "jwt.h"
-#include "sharedkey.h"
+#include "auth/auth_i.h"
+#include "auth/auth.h"
 #include "tap.h"
-#include "tokenresp.h"
 
 #define NOW ((time_t)1795335994)
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keycodec.h"
+#include "names/names.h"
 #include "tap.h"
 
 /* Encode KEY, compare with WANT, and check that WANT decodes back to KEY. */

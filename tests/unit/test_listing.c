@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "listing.h"
+#include "cache/cache.h"
 #include "tap.h"
 
 static void test_basic(void)

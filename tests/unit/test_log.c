@@ -8,9 +8,8 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "failring.h"
-#include "keycodec.h"
-#include "log.h"
+#include "util/util.h"
+#include "names/names.h"
 #include "tap.h"
 
 /* Escape IN into a roomy buffer; compare with WANT and the returned length. */

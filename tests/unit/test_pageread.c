@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pageread.h"
+#include "table/table_i.h"
 #include "tap.h"
 
 /* A reproducible 64-bit generator (xorshift64*). */

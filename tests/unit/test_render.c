@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "entity.h"
-#include "entity_int.h"
-#include "listing.h"
-#include "storecore.h"
+#include "entity/entity.h"
+#include "entity/entity_i.h"
+#include "cache/cache.h"
+#include "store/store.h"
 #include "tap.h"
 
 /* A reproducible 64-bit generator (xorshift64*). */

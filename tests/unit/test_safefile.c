@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "safefile.h"
+#include "util/util.h"
 #include "tap.h"
 
 #define NOBODY 65534

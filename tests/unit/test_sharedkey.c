@@ -5,8 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "connstr.h"
-#include "sharedkey.h"
+#include "auth/auth.h"
 #include "tap.h"
 
 /* Every expected signature below was computed outside this code base with

@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "entity.h"
-#include "table.h"
-#include "tableint.h"
+#include "entity/entity.h"
+#include "table/table.h"
+#include "table/table_i.h"
 #include "tap.h"
 
 static void test_filters(void)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "userfilter.h"
+#include "table/table.h"
 #include "tap.h"
 
 static void test_count(void)

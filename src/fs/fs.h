@@ -1,0 +1,54 @@
+/* fs.h - the state of one mount (struct aztfs, FUSE's private_data) and
+ * the operations table. The FUSE adapters (fs/ops.c, fs/dir.c, fs/write.c,
+ * with fs/handles.c) translate paths, file handles and errno, and call the
+ * store layer (store.h, scan.h) for anything the service holds. */
+#ifndef AZTFS_FS_FS_H
+#define AZTFS_FS_FS_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse.h>
+#include <pthread.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "store/store.h"
+
+
+struct fs_handles;
+struct prefetch;
+struct view_pending;
+
+/* Everything one mount needs; handed to FUSE as private_data. */
+struct aztfs {
+    struct store store;          /* the service, the cache, the log */
+    pthread_mutex_t fuse_lock;   /* guards FUSE against the end of its session */
+    struct fuse *fuse;           /* the running mount: set at init, NULL once its
+                                  * loop has ended (fs_end_session); fuse_lock */
+    struct scratch *scratch;     /* owned: scratch files and local directories */
+    struct fs_handles *handles;  /* owned: open files (write handles also by path), conflicts */
+    struct view_pending *views;  /* owned: query views looked up, waiting for readdir */
+    struct prefetch *prefetch;   /* owned: partition listings fetched ahead (NULL: off) */
+    double attr_timeout;         /* seconds the kernel keeps a stat without asking */
+    time_t mount_time;           /* mtime of directories */
+    uid_t uid;                   /* owner of every file */
+    gid_t gid;
+    mode_t file_mode;            /* permission bits of entity files (-o file_mode=, umask=) */
+    mode_t dir_mode;             /* and of directories (-o dir_mode=, umask=) */
+    int ino32;                   /* -o ino32: inode numbers folded to 32 bits */
+};
+
+/* The mount a callback serves. */
+static inline struct aztfs *fs_ctx(void)
+{
+    return fuse_get_context()->private_data;
+}
+
+/* The operations table (fs/ops.c). */
+extern const struct fuse_operations aztfs_ops;
+
+/* The FUSE loop of A has ended: from now on the store's hooks (asked from
+ * any thread, also while write-behind sends what is left) no longer reach
+ * the session, which is about to be freed (fs/ops.c). */
+void fs_end_session(struct aztfs *a);
+
+#endif

@@ -1,0 +1,336 @@
+/* fs_i.h - the private face of the fs/ folder: its parts below, each
+ * with its own contract. */
+#ifndef AZTFS_FS_FS_I_H
+#define AZTFS_FS_FS_I_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <stddef.h>
+
+#include "util/util.h"
+#include "fs/fs.h"
+#include "names/names.h"
+
+/* ---- handles.c: what the FUSE adapters share: open-file handles, the
+ * pending list (write handles by path), the conflict ring, and the
+ * attributes a path is shown with. */
+
+#define FILE_MODE (S_IFREG | 0644)
+#define DIR_MODE  (S_IFDIR | 0755)
+/* Largest entity file text accepted in an open handle (the entity limit is
+ * checked at commit; this only bounds memory). */
+#define OPEN_FILE_MAX (4 * 1024 * 1024)
+
+/* What every handle given to the kernel starts with (an open file's, an
+ * open directory's, fs/dir.c's or fs/view.c's): its place in the mount's
+ * list of open handles, and how to free it. The list is what frees the
+ * handles still open when the mount ends (the kernel's RELEASE may never
+ * come: an unmount drops the requests not yet read, and SIGTERM ends the
+ * session with files open). */
+struct fs_open_link {
+    struct fs_open_link *prev, *next;
+    void (*close)(struct fs_open_link *l);    /* frees the whole handle */
+};
+
+/* State of one open file (fi->fh). */
+struct open_file {
+    struct fs_open_link link;  /* first: the handle is its link (fs_attach) */
+    pthread_mutex_t lock;
+    int scratch;              /* a scratch file: the bytes live in a->scratch */
+    struct buf data;          /* entity text (read: as opened; write: edited copy) */
+    char *etag;               /* ETag of the entity as read at open, NULL if new */
+    int is_new;               /* created by this handle and not yet in the table */
+    int written;              /* changed since the last commit */
+    int ever_written;         /* write/truncate happened at all */
+    int failed;               /* the last commit failed */
+    int replace;              /* a new file renamed onto an entity: its saves
+                                 replace it, even with -o merge */
+    int append;               /* opened O_APPEND: writes go to the end of our copy */
+    int trunc_open;           /* opened with O_TRUNC (bash's '>' flushes before writing) */
+    uint64_t ino;             /* inode number of the name it was opened by */
+    int detached;             /* its name was removed or replaced (unlink, or a
+                                 rename onto it) while it was open */
+    char *path;               /* registered path of a write handle (pending list) */
+    struct open_file *pnext;  /* next in the pending list */
+};
+
+/* The handle FUSE keeps for FI (NULL when FI is NULL). */
+static inline struct open_file *fs_handle(const struct fuse_file_info *fi)
+{
+    return fi ? (struct open_file *)(uintptr_t)fi->fh : NULL;
+}
+
+/* --- handles ------------------------------------------------------------------- */
+
+/* Give the open directory L (CLOSE frees it) to the kernel as FI's handle,
+ * and keep it in the list of the mount of the callback this runs in. */
+void fs_dir_attach(struct fuse_file_info *fi, struct fs_open_link *l,
+                   void (*close)(struct fs_open_link *l));
+
+/* The kernel released directory handle L: out of the list, and closed. */
+void fs_dir_release(struct fs_handles *h, struct fs_open_link *l);
+
+/* Close every handle of H still open, files and directories: once the
+ * FUSE loop has ended (no callback runs any more), before what they use
+ * (the store, the prefetch pool, the views' queries) is freed. */
+void fs_handles_close_all(struct fs_handles *h);
+
+/* A new handle (zeroed, empty text, lock initialised), or NULL on ENOMEM. */
+struct open_file *fs_open_file_new(void);
+void fs_open_file_free(struct open_file *of);
+
+/* Make OF's text *TEXT (LEN bytes, malloc'd and NUL-terminated, as the
+ * store hands out entity text), taken without a copy: *TEXT is NULLed. */
+void fs_handle_take_text(struct open_file *of, char **text, size_t len);
+
+/* Make OF's text exactly LEN bytes (growth zero-filled). Returns 0, -EFBIG
+ * past OPEN_FILE_MAX, or -ENOMEM; OF's text is unchanged on failure. OF's
+ * lock held. */
+int fs_handle_resize(struct open_file *of, size_t len);
+
+/* Hand OF to the kernel as FI's handle for the file opened at PATH. Called
+ * from the open or create callback: OF joins the handles of the mount it
+ * serves (fs_ctx()), which own it until fs_handle_release frees it, or until
+ * fs_handles_close_all does when the kernel never released it. */
+void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path);
+
+/* The release of OF (NULL: nothing), a handle fs_attach gave to the mount
+ * of H: OF leaves H (and its pending list) and is freed. */
+void fs_handle_release(struct fs_handles *h, struct open_file *of);
+
+/* A new handle holding the file at PATH: a new file another handle of
+ * this mount has open and not yet saved (a copy of its bytes, is_new set),
+ * else the entity (text and ETag, store_load_current; WRITING: an open that
+ * may save). The kernel opens only names it knows, so a name that holds
+ * neither is a stale entry of its cache
+ * (the entity was deleted elsewhere, or a new file's save failed): -ESTALE,
+ * and the kernel looks the name up again and opens (or, with O_CREAT,
+ * creates) it once more. Returns 0 with *out, -ESTALE, or -errno. */
+int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path, int writing,
+                   struct open_file **out);
+
+/* --- the mount's handles, the pending list, the conflict ring --------------------- */
+
+/* The open handles of a mount (the write handles also by path) and its
+ * recent conflicts, behind one lock. NULL on ENOMEM.
+ * fs_handles_free frees H, closing first any handle still in it (see
+ * fs_handles_close_all): call it once the FUSE loop has ended. */
+struct fs_handles *fs_handles_new(void);
+void fs_handles_free(struct fs_handles *h);
+
+/* Write handles are registered by path while open, so that a stat by path
+ * (futimens, chmod, ls) sees a new or changed entity before it is saved.
+ * A handle shows an unsaved file while it is new (and its save did not
+ * fail) or written since its last save.
+ * fs_pending_add: 0 or -ENOMEM (fs_handle_release unregisters OF).
+ * fs_pending_size: 0 and *len when PATH has such a handle, else -ENOENT. */
+int fs_pending_add(struct fs_handles *h, const char *path, struct open_file *of);
+int fs_pending_size(struct fs_handles *h, const char *path, size_t *len);
+
+/* Is PATH a new file open and not yet saved? 1 or 0. */
+int fs_pending_is_new(struct fs_handles *h, const char *path);
+
+/* The bytes of the new file open at PATH and not yet saved: 0 with *data
+ * (malloc'd, NUL-terminated) and *len, -ENOENT when there is none, or
+ * -ENOMEM. */
+int fs_pending_copy(struct fs_handles *h, const char *path, char **data, size_t *len);
+
+/* Call FN(CTX, NAME) for each new file open and not yet saved directly
+ * inside directory DIR (the lock held: FN must not call back). */
+void fs_pending_list(struct fs_handles *h, const char *dir,
+                     void (*fn)(void *ctx, const char *name), void *ctx);
+
+/* Mark the write handles open on PATH detached: the name now belongs to
+ * another entity (or none), so they no longer speak for it. */
+void fs_pending_detach(struct fs_handles *h, const char *path);
+
+/* A rename made through this mount moved FROM to TO (in one partition):
+ * the write handles open on FROM (not detached) now speak for TO, as on a
+ * local disk. A saved handle holding ETag OLD_ETAG (the entity the rename
+ * moved) takes NEW_ETAG (what the service answered for TO), so that its
+ * save replaces what the rename wrote; one holding another ETag was read
+ * before a later change and keeps it (its save is ESTALE). A new handle
+ * (OLD_ETAG NULL) stays new, or with NEW_ETAG (TO is an entity with that
+ * ETag) replaces TO at its close. Detach the handles on TO first. Returns
+ * how many handles followed, or -ENOMEM when one could not (it keeps its
+ * ETag, so its save is refused, never misplaced). */
+int fs_pending_follow(struct fs_handles *h, const char *from, const char *to,
+                      const char *old_etag, const char *new_etag);
+
+/* The kernel answers ESTALE from a path operation (unlink, rename,
+ * truncate) by revalidating the path and running the operation once more;
+ * by then we would have read the new ETag, and the retry would overwrite or
+ * delete the change we just refused to touch. So a conflict at PATH is
+ * noted for a moment (fs_conflict_note; best effort), and the retry gets
+ * the same answer: fs_conflict_take says 1 when one was noted for PATH in
+ * the last moment (and consumes the note), else 0. */
+void fs_conflict_note(struct fs_handles *h, const char *path);
+int fs_conflict_take(struct fs_handles *h, const char *path);
+
+/* --- attributes ------------------------------------------------------------------ */
+
+/* Attributes of a directory, an entity file of LEN bytes, a scratch file. */
+void fs_fill_dir_stat(const struct aztfs *a, const char *path, struct stat *st);
+/* The inode number A shows for INO (fspath_ino): INO itself, or with
+ * -o ino32 its two halves XORed (never 0; 1 only for the root), so that
+ * 32-bit programs can stat every file. Two paths may then share a number. */
+uint64_t fs_ino(const struct aztfs *a, uint64_t ino);
+
+void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len,
+                       struct timespec mtime, struct stat *st);
+void fs_fill_scratch_stat(const struct aztfs *a, const char *path,
+                          const struct scratch_attr *sa, struct stat *st);
+
+/* The store's hook (store_set_hooks) for a path it dropped: the kernel
+ * drops its attributes and entries for PATH too. CTX unused. */
+void fs_kernel_forget(void *ctx, const char *path);
+
+/* ---- dir.c: FUSE directory callbacks: listings streamed page by page
+ * through an open directory handle, mkdir and rmdir of tables and
+ * partitions. Each returns 0 (readdir: 0 when done or the buffer is full)
+ * or -errno, as libfuse's struct fuse_operations says. */
+
+/* Open directory PATH: a snapshot of its listing (scan_view) and, once the
+ * remote names are handed out, its local names (mkdir'd partitions,
+ * scratch files, new files not yet saved). -ENOTDIR for a file. */
+int fs_opendir(const char *path, struct fuse_file_info *fi);
+/* Hand out the names of the directory opened as FI from offset OFF: 1 and
+ * 2 follow "." and "..", 3 + i follows remote name i, local names come
+ * after. Offsets stay valid while the directory is open. */
+int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
+               struct fuse_file_info *fi, enum fuse_readdir_flags flags);
+/* Close the directory opened as FI. */
+int fs_releasedir(const char *path, struct fuse_file_info *fi);
+
+/* mkdir: a table at the top (-EINVAL for an invalid name, -EEXIST), a
+ * partition that exists locally until a file is written in it; -EPERM
+ * deeper. */
+int fs_mkdir(const char *path, mode_t mode);
+/* rmdir: a table or partition that holds no entity (-ENOTEMPTY). */
+int fs_rmdir(const char *path);
+
+/* ---- store/view.c: FUSE callbacks for query views (/t/.where/FILTER/...,
+ * /t/pk/.where/FILTER/...; view.h): stat, open for reading and listing
+ * them, and EROFS for every change. The directory and change callbacks
+ * here front the ordinary ones (fsdir.h, fswrite.h): a path outside a view
+ * is handed on as it is. Each returns 0 or -errno, as libfuse's struct
+ * fuse_operations says. */
+
+/* getattr of PATH, parsed as FP (FSP_WHERE and deeper): ".where" when its
+ * table (partition) exists, a view directory once its listing is had (a
+ * filter the service refuses: -EINVAL, logged), an entity the view lists
+ * with the size and mtime of the entity outside the view. */
+int fs_view_attr(struct aztfs *a, const char *path, struct fspath *fp, struct stat *st);
+
+/* open of PATH (FP: FSP_WHERE and deeper): an entity of the view, read as
+ * the entity outside it is; -EROFS (logged) for writing, -EISDIR for a
+ * directory. */
+int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp,
+                 struct fuse_file_info *fi);
+
+/* Directories: ".where" lists nothing, a view lists what its query
+ * returned (complete at opendir); other paths go to fsdir. */
+int fs_view_opendir(const char *path, struct fuse_file_info *fi);
+int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
+                    struct fuse_file_info *fi, enum fuse_readdir_flags flags);
+int fs_view_releasedir(const char *path, struct fuse_file_info *fi);
+
+/* Changes: -EROFS with one log line when a path is in a view (or is a
+ * ".where"); else the ordinary callback's answer. */
+int fs_view_create(const char *path, mode_t mode, struct fuse_file_info *fi);
+int fs_view_truncate(const char *path, off_t size, struct fuse_file_info *fi);
+int fs_view_unlink(const char *path);
+int fs_view_rename(const char *from, const char *to, unsigned int flags);
+int fs_view_mkdir(const char *path, mode_t mode);
+int fs_view_rmdir(const char *path);
+int fs_view_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
+int fs_view_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
+int fs_view_utimens(const char *path, const struct timespec tv[2],
+                    struct fuse_file_info *fi);
+
+/* ---- write.c: FUSE callbacks that change files: create, open for writing,
+ * write, truncate, the commits at flush/fsync/release, unlink, rename,
+ * chmod, chown, utimens. Each returns 0 (write: the bytes written) or
+ * -errno, as libfuse's struct fuse_operations says; doc/USAGE.md,
+ * "Writing", says what each does. */
+
+struct open_file;
+
+/* Create PATH and open it for writing: a scratch file (kept in memory),
+ * or a new entity file, inserted at its first commit. -EPERM where the
+ * tree has no place for a file. */
+int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi);
+
+/* Open entity PATH (FP parsed from it) for writing: the text and ETag as
+ * read now (from the cache when fresh), or a new file another handle has
+ * open and not yet saved (a new file of its own: the first to close
+ * inserts it, as with two creates); O_TRUNC empties the copy but commits
+ * nothing by itself. */
+int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
+                  struct fuse_file_info *fi);
+
+/* Write into the handle's copy (or the scratch file): SIZE, -EFBIG past
+ * OPEN_FILE_MAX, -ESTALE on a removed scratch file. */
+int fs_write(const char *path, const char *buf, size_t size, off_t off,
+             struct fuse_file_info *fi);
+/* Truncate the handle's copy; by path, an entity is changed and saved at
+ * once (guarded by its ETag). */
+int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi);
+/* Commit the handle's changes in one request (fs_fsync: the same); a new
+ * file flushed before any write (touch) is inserted now. */
+int fs_flush(const char *path, struct fuse_file_info *fi);
+int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi);
+
+/* fsync of directory PATH (of "/": what sync(1) of the mount means here,
+ * libfuse 3.14 passing no syncfs): with -o writeback, every queued change
+ * under it sent, or -EIO when one failed; else 0. */
+int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi);
+
+/* At release of write handle OF, still named PATH: a file created with
+ * O_TRUNC or O_APPEND and closed without any write (': > new.json')
+ * becomes an entity without properties. Errors here reach no application;
+ * they are logged. */
+int fs_release_write(const char *path, struct open_file *of);
+
+/* Delete an entity (guarded by its ETag) or a scratch file; a new file not
+ * yet saved goes without a request. Files open on it keep their copy. */
+int fs_unlink(const char *path);
+/* Rename within a partition (one transaction; a scratch file onto an
+ * entity saves it); -EXDEV across partitions, -EINVAL with flags. */
+int fs_rename(const char *from, const char *to, unsigned int flags);
+/* Accepted and ignored on entities and directories (modes are fixed; the
+ * owner is the mounting user: -EPERM for anyone else); kept on scratch
+ * files. */
+int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
+int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
+int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
+
+/* ---- xattr.c: FUSE extended-attribute callbacks: the mount's counters and
+ * recent failures on the root, each entity's ETag and Timestamp. */
+
+#define XATTR_ERRORS "user.aztfs.errors"        /* root: failring_json */
+#define XATTR_PENDING "user.aztfs.pending"      /* root: write-behind's queue */
+#define XATTR_DISCARD "user.aztfs.discard"      /* root, set: drop a failed change */
+#define XATTR_ETAG "user.aztfs.etag"            /* entity: its ETag as the service gave it */
+#define XATTR_TIMESTAMP "user.aztfs.timestamp"  /* entity: its Timestamp, UTC, 100 ns */
+
+/* getxattr: on "/", user.aztfs.stats (stats_json) and user.aztfs.errors
+ * (failring_json), neither listed; on an entity, user.aztfs.etag and
+ * user.aztfs.timestamp of the entity as stored (an open file's unsaved
+ * changes have none yet: ENODATA). Other user.* names: ENODATA; other
+ * namespaces (security.*, system.*): ENOTSUP. */
+int fs_getxattr(const char *path, const char *name, char *value, size_t size);
+
+/* listxattr: the two names of an entity (so getfattr -d shows them);
+ * nothing elsewhere. */
+int fs_listxattr(const char *path, char *list, size_t size);
+
+/* setxattr and removexattr: ENOTSUP for every name. The mount stores no
+ * extended attributes, and its own are read-only; ENOTSUP is what cp and mv
+ * take quietly as "this file system keeps no xattrs". */
+int fs_setxattr(const char *path, const char *name, const char *value, size_t size,
+                int flags);
+int fs_removexattr(const char *path, const char *name);
+
+#endif

@@ -1,0 +1,246 @@
+/* fs/view.c - FUSE callbacks for query views: stat, read, list; EROFS for changes (fsview.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/fs_i.h"
+#include "store/store.h"
+
+/* An open view directory: its names as they come. */
+struct view_dir {
+    struct fs_open_link link;    /* first: the handle is its link (fs_dir_attach) */
+    pthread_mutex_t lock;
+    struct view_reader *r;      /* NULL for ".where" (it lists nothing) */
+    int err;                    /* a page failed: later calls fail the same */
+};
+
+static void view_dir_free(struct view_dir *d)
+{
+    if (!d)
+        return;
+    pthread_mutex_destroy(&d->lock);
+    view_reader_free(d->r);
+    free(d);
+}
+
+/* Close an open view directory (released, or open when the mount ends). */
+static void view_dir_close(struct fs_open_link *l)
+{
+    view_dir_free((struct view_dir *)l);
+}
+
+/* -EROFS for OP on PATH, with its log line. */
+static int refuse(const char *op, const char *path)
+{
+    log_error(&fs_ctx()->store.log, "%s %s: a query view is read-only", op, path);
+    return -EROFS;
+}
+
+/* See fsview.h. */
+int fs_view_attr(struct aztfs *a, const char *path, struct fspath *fp, struct stat *st)
+{
+    struct fspath nfp;
+    struct timespec mt;
+    char *npath;
+    size_t len;
+    int rc;
+
+    switch (fp->kind) {
+    case FSP_WHERE:
+        rc = view_where_exists(&a->store, fp);
+        break;
+    case FSP_VIEW:
+    case FSP_VIEW_PARTITION:
+        rc = view_lookup(&a->store, a->views, fp, path);
+        break;
+    case FSP_VIEW_ENTITY:
+        if ((rc = view_entity(&a->store, a->views, fp, &nfp, &npath)) < 0)
+            return rc;
+        rc = store_entity_attr(&a->store, &nfp, npath, &len, &mt);
+        if (rc == 0)
+            fs_fill_file_stat(a, path, len, mt, st);
+        fspath_free(&nfp);
+        free(npath);
+        return rc;
+    default:
+        return -ENOENT;
+    }
+    if (rc == 0)
+        fs_fill_dir_stat(a, path, st);
+    return rc;
+}
+
+/* See fsview.h. */
+int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp,
+                 struct fuse_file_info *fi)
+{
+    struct open_file *of;
+    struct fspath nfp;
+    char *npath;
+    int rc;
+
+    if (fp->kind != FSP_VIEW_ENTITY)
+        return -EISDIR;
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+        return refuse("write", path);
+    if ((rc = view_entity(&a->store, a->views, fp, &nfp, &npath)) < 0)
+        return rc;
+    if ((rc = fs_open_entity(a, &nfp, npath, 0, &of)) == 0) {
+        fs_attach(fi, of, path);
+        fi->noflush = 1;
+    }
+    fspath_free(&nfp);
+    free(npath);
+    return rc;
+}
+
+/* See fsview.h. */
+int fs_view_opendir(const char *path, struct fuse_file_info *fi)
+{
+    struct aztfs *a = fs_ctx();
+    struct view_dir *d;
+    struct fspath fp;
+    int rc;
+
+    if (!fspath_in_view(path))
+        return fs_opendir(path, fi);
+    if ((rc = fspath_parse(path, &fp)) < 0)
+        return rc;
+    if (fp.kind == FSP_VIEW_ENTITY || fp.kind < FSP_WHERE)
+        rc = -ENOTDIR;
+    else if (!(d = calloc(1, sizeof(*d))) || pthread_mutex_init(&d->lock, NULL) != 0) {
+        free(d);
+        rc = -ENOMEM;
+    } else {
+        /* ".where" lists nothing: there is no way to enumerate filters */
+        if (fp.kind != FSP_WHERE)
+            rc = view_reader_open(&a->store, a->views, &fp, path, &d->r);
+        if (rc == 0)
+            fs_dir_attach(fi, &d->link, view_dir_close);
+        else
+            view_dir_free(d);
+    }
+    fspath_free(&fp);
+    return rc;
+}
+
+/* See fsview.h. */
+int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
+                    struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+    struct aztfs *a = fs_ctx();
+    struct view_dir *d = (struct view_dir *)(uintptr_t)fi->fh;
+    struct listing_ent e;
+    struct stat st;
+    size_t pos;
+    int rc = 0;
+
+    if (!path || !fspath_in_view(path))
+        return fs_readdir(path, buf, filler, off, fi, flags);
+    if (off < 0)
+        return -EINVAL;
+    pthread_mutex_lock(&d->lock);
+    pos = (size_t)off;
+    store_dir_read(&a->store, path);    /* a walk of the table: its reads take the snapshot */
+    if ((rc = d->err) < 0 ||
+        (pos == 0 && filler(buf, ".", NULL, ++pos, 0)) ||
+        (pos == 1 && filler(buf, "..", NULL, ++pos, 0)))
+        goto out;
+    while (d->r && (rc = view_reader_get(d->r, pos - 2, &e)) == 0) {
+        char *p = fspath_join(path, e.name);
+
+        if (!p) {
+            rc = -ENOMEM;
+            break;
+        }
+        if (view_reader_files(d->r))
+            fs_fill_file_stat(a, p, (size_t)e.size, e.mtime, &st);
+        else
+            fs_fill_dir_stat(a, p, &st);
+        free(p);
+        pos++;
+        if (filler(buf, e.name, &st, (off_t)pos, FUSE_FILL_DIR_PLUS)) {
+            rc = 0;
+            goto out;
+        }
+    }
+    if (rc < 0)
+        d->err = rc;        /* the page may be asked for again by a new opendir */
+    else
+        rc = 0;
+out:
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+/* See fsview.h. */
+int fs_view_releasedir(const char *path, struct fuse_file_info *fi)
+{
+    if (!path || !fspath_in_view(path))
+        return fs_releasedir(path, fi);
+    fs_dir_release(fs_ctx()->handles, (struct fs_open_link *)(uintptr_t)fi->fh);
+    return 0;
+}
+
+/* --- changes: read-only in a view -------------------------------------------- */
+
+/* See fsview.h. */
+int fs_view_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    return fspath_in_view(path) ? refuse("create", path) : fs_create(path, mode, fi);
+}
+
+/* See fsview.h. */
+int fs_view_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+    return path && fspath_in_view(path) ? refuse("truncate", path)
+                                        : fs_truncate(path, size, fi);
+}
+
+/* See fsview.h. */
+int fs_view_unlink(const char *path)
+{
+    return fspath_in_view(path) ? refuse("unlink", path) : fs_unlink(path);
+}
+
+/* See fsview.h. */
+int fs_view_rename(const char *from, const char *to, unsigned int flags)
+{
+    if (fspath_in_view(from) || fspath_in_view(to))
+        return refuse("rename", fspath_in_view(from) ? from : to);
+    return fs_rename(from, to, flags);
+}
+
+/* See fsview.h. */
+int fs_view_mkdir(const char *path, mode_t mode)
+{
+    return fspath_in_view(path) ? refuse("mkdir", path) : fs_mkdir(path, mode);
+}
+
+/* See fsview.h. */
+int fs_view_rmdir(const char *path)
+{
+    return fspath_in_view(path) ? refuse("rmdir", path) : fs_rmdir(path);
+}
+
+/* See fsview.h. */
+int fs_view_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    return path && fspath_in_view(path) ? refuse("chmod", path) : fs_chmod(path, mode, fi);
+}
+
+/* See fsview.h. */
+int fs_view_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+    return path && fspath_in_view(path) ? refuse("chown", path)
+                                        : fs_chown(path, uid, gid, fi);
+}
+
+/* See fsview.h. */
+int fs_view_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+    return path && fspath_in_view(path) ? refuse("utimens", path) : fs_utimens(path, tv, fi);
+}

@@ -1,0 +1,169 @@
+/* http.h - libcurl transport: a pool of keep-alive handles, timeouts, retries with backoff.
+ * Protocol-neutral: the headers a protocol needs are named by its requests. */
+#ifndef AZTFS_HTTP_HTTP_H
+#define AZTFS_HTTP_HTTP_H
+
+#include <stddef.h>
+#include <stdatomic.h>
+
+#include "util/util.h"
+
+struct http_pool;
+struct http_response;
+
+/* Transport settings; zero fields take the defaults shown. */
+struct http_config {
+    long connect_timeout_ms;   /* default 10000 */
+    long request_timeout_ms;   /* whole request, default 60000 */
+    int max_retries;           /* retries after the first attempt, default 4, <0: none */
+    long retry_base_ms;        /* first backoff, doubled each retry, default 200 */
+    long retry_max_ms;         /* cap of one backoff, default 10000 */
+    long retry_deadline_ms;    /* no retry starts later than this after the
+                                  first attempt started, default 120000 */
+    const char *ca_file;       /* CA bundle for https, NULL = system default */
+    size_t body_max;           /* largest response body, default 256 MiB
+                                  (over it: a transport error) */
+};
+
+#define HTTP_KINDS 16   /* request kinds counted separately (the protocol's,
+                           e.g. enum table_req_kind) */
+
+/* Counters, readable at any time (relaxed atomics). */
+struct http_stats {
+    atomic_ulong by_kind[HTTP_KINDS];   /* attempts by request kind */
+    atomic_ulong requests;     /* requests sent, retries included */
+    atomic_ulong retries;
+    atomic_ulong transport_errors;
+    atomic_ulong bytes_in;
+    atomic_ulong bytes_out;
+    atomic_ulong status_2xx, status_3xx, status_4xx, status_5xx;
+};
+
+struct http_request {
+    const char *method;              /* "GET", "POST", "PUT", "MERGE", "DELETE" */
+    const char *url;                 /* absolute URL, already percent-encoded */
+    const char *const *headers;      /* NULL-terminated "Name: value" lines */
+    const char *body;                /* may be NULL */
+    size_t body_len;
+    const char *log_what;            /* short description for logs, e.g. "query t" */
+    int kind;                        /* 0..HTTP_KINDS-1, for the counters */
+    /* For a write: called right after an attempt whose outcome is unknown
+     * (sent, then no answer, 408 or 5xx), before any retry, to look at the
+     * service and say whether that attempt was applied: 1 yes (no retry;
+     * resp->settled = 1), 0 no (the retry is then a first send again), or
+     * -errno (cannot tell: retry, and resp->resent stays set). NULL: none. */
+    int (*settle)(void *ctx, const struct http_response *resp);
+    void *settle_ctx;
+    /* NULL-terminated names of further response headers to keep, in
+     * http_response.captured at the same index (names compare without
+     * regard to case); at most HTTP_CAPTURE_MAX, later ones are ignored.
+     * NULL: none. The protocol above names its own headers here. */
+    const char *const *capture;
+};
+
+/* Response headers of HTTP itself, kept from every response. */
+enum http_hdr {
+    HDR_ETAG, HDR_RETRY_AFTER, HDR_CONTENT_TYPE, HDR_DATE, HDR_COUNT
+};
+
+/* The most headers one request may ask to capture (http_request.capture). */
+#define HTTP_CAPTURE_MAX 8
+
+struct http_response {
+    long status;                 /* HTTP status, 0 when no response was received */
+    char *body;                  /* malloc'd, NUL-terminated (may be empty) */
+    size_t body_len;
+    char *hdr[HDR_COUNT];        /* malloc'd values or NULL */
+    char *captured[HTTP_CAPTURE_MAX];   /* values of the request's capture
+                                    headers, by index: malloc'd or NULL */
+    int attempts;                /* attempts made (1 = no retry) */
+    int resent;                  /* an earlier send of this request may have
+                                    reached the server and been applied: we
+                                    retried after an answer-less or 408/5xx
+                                    attempt, or libcurl resent the request by
+                                    itself after a reused connection died.
+                                    0: the request was applied at most once,
+                                    by the send that this answer answers. */
+    int settled;                 /* req->settle said an attempt whose answer was
+                                    lost was applied: the request succeeded,
+                                    status and body are the lost attempt's */
+    double elapsed_ms;           /* from the start of the first send to the
+                                    last answer (the window in which an
+                                    earlier send may have been applied) */
+    char transport_error[128];   /* curl's message when status == 0 */
+};
+
+/* Create a pool. LG and STATS are borrowed and must outlive the pool.
+ * Returns 0 or -ENOMEM. */
+int http_pool_new(struct http_pool **out, const struct http_config *cfg,
+                  const struct logger *lg, struct http_stats *stats);
+
+/* Close every pooled connection and free POOL (NULL: nothing). */
+void http_pool_free(struct http_pool *pool);
+
+/* From now on, ask CANCELLED(CTX) during reads (GET): before each retry,
+ * during its backoff and while a transfer is in progress. When it answers
+ * nonzero the read ends with -EINTR. Writes are never cancelled: a write
+ * cut off after it was sent would leave its outcome unknown. Call before
+ * the pool is used by more than one thread. */
+void http_pool_set_cancel(struct http_pool *pool, int (*cancelled)(void *ctx), void *ctx);
+
+/* From now on, ask ABORTED(CTX) during every request, writes included (as
+ * http_pool_set_cancel does for reads; it replaces that hook): nonzero ends
+ * the request with -EINTR, even after it was sent. For a caller that can
+ * settle a write whose outcome is unknown (write-behind: its journal
+ * recorded the send first). Call before the pool is used by more than one
+ * thread. */
+void http_pool_set_abort(struct http_pool *pool, int (*aborted)(void *ctx), void *ctx);
+
+/* Perform REQ, retrying transient failures (transport errors, 408, 429, 500,
+ * 502, 503, 504) with exponential backoff, full jitter and Retry-After, up to
+ * cfg.max_retries and while the next attempt would start within
+ * cfg.retry_deadline_ms of the first (so a request takes at most about the
+ * deadline plus one request timeout; a Retry-After beyond the deadline ends
+ * the retries at once). RESP receives the last attempt's outcome (caller clears it
+ * with http_response_clear, also on error), and resp->resent says whether
+ * an earlier send may have been applied (see struct http_response): the one
+ * signal that a 409/412/404 may answer our own write rather than someone
+ * else's.
+ * Returns 0 when an HTTP response was received (any status), -EIO when none
+ * could be (resp->transport_error says why: refused, reset, timed out...),
+ * -EACCES at once, without retries, when the server's certificate does not
+ * verify (or the CA file is unusable), -EINTR when a read was cancelled
+ * (http_pool_set_cancel), -ENOMEM. */
+int http_perform(struct http_pool *pool, const struct http_request *req,
+                 struct http_response *resp);
+
+/* The earliest time, by the server's clock, at which an earlier send of the
+ * request RESP answers could have been applied: the answer's Date header
+ * (or our clock when it has none) less resp->elapsed_ms, less one second
+ * for the Date's resolution. Compared with an entity's Timestamp, it tells
+ * a change made by that send from one made before it. */
+void http_send_window(const struct http_response *resp, struct timespec *from);
+
+/* Free everything RESP owns and zero it. */
+void http_response_clear(struct http_response *resp);
+
+/* Parse one raw header line ("Name: value\r\n", N bytes, not necessarily
+ * NUL-terminated) into R->hdr when Name is one of enum http_hdr's, else
+ * into R->captured[i] when Name is CAPTURE[i] (CAPTURE as in
+ * http_request.capture, may be NULL); names compare without regard to
+ * case, and a repeated header keeps the last value. Other lines are
+ * ignored. */
+void http_header_line(struct http_response *r, const char *const *capture,
+                      const char *buf, size_t n);
+
+/* Percent-encode S: every byte but A-Z a-z 0-9 - . _ ~ (libcurl's
+ * escaping). Returns a malloc'd string, or NULL on ENOMEM. */
+char *http_escape(const char *s);
+
+/* Decode the %XX escapes of S (libcurl's unescaping). Returns a malloc'd
+ * NUL-terminated string, or NULL on ENOMEM or when the result would hold a
+ * NUL byte. */
+char *http_unescape(const char *s);
+
+/* Copy URL into OUT (size OUTLEN) with the value of any "sig=" query
+ * parameter replaced by "REDACTED", for logs. */
+void http_redact_url(const char *url, char *out, size_t outlen);
+
+#endif

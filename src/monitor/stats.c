@@ -1,0 +1,55 @@
+/* monitor/stats.c - the mount's request and cache counters as JSON (xattr user.aztfs.stats, SIGUSR1). */
+#include <stdatomic.h>
+#include <jansson.h>
+
+#include "util/util.h"
+#include "monitor/monitor.h"
+
+static json_int_t load(atomic_ulong *v)
+{
+    return (json_int_t)atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* Build the JSON document; see stats.h. */
+json_t *stats_object(struct store *s)
+{
+    struct http_stats *h = &s->stats;
+    struct cache_stats cs;
+    json_t *root, *kinds;
+
+    cache_get_stats(s->cache, &cs);
+    kinds = json_object();
+    for (int k = 0; kinds && table_kind_name(k); k++)
+        json_object_set_new(kinds, table_kind_name(k), json_integer(load(&h->by_kind[k])));
+    root = json_pack("{s:I, s:o, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I,"
+                     " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+                     "requests", load(&h->requests),
+                     "requests_by_kind", kinds,
+                     "retries", load(&h->retries),
+                     "transport_errors", load(&h->transport_errors),
+                     "responses", "2xx", load(&h->status_2xx), "3xx", load(&h->status_3xx),
+                     "4xx", load(&h->status_4xx), "5xx", load(&h->status_5xx),
+                     "bytes_in", load(&h->bytes_in),
+                     "bytes_out", load(&h->bytes_out),
+                     "cache", "hits", (json_int_t)cs.hits, "misses", (json_int_t)cs.misses,
+                     "evictions", (json_int_t)cs.evictions,
+                     "expirations", (json_int_t)cs.expirations,
+                     "entries", (json_int_t)cs.entries, "bytes", (json_int_t)cs.bytes,
+                     "max_bytes", (json_int_t)cs.max_bytes);
+    if (root && json_object_set_new(root, "failures", json_integer(s->log.failures ?
+            (json_int_t)failring_count(s->log.failures) : 0)) < 0) {
+        json_decref(root);
+        root = NULL;
+    }
+    return root;
+}
+
+/* See stats.h. */
+char *stats_json(struct store *s)
+{
+    json_t *root = stats_object(s);
+    char *out = root ? json_dumps(root, JSON_COMPACT) : NULL;
+
+    json_decref(root);
+    return out;
+}

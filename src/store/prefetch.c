@@ -1,0 +1,349 @@
+/* store/prefetch.c - partition listings fetched ahead of a walk by a pool of workers (prefetch.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/util.h"
+#include "store/store.h"
+
+/* Jobs a pool holds at most (queued, running or done and not yet entered);
+ * a walk of more partitions enters the rest without prefetch. */
+#define PREFETCH_MAX_JOBS 65536
+/* The smallest cache prefetch runs with: a quarter of it (the budget) holds
+ * a few partitions of a page or more. */
+#define PREFETCH_MIN_CACHE (16u << 20)
+
+enum pf_state { PF_QUEUED, PF_RUNNING, PF_DONE };
+
+/* One partition's listing to fetch. Jobs live in the pool's list in the
+ * order they were added (the order readdir handed the names out), from
+ * prefetch_add until the walker enters the directory, the walk is
+ * cancelled, the fetch fails, or (done) the listing's freshness is over. */
+struct pf_job {
+    struct pf_job *prev, *next;
+    struct prefetch *p;
+    struct prefetch_walk *walk;    /* NULL once its directory handle is closed */
+    char *table, *pk, *dir;
+    uint64_t hash;                 /* of dir */
+    enum pf_state state;
+    int cancel;                    /* stop before the next page */
+    int claimed;                   /* a walker waits for it: no size limit */
+    size_t bytes;                  /* charged to the cache so far */
+    struct timespec done_at;       /* PF_DONE: when */
+};
+
+struct prefetch_walk {
+    struct prefetch *p;
+    char *table;
+};
+
+struct prefetch {
+    struct store *st;              /* borrowed */
+    pthread_mutex_t lock;
+    pthread_cond_t work;           /* a job was added, the budget freed, or stop */
+    pthread_cond_t done;           /* a running job ended */
+    struct pf_job *head, *tail;
+    size_t jobs;
+    size_t held, budget;           /* bytes of listings fetched and not entered, limit */
+    pthread_t *threads;
+    int nthreads, started, stop;
+};
+
+static void job_free(struct pf_job *j)
+{
+    free(j->table);
+    free(j->pk);
+    free(j->dir);
+    free(j);
+}
+
+/* Take J out of P's list (P locked) and free it; its bytes are no longer
+ * owed to a walker. */
+static void job_drop(struct prefetch *p, struct pf_job *j)
+{
+    if (j->prev)
+        j->prev->next = j->next;
+    else
+        p->head = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
+    else
+        p->tail = j->prev;
+    p->jobs--;
+    p->held -= j->bytes;
+    job_free(j);
+}
+
+static struct pf_job *job_find(struct prefetch *p, const char *dir)
+{
+    uint64_t h = hash_fnv1a(dir);
+
+    for (struct pf_job *j = p->head; j; j = j->next)
+        if (j->hash == h && strcmp(j->dir, dir) == 0)
+            return j;
+    return NULL;
+}
+
+/* Drop done jobs older than the cache's freshness (P locked): their
+ * listings have expired, nothing is owed to a walker any more. */
+static void reap(struct prefetch *p)
+{
+    struct timespec now;
+    struct pf_job *j, *next;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    for (j = p->head; j; j = next) {
+        next = j->next;
+        if (j->state == PF_DONE &&
+            (double)(now.tv_sec - j->done_at.tv_sec) >= p->st->cache_timeout)
+            job_drop(p, j);
+    }
+}
+
+/* Should running job J stop before its next page? (Cancelled, unmount, or
+ * a partition larger than the whole budget that no walker waits for: the
+ * walker lists it itself.) BYTES
+ * is what it has charged to the cache so far. */
+static int job_stop(void *ctx, size_t bytes)
+{
+    struct pf_job *j = ctx;
+    struct prefetch *p = j->p;
+    int stop;
+
+    pthread_mutex_lock(&p->lock);
+    p->held += bytes - j->bytes;
+    j->bytes = bytes;
+    stop = j->cancel || p->stop || (!j->claimed && bytes > p->budget);
+    pthread_mutex_unlock(&p->lock);
+    return stop;
+}
+
+/* The first queued job, when the budget allows another fetch (P locked). */
+static struct pf_job *next_job(struct prefetch *p)
+{
+    if (p->held >= p->budget)
+        return NULL;
+    for (struct pf_job *j = p->head; j; j = j->next)
+        if (j->state == PF_QUEUED)
+            return j;
+    return NULL;
+}
+
+/* Run job J (P locked on entry and exit). */
+static void run_job(struct prefetch *p, struct pf_job *j)
+{
+    int rc;
+
+    j->state = PF_RUNNING;
+    pthread_mutex_unlock(&p->lock);
+    rc = scan_fetch_partition(p->st, j->table, j->pk, j->dir, job_stop, j);
+    pthread_mutex_lock(&p->lock);
+    if (rc == 0 && !j->cancel) {
+        j->state = PF_DONE;
+        clock_gettime(CLOCK_MONOTONIC, &j->done_at);
+    } else {
+        job_drop(p, j);    /* failed or cancelled: the walker lists it itself */
+    }
+    pthread_cond_broadcast(&p->done);
+}
+
+static void *worker_main(void *arg)
+{
+    struct prefetch *p = arg;
+    struct pf_job *j;
+    struct timespec until;
+
+    pthread_mutex_lock(&p->lock);
+    while (!p->stop) {
+        reap(p);
+        if ((j = next_job(p))) {
+            run_job(p, j);
+            continue;
+        }
+        /* woken by work, or once a second to reap what no walker entered */
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&p->work, &p->lock, &until);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* See prefetch.h. */
+struct prefetch *prefetch_new(struct store *s, int n, int *err)
+{
+    struct prefetch *p;
+    struct cache_stats cs;
+
+    *err = 0;
+    cache_get_stats(s->cache, &cs);
+    if (n <= 1 || s->cache_timeout <= 0 || cs.max_bytes < PREFETCH_MIN_CACHE)
+        return NULL;
+    if (!(p = calloc(1, sizeof(*p))) || !(p->threads = calloc((size_t)n, sizeof(pthread_t)))) {
+        free(p);
+        *err = -ENOMEM;
+        return NULL;
+    }
+    p->st = s;
+    p->nthreads = n;
+    p->budget = cs.max_bytes / 4;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->done, NULL);
+    return p;
+}
+
+/* Start P's workers (P locked). Those that cannot start are left out. */
+static void start_workers(struct prefetch *p)
+{
+    int n = 0;
+
+    p->started = 1;
+    for (int i = 0; i < p->nthreads; i++)
+        if (pthread_create(&p->threads[n], NULL, worker_main, p) == 0)
+            n++;
+    if (n < p->nthreads)
+        log_warn(&p->st->log, "prefetch: %d of %d workers started", n, p->nthreads);
+    p->nthreads = n;
+}
+
+/* See prefetch.h. */
+void prefetch_free(struct prefetch *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;
+    for (struct pf_job *j = p->head; j; j = j->next)
+        j->cancel = 1;
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; p->started && i < p->nthreads; i++)
+        pthread_join(p->threads[i], NULL);
+    while (p->head)
+        job_drop(p, p->head);
+    pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->work);
+    pthread_mutex_destroy(&p->lock);
+    free(p->threads);
+    free(p);
+}
+
+/* See prefetch.h. */
+struct prefetch_walk *prefetch_walk_new(struct prefetch *p, const char *table)
+{
+    struct prefetch_walk *w;
+
+    if (!p || !(w = calloc(1, sizeof(*w))))
+        return NULL;
+    if (!(w->table = strdup(table))) {
+        free(w);
+        return NULL;
+    }
+    w->p = p;
+    return w;
+}
+
+/* Is the listing of DIR in the cache? */
+static int cached(struct store *s, const char *dir)
+{
+    struct listing *l = cache_get_listing(s->cache, dir);
+
+    listing_unref(l);
+    return l != NULL;
+}
+
+/* See prefetch.h. */
+int prefetch_add(struct prefetch_walk *w, const char *pk, size_t pk_len, const char *dir)
+{
+    struct prefetch *p = w ? w->p : NULL;
+    struct pf_job *j;
+
+    if (!p || cached(p->st, dir))
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    if (p->stop || p->jobs >= PREFETCH_MAX_JOBS || job_find(p, dir)) {
+        pthread_mutex_unlock(&p->lock);
+        return 0;
+    }
+    if (!(j = calloc(1, sizeof(*j))) || !(j->table = strdup(w->table)) ||
+        !(j->pk = strndup(pk, pk_len)) || !(j->dir = strdup(dir))) {
+        pthread_mutex_unlock(&p->lock);
+        if (j)
+            job_free(j);
+        return -ENOMEM;
+    }
+    j->p = p;
+    j->walk = w;
+    j->hash = hash_fnv1a(dir);
+    j->prev = p->tail;
+    if (p->tail)
+        p->tail->next = j;
+    else
+        p->head = j;
+    p->tail = j;
+    p->jobs++;
+    if (!p->started)
+        start_workers(p);
+    pthread_cond_signal(&p->work);
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+}
+
+/* See prefetch.h. */
+void prefetch_walk_end(struct prefetch_walk *w, int complete)
+{
+    struct prefetch *p;
+    struct pf_job *j, *next;
+    int dropped = 0, stopped = 0;
+
+    if (!w)
+        return;
+    p = w->p;
+    pthread_mutex_lock(&p->lock);
+    for (j = p->head; j; j = next) {
+        next = j->next;
+        if (j->walk != w)
+            continue;
+        j->walk = NULL;
+        if (complete)
+            continue;
+        if (j->state == PF_QUEUED) {
+            job_drop(p, j);
+            dropped++;
+        } else if (j->state == PF_RUNNING) {
+            j->cancel = 1;
+            stopped++;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (dropped + stopped)
+        log_debug(&p->st->log, "prefetch: /%s closed before its end: %d queued fetch(es) "
+                  "dropped, %d stopped", w->table, dropped, stopped);
+    free(w->table);
+    free(w);
+}
+
+/* See prefetch.h. */
+void prefetch_claim(struct prefetch *p, const char *dir)
+{
+    struct pf_job *j;
+
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    while ((j = job_find(p, dir)) && j->state != PF_DONE) {
+        j->claimed = 1;
+        if (j->state == PF_QUEUED)
+            run_job(p, j);     /* not started: this walker fetches it, others join */
+        else
+            pthread_cond_wait(&p->done, &p->lock);
+    }
+    if (j) {
+        job_drop(p, j);        /* its listing is in the cache */
+        pthread_cond_signal(&p->work);
+    }
+    pthread_mutex_unlock(&p->lock);
+}

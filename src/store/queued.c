@@ -1,0 +1,234 @@
+/* store/queued.c - the store's side of write-behind (-o writeback): changes
+ * handed to the queue (writeback.h) and shown at once, queued changes
+ * shown before the cache and the service, what an applied or failed
+ * change does to the cache, flushes before a listing is fetched, and the
+ * controls the adapters reach (store.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "entity/entity.h"
+#include "store/store.h"
+#include "store/store_i.h"
+#include "writeback/writeback.h"
+
+/* Show the queued write of PATH (FP) in the cache and its listings;
+ * *out (OUT may be NULL) gets the file. Returns 1, -ENOENT (a queued
+ * delete), 0 (nothing queued) or -errno. */
+static int show_queued(struct store *s, const struct fspath *fp, const char *path,
+                       struct cache_file *out)
+{
+    struct cache_file f = { 0 };
+    json_t *e = NULL;
+    int rc = wb_lookup(s->wb, path, &e);
+
+    if (rc != 1)
+        return rc;
+    rc = store_cache_entity(s, fp->parent, e, cache_known_dir(s->cache, fp->parent) ?
+                            CACHE_LISTED : 0, NULL, &f);
+    json_decref(e);
+    if (rc < 0)
+        return rc;
+    store_shown_in_listing(s, fp, &f, 1);
+    if (out)
+        *out = f;
+    else
+        cache_file_clear(&f);
+    return 1;
+}
+
+/* See store_int.h. */
+int store_pending_load(struct store *s, const struct fspath *fp, const char *path,
+                       struct cache_file *out)
+{
+    if (!s->wb)
+        return 0;
+    return show_queued(s, fp, path, out);
+}
+
+static enum wb_kind kind_of(enum table_write how)
+{
+    return how == TW_INSERT ? WB_INSERT : how == TW_REPLACE ? WB_REPLACE : WB_MERGE;
+}
+
+/* The change of FP at PATH, as writeback takes it. */
+static struct wb_change change_of(const char *path, const struct fspath *fp, enum wb_kind k,
+                                  const json_t *wire, const char *etag)
+{
+    return (struct wb_change){ path, fp->table, fp->pk, fp->rk, k, wire, etag };
+}
+
+/* See store_int.h. */
+int store_queue_write(struct store *s, const char *path, const struct fspath *fp,
+                      const json_t *wire, enum table_write how, const char *etag,
+                      char **token)
+{
+    struct wb_change c = change_of(path, fp, kind_of(how), wire, etag);
+    int rc = wb_submit(s->wb, &c, 1, token);
+
+    if (rc == 0) {
+        store_forget(s, path);      /* the kernel's copy is the old one */
+        (void)show_queued(s, fp, path, NULL);
+    }
+    return rc;
+}
+
+/* See store_int.h. */
+void store_resolved(struct store *s, const char *path)
+{
+    (void)wb_discard(s->wb, path, "the file was saved as the service holds it");
+}
+
+/* See store_int.h. */
+int store_queue_delete(struct store *s, const char *path, const struct fspath *fp,
+                       const char *etag)
+{
+    struct wb_change c = change_of(path, fp, WB_DELETE, NULL, etag);
+
+    return wb_submit(s->wb, &c, 1, NULL);
+}
+
+/* See store_int.h. */
+int store_queue_rename(struct store *s, const char *from, const struct fspath *ff,
+                       const char *from_etag, const char *to, const struct fspath *tf,
+                       const char *to_etag, const json_t *wire, char **token)
+{
+    struct wb_change c[2] = {
+        change_of(to, tf, to_etag ? WB_REPLACE : WB_INSERT, wire, to_etag),
+        change_of(from, ff, WB_DELETE, NULL, from_etag),
+    };
+    char *tokens[2] = { NULL, NULL };
+    int rc = wb_submit(s->wb, c, 2, tokens);
+
+    *token = tokens[0];
+    free(tokens[1]);
+    if (rc == 0) {
+        store_forget(s, to);
+        (void)show_queued(s, tf, to, NULL);
+    }
+    return rc;
+}
+
+/* See store.h. */
+int store_create_exclusive(struct store *s, const char *path, struct fspath *fp,
+                           char **etag)
+{
+    struct az_status st = { 0 };
+    json_t *empty = NULL, *e = NULL;
+    int rc;
+
+    *etag = NULL;
+    if (!s->wb || !fp->pk || !fp->rk)
+        return 1;           /* decided when it is closed (its content is the insert) */
+    if ((rc = wb_lookup(s->wb, path, &e)) == 1) {
+        json_decref(e);     /* a queued write: it exists */
+        return -EEXIST;
+    }
+    if (rc == -ENOENT && wb_flush(s->wb, path, 1) < 0) {
+        log_error(&s->log, "%s: not created: its queued delete could not be sent first, "
+                  "and O_EXCL must ask the service", path);
+        return -EIO;
+    }
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
+    if (!(empty = json_object()))
+        return -ENOMEM;
+    rc = table_write_entity(s->tc, fp->table, fp->pk, fp->rk, empty, TW_INSERT, NULL, etag, &st);
+    if (rc == 0)
+        store_show_written(s, path, fp, empty, *etag, 1);
+    else if (rc == -EEXIST)
+        store_forget_entity(s, path, fp);   /* made elsewhere: shown as it is */
+    else
+        store_log_failure(s, "create", path, rc, &st, NULL);
+    json_decref(empty);
+    return rc;
+}
+
+/* writeback's applied hook: PATH shows the entity as the service now holds
+ * it (with its ETag and Timestamp; a merge's result is read again when next
+ * asked), unless a later change of it is queued: that one shows. */
+static void on_applied(void *ctx, const char *path, const json_t *entity, int exact,
+                       const char *etag)
+{
+    struct store *s = ctx;
+    struct fspath fp;
+    json_t *e = NULL;
+
+    if (!entity || wb_lookup(s->wb, path, &e) != 0) {
+        json_decref(e);     /* a later change is queued: it is what shows */
+        return;
+    }
+    if (fspath_parse(path, &fp) < 0)
+        return;
+    if (fp.pk && fp.rk)
+        store_show_written(s, path, &fp, entity, etag, exact);
+    else
+        cache_invalidate(s->cache, path);
+    fspath_free(&fp);
+}
+
+/* writeback's failed hook: what the mount shows of PATH is read again. */
+static void on_failed(void *ctx, const char *path)
+{
+    struct store *s = ctx;
+    struct fspath fp;
+
+    if (fspath_parse(path, &fp) < 0)
+        return;
+    store_forget_entity(s, path, &fp);
+    fspath_free(&fp);
+}
+
+/* writeback's cancelled hook: the store's (the mount's: the writer's FUSE
+ * request interrupted, or the mount ending). */
+static int on_cancelled(void *ctx)
+{
+    struct store *s = ctx;
+
+    return s->cancelled && s->cancelled(s->cancel_ctx);
+}
+
+/* See store.h. */
+int store_writeback_open(struct store *s, const struct wb_config *cfg,
+                         const struct account *acct, const struct http_config *hc)
+{
+    struct wb_hooks h = { on_applied, on_failed, on_cancelled, s };
+    int rc = wb_open(cfg, acct, hc, &s->log, &s->stats, &h, &s->wb);
+
+    if (rc == 0 && wb_drain(s->wb) < 0)
+        log_warn(&s->log, "some changes of the journal failed: see user.aztfs.pending");
+    return rc;
+}
+
+/* See store.h. */
+int store_writeback_start(struct store *s)
+{
+    return s->wb ? wb_start(s->wb) : 0;
+}
+
+/* See store.h. */
+size_t store_writeback_close(struct store *s)
+{
+    size_t left = wb_close(s->wb);
+
+    s->wb = NULL;
+    return left;
+}
+
+/* See store.h. */
+int store_sync(struct store *s, const char *path)
+{
+    return s->wb ? wb_flush(s->wb, path, 1) : 0;
+}
+
+/* See store.h. */
+char *store_pending_json(struct store *s, size_t limit)
+{
+    return s->wb ? wb_pending_json(s->wb, limit) : NULL;
+}
+
+/* See store.h. */
+int store_discard(struct store *s, const char *path)
+{
+    return s->wb ? wb_discard(s->wb, path, "discarded (user.aztfs.discard)") : -ENOENT;
+}

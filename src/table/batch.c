@@ -1,0 +1,287 @@
+/* table/batch.c - entity group transactions: the $batch multipart body, the
+ * outcome and ETags of its answer, and the settling of a lost answer. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/rand.h>
+
+#include "table/table.h"
+#include "util/util.h"
+#include "table/table_i.h"
+
+#define BATCH_MAX_OPS 100
+
+/* Outcome of a batch; see batch.h. */
+int table_batch_outcome(const char *body, struct az_status *st)
+{
+    const char *p = body;
+
+    while ((p = strstr(p, "HTTP/1.1 ")) != NULL) {
+        long code = strtol(p + 9, NULL, 10);
+        const char *json;
+
+        p += 9;
+        if (code >= 200 && code < 300)
+            continue;
+        st->http_status = code;
+        if ((json = strstr(p, "{\"odata.error\"")) != NULL)
+            table_error_parse(json, TE_BATCH_PART, st);
+        return -1;
+    }
+    return 0;
+}
+
+/* ETag of one operation's response; see batch.h. */
+int table_batch_etag(const char *body, size_t index, char **etag)
+{
+    const char *p = body;
+
+    *etag = NULL;
+    for (size_t i = 0; i < index && p; i++)
+        if ((p = strstr(p, "HTTP/1.1 ")) != NULL)
+            p += 9;
+    if (!p || !(p = strstr(p, "HTTP/1.1 ")) || !(p = strchr(p, '\n')))
+        return 0;
+    /* its headers: the lines after the status line, up to an empty one */
+    for (;;) {
+        const char *line = p + 1;
+        size_t len = strcspn(line, "\r\n");
+
+        if (len == 0)
+            return 0;
+        if (len > 5 && strncasecmp(line, "ETag:", 5) == 0) {
+            const char *v = line + 5 + strspn(line + 5, " \t");
+            size_t vlen = len - (size_t)(v - line);
+
+            while (vlen > 0 && (v[vlen - 1] == ' ' || v[vlen - 1] == '\t'))
+                vlen--;
+            return vlen == 0 || (*etag = strndup(v, vlen)) ? 0 : -ENOMEM;
+        }
+        p = line + len;
+        if (*p == '\r')
+            p++;
+        if (*p != '\n')
+            return 0;
+    }
+}
+
+/* Drop what the new_etag outputs of OPS hold. */
+static void batch_etags_clear(const struct table_batch_op *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].new_etag) {
+            free(*ops[i].new_etag);
+            *ops[i].new_etag = NULL;
+        }
+    }
+}
+
+/* Hand the ETags of BODY's changeset responses to OPS. 0 or -ENOMEM. */
+static int batch_etags_take(const char *body, const struct table_batch_op *ops, size_t n)
+{
+    int rc = 0;
+
+    batch_etags_clear(ops, n);      /* a settle attempt may have filled some */
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (ops[i].new_etag && ops[i].kind != TB_DELETE)
+            rc = table_batch_etag(body, i, ops[i].new_etag);
+    if (rc < 0)
+        batch_etags_clear(ops, n);
+    return rc;
+}
+
+/* A batch, for finding out whether it was applied. */
+struct batch_probe {
+    struct table_client *tc;
+    const char *table, *pk;
+    const struct table_batch_op *ops;
+    size_t n;
+    const struct timespec *since;   /* an earlier send's window start, or NULL */
+};
+
+/* Does the table hold the result of the batch CTX (struct batch_probe):
+ * every written entity exactly as sent, written within the window of the
+ * sends RESP answers, and every deleted one gone? Returns 1, 0 or -errno.
+ * (An http_request.settle hook.) */
+static int batch_applied(void *ctx, const struct http_response *resp)
+{
+    const struct batch_probe *b = ctx;
+
+    for (size_t i = 0; i < b->n; i++) {
+        const struct table_batch_op *op = &b->ops[i];
+        struct write_probe p = { b->tc, "batch", b->table, b->pk, op->rk,
+                                 op->kind == TB_DELETE ? NULL : op->entity,
+                                 op->kind == TB_MERGE, NULL, b->since };
+        int rc = table_write_applied(&p, resp);
+
+        if (op->new_etag && op->kind != TB_DELETE) {
+            free(*op->new_etag);
+            *op->new_etag = p.etag;     /* the entity that holds our write */
+            p.etag = NULL;
+        }
+        free(p.etag);
+        if (rc != 1)
+            return rc;
+    }
+    return 1;
+}
+
+/* Append OP, the changeset part of one operation on PK of TABLE, to B (a
+ * multipart body with changeset boundary ID). Returns 0 or -ENOMEM. */
+static int batch_add_op(struct buf *b, const struct account *a, const char *id,
+                        const char *table, const char *pk, const struct table_batch_op *op)
+{
+    const char *method = op->kind == TB_INSERT ? "POST" : op->kind == TB_REPLACE ? "PUT" :
+                         op->kind == TB_MERGE ? "MERGE" : "DELETE";
+    char *path = op->kind == TB_INSERT ? NULL : table_entity_path(table, pk, op->rk);
+    char *body = op->kind == TB_DELETE ? NULL : table_entity_body(op->entity, pk, op->rk);
+    int rc = -ENOMEM;
+
+    if ((op->kind != TB_INSERT && !path) || (op->kind != TB_DELETE && !body))
+        goto out;
+    buf_addf(b, "--changeset_%s\r\nContent-Type: application/http\r\n"
+             "Content-Transfer-Encoding: binary\r\n\r\n", id);
+    if (path)
+        buf_addf(b, "%s %s://%s%s%s HTTP/1.1\r\n", method, a->scheme, a->host,
+                 a->base_path, path);
+    else
+        buf_addf(b, "%s %s://%s%s/%s HTTP/1.1\r\n", method, a->scheme, a->host,
+                 a->base_path, table);
+    buf_addf(b, "Accept: %s\r\nDataServiceVersion: 3.0\r\n", TABLE_ACCEPT_JSON);
+    if (op->kind != TB_INSERT)
+        buf_addf(b, "If-Match: %s\r\n", op->etag ? op->etag : "*");
+    if (body)
+        buf_addf(b, "Content-Type: application/json\r\nPrefer: return-no-content\r\n"
+                 "\r\n%s\r\n", body);
+    else
+        buf_adds(b, "\r\n");
+    rc = b->err ? -ENOMEM : 0;
+out:
+    free(path);
+    free(body);
+    return rc;
+}
+
+/* The multipart body of the batch of OPS into B, with boundaries
+ * batch_ID and changeset_ID (one changeset). Returns 0 or -ENOMEM. */
+static int batch_body(struct buf *b, const struct account *a, const char *id,
+                      const char *table, const char *pk, const struct table_batch_op *ops,
+                      size_t n)
+{
+    buf_addf(b, "--batch_%s\r\nContent-Type: multipart/mixed; boundary=changeset_%s\r\n\r\n",
+             id, id);
+    for (size_t i = 0; i < n; i++)
+        if (batch_add_op(b, a, id, table, pk, &ops[i]) < 0)
+            return -ENOMEM;
+    buf_addf(b, "--changeset_%s--\r\n--batch_%s--\r\n", id, id);
+    return b->err ? -ENOMEM : 0;
+}
+
+/* What the answer RESP (RC from table_send) to the batch PROBE says: 0,
+ * or the -errno of its failing operation (a 409/412 after a resend settled
+ * by looking at the entities). Fills the new_etag outputs on success. */
+static int batch_answer(struct batch_probe *probe, int rc,
+                        const struct http_response *resp, struct az_status *st)
+{
+    struct table_client *tc = probe->tc;
+
+    if (rc == 0 && resp->settled) {
+        memset(st, 0, sizeof(*st));
+        return 0;
+    }
+    if (rc < 0) {
+        log_debug(tc->lg, "batch on %s failed: no response: %s", probe->table, st->message);
+        return rc;
+    }
+    if (resp->status != 202)
+        return table_fail(tc, "batch", st);
+    if (table_batch_outcome(resp->body ? resp->body : "", st) == 0)
+        return batch_etags_take(resp->body ? resp->body : "", probe->ops, probe->n);
+    rc = table_fail(tc, "batch", st);
+    /* as for single writes: a 409/412, or the 404 of a delete, may answer a
+     * resend of a batch whose first send was applied (only then); the
+     * entities decide */
+    if ((rc == -EEXIST || rc == -ESTALE || rc == -ENOENT) && (resp->resent || probe->since) &&
+        batch_applied(probe, resp) == 1) {
+        log_info(tc->lg, "batch of %zu on %s/%s: the service already holds it (an earlier "
+                 "send was applied)", probe->n, probe->table, probe->pk);
+        memset(st, 0, sizeof(*st));
+        rc = 0;
+    }
+    return rc;
+}
+
+/* Run an entity group transaction; see batch.h. */
+int table_batch(struct table_client *tc, const char *table, const char *pk,
+                const struct table_batch_op *ops, size_t n, struct az_status *st)
+{
+    return table_batch_again(tc, table, pk, ops, n, NULL, st);
+}
+
+/* The index a failed batch's error names; see batch.h. */
+int table_batch_failed_index(const struct az_status *st)
+{
+    const char *m = st->message;
+    char *end;
+    long i;
+
+    if (!m || *m < '0' || *m > '9')
+        return -1;
+    i = strtol(m, &end, 10);
+    return *end == ':' && i >= 0 && i < BATCH_MAX_OPS ? (int)i : -1;
+}
+
+/* Run an entity group transaction sent before; see batch.h. */
+int table_batch_again(struct table_client *tc, const char *table, const char *pk,
+                      const struct table_batch_op *ops, size_t n,
+                      const struct timespec *first_sent, struct az_status *st)
+{
+    struct http_response resp;
+    /* no cap of its own: the service judges the size (413 is EFBIG) */
+    struct buf b = BUF_INIT(SIZE_MAX);
+    unsigned char rnd[8];
+    char id[17], *ctype = NULL;
+    struct timespec since;
+    struct batch_probe probe = { tc, table, pk, ops, n, NULL };
+    struct table_req rq = {
+        .kind = TK_BATCH, .method = "POST", .path = "/$batch", .what = "batch",
+        .settle = batch_applied, .settle_ctx = &probe,
+    };
+    int rc = -ENOMEM;
+
+    memset(&resp, 0, sizeof(resp));
+    memset(st, 0, sizeof(*st));
+    batch_etags_clear(ops, n);
+    if (n == 0 || n > BATCH_MAX_OPS)
+        return -EINVAL;
+    if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+        return -EIO;
+    if (first_sent) {
+        since = *first_sent;
+        since.tv_sec -= 1;
+        probe.since = &since;
+    }
+    for (int i = 0; i < 8; i++)
+        snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+    if (batch_body(&b, tc->acct, id, table, pk, ops, n) < 0 ||
+        asprintf(&ctype, "multipart/mixed; boundary=batch_%s", id) < 0) {
+        ctype = NULL;
+        goto out;
+    }
+    rq.content_type = ctype;
+    rq.body = b.ptr;
+    rq.body_len = b.len;
+    rc = table_send(tc, &rq, &resp, st);
+    rc = batch_answer(&probe, rc, &resp, st);
+out:
+    if (rc < 0)
+        batch_etags_clear(ops, n);
+    http_response_clear(&resp);
+    free(ctype);
+    buf_free(&b);
+    return rc;
+}

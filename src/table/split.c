@@ -1,0 +1,652 @@
+/* table/split.c - one query's pages fetched as disjoint key ranges in
+ * parallel (cursor.h: table_cursor_split).
+ *
+ * The query starts as one range, read page by page by a worker. When a
+ * page of a range comes back with more to come and fewer than
+ * SPLIT_OPEN_PER_WAY * WAYS ranges are open, the rest of that range (after
+ * the page's last key) is cut into ranges at keys guessed from the page
+ * (table_split_cuts) and the range ends
+ * there: each new range is its own query (the query's filter and'ed with
+ * its PartitionKey/RowKey bounds, never a continuation token of another
+ * query: Azure's are opaque). Pages are handed to the reader in key order
+ * (ranges in order, each range's pages in order), so the reader sees what
+ * the one query would have shown. Each range costs at most one request
+ * more than the sequential scan would (its last, partial page, or one
+ * empty answer), and at most SPLIT_MAX_RANGES ranges are made (none after
+ * SPLIT_MAX_EMPTY came back empty).
+ *
+ * Order of the fetches: the reader's next range when the reader waits for
+ * it (whatever the pages held); else, while fewer than WAYS + SPLIT_HELD_EXTRA
+ * pages are held, an open-ended range (no upper bound: its page makes the
+ * next cut) as soon as fewer than WAYS idle ranges wait before it, and
+ * otherwise the ranges in key order. A page's cut is made as soon as it is
+ * parsed, before the PREP works on it, so the next fetches go out first. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "table/table.h"
+#include "entity/entity.h"
+#include "util/util.h"
+#include "table/table_i.h"
+
+struct split_page {
+    struct split_page *next;
+    json_t *value;              /* the page's "value" array (owned; NULL: replaced by PREP) */
+    void *prep;                 /* what the split's PREP made of it (owned) */
+};
+
+/* A range of keys below HI (NULL: no bound) in one dimension: RowKeys of
+ * partition PK when PK is set, else PartitionKeys (its lower bound is in
+ * its query only). */
+struct split_range {
+    struct split_range *next;   /* key order */
+    char *pk, *hi;
+    struct table_cursor *cur;   /* its query (NULL: the range is complete) */
+    struct split_page *head, *tail;
+    size_t entities;
+    int busy;                   /* a worker is fetching its next page */
+    int rc;                     /* a failed fetch, for the reader (0: none) */
+    struct az_status st;
+};
+
+struct table_split {
+    pthread_mutex_t lock;
+    pthread_cond_t work;        /* a range may be fetched, or stop */
+    pthread_cond_t ready;       /* a page or a failure for the reader */
+    struct table_client *tc;
+    const struct table_cursor *c;  /* the query split (borrowed: its owner) */
+    struct split_range *ranges; /* not yet read to their end by the reader */
+    pthread_t threads[SPLIT_MAX_WAYS];
+    int ways, nthreads;
+    int one_partition;          /* cut RowKeys only */
+    int made, empty;            /* ranges made by cuts, ranges that held nothing */
+    size_t held;                /* pages fetched and not yet read, and fetches under way */
+    int stop;
+    int ended;                  /* the reader stopped it (table_split_next) */
+    struct table_prep prep;     /* the workers' work on each page (none: NULLs) */
+    void *page_prep;            /* the prep of the page the reader's FN has */
+};
+
+/* Free page PG of SP (NULL: nothing). */
+static void page_free(const struct table_split *sp, struct split_page *pg)
+{
+    if (!pg)
+        return;
+    json_decref(pg->value);
+    if (pg->prep)
+        sp->prep.free(pg->prep);
+    free(pg);
+}
+
+static void range_free(const struct table_split *sp, struct split_range *r)
+{
+    struct split_page *p, *n;
+
+    if (!r)
+        return;
+    for (p = r->head; p; p = n) {
+        n = p->next;
+        page_free(sp, p);
+    }
+    table_cursor_free(r->cur);
+    free(r->pk);
+    free(r->hi);
+    free(r);
+}
+
+/* A range below HI (NULL: no bound) in one dimension, RowKeys of partition
+ * PK when PK is set, else PartitionKeys, read by the query SP->c narrowed
+ * by filter F (F NULL: ENOMEM; SP->c's fields are only read). NULL on
+ * ENOMEM. */
+static struct split_range *range_make(struct table_split *sp, const char *pk, const char *hi,
+                                      const char *f)
+{
+    struct split_range *r = f ? calloc(1, sizeof(*r)) : NULL;
+
+    if (!r || (pk && !(r->pk = strdup(pk))) || (hi && !(r->hi = strdup(hi))) ||
+        table_cursor_narrow(sp->c, f, &r->cur) < 0) {
+        range_free(sp, r);
+        r = NULL;
+    }
+    return r;
+}
+
+/* A range of keys K with LO < K (LO_INCL: LO <= K; LO NULL: no bound) and
+ * K < HI, RowKeys of partition PK when PK is set, else PartitionKeys, and
+ * its query. NULL on ENOMEM. */
+static struct split_range *range_new(struct table_split *sp, const char *pk, const char *lo,
+                                     int lo_incl, const char *hi)
+{
+    struct split_range *r = NULL;
+    const char *key = pk ? "RowKey" : "PartitionKey";
+    char *upper = hi ? table_filter_cmp(key, "lt", hi, NULL) : NULL;
+    char *lower = lo ? table_filter_cmp(key, lo_incl ? "ge" : "gt", lo, upper) : NULL;
+    char *bounds = pk && !sp->one_partition
+                   ? table_filter_cmp("PartitionKey", "eq", pk, lower ? lower : upper) : NULL;
+    const char *f = bounds ? bounds : lower ? lower : upper;
+
+    if ((!hi || upper) && (!lo || lower) && (!(pk && !sp->one_partition) || bounds))
+        r = range_make(sp, pk, hi, f);
+    free(upper);
+    free(lower);
+    free(bounds);
+    return r;
+}
+
+/* The range of the keys after (PK, RK) and below partition HI (NULL: no
+ * bound), a range of PartitionKeys starting inside partition PK: its query
+ * "PartitionKey ge PK [and PartitionKey lt HI] and (PartitionKey gt PK or
+ * RowKey gt RK)". The top-level terms bound the partitions the service
+ * reads (an "or" of key terms alone would make it scan); the "or" drops the
+ * rows of PK up to RK, which the page just read. One query instead of the
+ * rest of PK (usually empty: a page tends to end where a partition does)
+ * and the partitions after it. NULL on ENOMEM. */
+static struct split_range *range_after(struct table_split *sp, const char *pk, const char *rk,
+                                       const char *hi)
+{
+    struct split_range *r = NULL;
+    char *pk_gt = table_filter_cmp("PartitionKey", "gt", pk, NULL);
+    char *rk_gt = table_filter_cmp("RowKey", "gt", rk, NULL);
+    char *either = NULL, *upper = NULL, *f = NULL;
+
+    if (!pk_gt || !rk_gt || asprintf(&either, "(%s or %s)", pk_gt, rk_gt) < 0)
+        either = NULL;
+    if (either && hi)
+        upper = table_filter_cmp("PartitionKey", "lt", hi, either);
+    if (either && (!hi || upper))
+        f = table_filter_cmp("PartitionKey", "ge", pk, upper ? upper : either);
+    r = range_make(sp, NULL, hi, f);
+    free(pk_gt);
+    free(rk_gt);
+    free(either);
+    free(upper);
+    free(f);
+    return r;
+}
+
+/* The trailing run of digits of KEY: its start in *PRE and value (at most
+ * 18 digits), or -1 when KEY does not end in a digit. */
+static long long digit_run(const char *key, size_t *pre)
+{
+    size_t len = strlen(key), i = len;
+    long long v = 0;
+
+    while (i > 0 && len - i < 18 && key[i - 1] >= '0' && key[i - 1] <= '9')
+        i--;
+    if (i == len)
+        return -1;
+    for (size_t j = i; j < len; j++)
+        v = v * 10 + (key[j] - '0');
+    *pre = i;
+    return v;
+}
+
+/* See tableint.h. */
+int table_split_cuts(const char *first, const char *last, const char *hi, char **cuts,
+                     int max)
+{
+    size_t pre = 0, fpre = 0, len = strlen(last), p = 0;
+    long long vl = digit_run(last, &pre), vf = digit_run(first, &fpre), step = 1;
+    int n = 0;
+
+    if (len == 0)
+        return 0;
+    if (vl >= 0) {
+        if (vf >= 0 && fpre == pre && strlen(first) == len && strncmp(first, last, pre) == 0 &&
+            vf <= vl)
+            step = vl - vf + 1;
+        for (; n < max; n++) {
+            long long v = vl + 1 + step * (n + 1);
+            char *k = NULL;
+
+            if (asprintf(&k, "%.*s%0*lld", (int)pre, last, (int)(len - pre), v) < 0)
+                goto nomem;
+            if (strlen(k) != len || (hi && strcmp(k, hi) >= 0)) {
+                free(k);
+                break;         /* past the digits' width, or past HI */
+            }
+            cuts[n] = k;
+        }
+        return n;
+    }
+    while (first[p] && first[p] == last[p])
+        p++;
+    if (p == len)
+        p = len - 1;           /* LAST is FIRST or starts with it: its last character */
+    if (first[p] && (unsigned char)last[p] > (unsigned char)first[p])
+        step = (unsigned char)last[p] - (unsigned char)first[p];
+    for (; n < max; n++) {
+        long long c = (unsigned char)last[p] + step * (n + 1);
+        char *k = NULL;
+
+        if ((unsigned char)last[p] < 0x20 || c > 0x7e)
+            break;
+        if (asprintf(&k, "%.*s%c", (int)p, last, (int)c) < 0)
+            goto nomem;
+        if (hi && strcmp(k, hi) >= 0) {
+            free(k);
+            break;
+        }
+        cuts[n] = k;
+    }
+    return n;
+nomem:
+    while (n > 0)
+        free(cuts[--n]);
+    return -ENOMEM;
+}
+
+/* See tableint.h. */
+int table_token_names(const char *tok, const char *pk)
+{
+    size_t len, pad = 0, want = strlen(pk);
+    unsigned char *out;
+    char *in;
+    int n, same;
+
+    if (!tok)
+        return 0;
+    if (tok[0] >= '0' && tok[0] <= '9' && strchr(tok, '!') && strchr(strchr(tok, '!') + 1, '!'))
+        tok = strchr(strchr(tok, '!') + 1, '!') + 1;      /* Azure's "1!N!" */
+    len = strlen(tok);
+    if (len == 0 || len % 4 || len > 4 * (want / 3 + 2) || !(in = strdup(tok)))
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (in[i] == '-')
+            in[i] = '=';
+    while (pad < 2 && in[len - 1 - pad] == '=')
+        pad++;
+    out = malloc(len / 4 * 3 + 1);
+    n = out ? EVP_DecodeBlock(out, (const unsigned char *)in, (int)len) : -1;
+    same = n >= 0 && (size_t)n - pad == want && memcmp(out, pk, want) == 0;
+    free(out);
+    free(in);
+    return same;
+}
+
+/* The ranges open: made and not yet fetched to their end (SP locked). */
+static int open_ranges(const struct table_split *sp)
+{
+    int n = 0;
+
+    for (const struct split_range *r = sp->ranges; r; r = r->next)
+        n += r->cur != NULL;
+    return n;
+}
+
+/* Append to *TAIL the ranges from LO (LO_INCL) to HI cut at CUTS[0..N)
+ * (RowKeys of partition PK when PK is set, else PartitionKeys). Returns how
+ * many (N + 1), or -ENOMEM. */
+static int add_ranges(struct table_split *sp, struct split_range ***tail, const char *pk,
+                      const char *lo, int lo_incl, char **cuts, int n, const char *hi)
+{
+    for (int i = 0; i <= n; i++) {
+        struct split_range *nr = range_new(sp, pk, i ? cuts[i - 1] : lo, i ? 1 : lo_incl,
+                                           i < n ? cuts[i] : hi);
+
+        if (!nr)
+            return -ENOMEM;
+        **tail = nr;
+        *tail = &nr->next;
+    }
+    return n + 1;
+}
+
+/* R's page with more to come ran from keys (FPK, FRK) to (PK, RK): cut the
+ * rest of R into ranges, when there is room for more to be open (SP
+ * locked); R's query then ends with this page. Within a partition (R's, or
+ * the query's), RowKeys are cut; else, when the next page's token seems to
+ * name PK (a big partition), the rest of PK is cut by RowKey and the
+ * partitions after it are one range, and otherwise the rest of PK and the
+ * partitions before the first PartitionKey cut are one range (range_after:
+ * the page usually ended with PK, and the rest of PK alone would be an
+ * empty answer) and the PartitionKeys after it are cut. Nothing happens
+ * on ENOMEM or when no cut can be guessed (R reads on). */
+static void split_range(struct table_split *sp, struct split_range *r, const char *fpk,
+                        const char *frk, const char *pk, const char *rk)
+{
+    char *rcuts[SPLIT_MAX_RANGES] = { NULL }, *pcuts[SPLIT_MAX_RANGES] = { NULL };
+    struct split_range *list = NULL, **tail = &list, *nr;
+    int room = SPLIT_OPEN_PER_WAY * sp->ways - open_ranges(sp) + 1;   /* R's place too */
+    int nr_cut = 0, np_cut = 0, made = 0, rc, in_row = r->pk || sp->one_partition, big = 0;
+
+    if (room > SPLIT_MAX_RANGES - sp->made)
+        room = SPLIT_MAX_RANGES - sp->made;
+    if (room < 2 || sp->empty >= SPLIT_MAX_EMPTY || !pk || !rk || !frk || (!in_row && !fpk))
+        return;
+    if (in_row) {
+        if ((nr_cut = table_split_cuts(frk, rk, r->hi, rcuts, room - 1)) <= 0)
+            return;
+    } else {
+        /* a big partition gets the room; the partitions after it stay one
+         * range, cut when its first page shows what they look like */
+        big = table_token_names(table_cursor_next_pk(r->cur), pk);
+        if (big)
+            nr_cut = table_split_cuts(frk, rk, NULL, rcuts, room - 2);
+        else if ((np_cut = table_split_cuts(fpk, pk, r->hi, pcuts, room - 2)) == 0)
+            return;
+        if (nr_cut < 0 || np_cut < 0) {
+            nr_cut = np_cut = 0;        /* ENOMEM: the cuts made were freed */
+            goto out;
+        }
+    }
+    if (in_row || big) {
+        if ((rc = add_ranges(sp, &tail, pk, rk, 0, rcuts, nr_cut, in_row ? r->hi : NULL)) < 0)
+            goto out;
+        made = rc;
+        if (!in_row) {          /* the partitions after the big one: one range */
+            if ((rc = add_ranges(sp, &tail, NULL, pk, 0, NULL, 0, r->hi)) < 0)
+                goto out;
+            made += rc;
+        }
+    } else {
+        /* the rest of PK and the partitions before the first cut: one range */
+        if (!(nr = range_after(sp, pk, rk, pcuts[0])))
+            goto out;
+        *tail = nr;
+        tail = &nr->next;
+        if ((rc = add_ranges(sp, &tail, NULL, pcuts[0], 1, pcuts + 1, np_cut - 1, r->hi)) < 0)
+            goto out;
+        made = rc + 1;
+    }
+    *tail = r->next;
+    r->next = list;
+    list = NULL;
+    sp->made += made;
+    table_cursor_free(r->cur);
+    r->cur = NULL;
+    log_debug(sp->tc->lg, "query cut after %s/%s into %d ranges fetched in parallel", pk, rk,
+              made);
+out:
+    while (list) {
+        nr = list->next;
+        range_free(sp, list);
+        list = nr;
+    }
+    for (int i = 0; i < nr_cut; i++)
+        free(rcuts[i]);
+    for (int i = 0; i < np_cut; i++)
+        free(pcuts[i]);
+}
+
+/* What a worker's page callback gathers. */
+struct split_fetch {
+    json_t *value;
+    /* borrowed from value: the first PartitionKey, the last keys, and the
+     * first RowKey of the last partition */
+    const char *fpk, *frk, *pk, *rk;
+};
+
+static int on_fetched(void *ctx, json_t *value)
+{
+    struct split_fetch *f = ctx;
+    size_t n = json_array_size(value), i;
+
+    f->value = json_incref(value);
+    if (n == 0)
+        return 0;
+    f->fpk = entity_wire_sys(json_array_get(value, 0), ENTITY_PK);
+    f->pk = entity_wire_sys(json_array_get(value, n - 1), ENTITY_PK);
+    f->rk = entity_wire_sys(json_array_get(value, n - 1), ENTITY_RK);
+    for (i = n - 1; i > 0 && f->pk; i--) {
+        const char *pk = entity_wire_sys(json_array_get(value, i - 1), ENTITY_PK);
+
+        if (!pk || strcmp(pk, f->pk) != 0)
+            break;
+    }
+    f->frk = entity_wire_sys(json_array_get(value, i), ENTITY_RK);
+    return 0;
+}
+
+/* The range a worker should fetch next (SP locked): the reader's next
+ * range when it waits for it, always; else, if the pages held leave room,
+ * an open-ended range (its first page makes the next cut) once fewer than
+ * WAYS idle ranges wait before it, or the first open idle range in key
+ * order. NULL: none. */
+static struct split_range *next_range(struct table_split *sp)
+{
+    struct split_range *first = NULL, *r = sp->ranges;
+    int before = 0;
+
+    if (r && r->cur && !r->busy && !r->rc && !r->head)
+        return r;
+    if (sp->held >= (size_t)sp->ways + SPLIT_HELD_EXTRA)
+        return NULL;
+    for (; r; r = r->next) {
+        if (!r->cur || r->busy || r->rc)
+            continue;
+        if (!r->hi && before < sp->ways)
+            return r;
+        if (!first)
+            first = r;
+        before++;
+    }
+    return first;
+}
+
+/* Fetch R's next page (SP locked; unlocked while the request is out). */
+static void fetch_one(struct table_split *sp, struct split_range *r)
+{
+    struct split_fetch f = { 0 };
+    struct split_page *pg;
+    struct az_status st = { 0 };
+    int rc, replaced;
+
+    r->busy = 1;
+    sp->held++;
+    pthread_mutex_unlock(&sp->lock);
+    rc = table_cursor_next(sp->tc, r->cur, on_fetched, &f, &st);
+    if (rc > 0) {
+        /* the rest of R is cut as soon as the page's keys are known, so
+         * the next fetches go out before the work on this page */
+        pthread_mutex_lock(&sp->lock);
+        if (!sp->stop)
+            split_range(sp, r, f.fpk, f.frk, f.pk, f.rk);
+        pthread_cond_broadcast(&sp->work);
+        pthread_mutex_unlock(&sp->lock);
+    }
+    pg = rc >= 0 ? calloc(1, sizeof(*pg)) : NULL;
+    if (pg && sp->prep.prep && json_array_size(f.value) > 0)
+        pg->prep = sp->prep.prep(f.value);      /* NULL (ENOMEM): the reader does it */
+    replaced = pg && pg->prep && sp->prep.replaces;
+    pthread_mutex_lock(&sp->lock);
+    r->busy = 0;
+    if (rc >= 0 && !pg)
+        rc = -ENOMEM;
+    if (rc < 0) {
+        sp->held--;
+        json_decref(f.value);
+        r->rc = rc;
+        r->st = st;
+    } else {
+        pg->value = replaced ? NULL : f.value;
+        if (r->tail)
+            r->tail->next = pg;
+        else
+            r->head = pg;
+        r->tail = pg;
+        r->entities += json_array_size(f.value);
+        if (rc == 0) {
+            table_cursor_free(r->cur);
+            r->cur = NULL;
+            sp->empty += r->entities == 0;
+        }
+    }
+    pthread_cond_broadcast(&sp->ready);
+    pthread_cond_broadcast(&sp->work);
+    if (replaced) {
+        /* the page's JSON, which F's keys pointed into, freed by the thread
+         * that made it (its memory goes back where it came from) */
+        pthread_mutex_unlock(&sp->lock);
+        json_decref(f.value);
+        pthread_mutex_lock(&sp->lock);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct table_split *sp = arg;
+    struct split_range *r;
+
+    pthread_mutex_lock(&sp->lock);
+    while (!sp->stop) {
+        if ((r = next_range(sp)))
+            fetch_one(sp, r);
+        else
+            pthread_cond_wait(&sp->work, &sp->lock);
+    }
+    pthread_mutex_unlock(&sp->lock);
+    return NULL;
+}
+
+/* See tableint.h. */
+int table_split_new(struct table_split **out, const struct table_cursor *c, int ways,
+                    int one_partition, const struct table_prep *prep)
+{
+    struct table_split *sp = calloc(1, sizeof(*sp));
+    struct split_range *r = calloc(1, sizeof(*r));
+
+    *out = NULL;
+    if (!sp || !r || table_cursor_narrow(c, NULL, &r->cur) < 0) {
+        range_free(sp, r);
+        free(sp);
+        return -ENOMEM;
+    }
+    sp->c = c;
+    sp->ranges = r;
+    sp->ways = ways < 1 ? 1 : ways > SPLIT_MAX_WAYS ? SPLIT_MAX_WAYS : ways;
+    sp->one_partition = one_partition;
+    if (prep && prep->prep && prep->free)
+        sp->prep = *prep;
+    pthread_mutex_init(&sp->lock, NULL);
+    pthread_cond_init(&sp->work, NULL);
+    pthread_cond_init(&sp->ready, NULL);
+    *out = sp;
+    return 0;
+}
+
+/* See tableint.h. */
+void *table_split_page_prep(const struct table_split *sp)
+{
+    return sp->page_prep;
+}
+
+/* See tableint.h. */
+void table_split_free(struct table_split *sp)
+{
+    struct split_range *r, *n;
+    int unread = 0;
+
+    if (!sp)
+        return;
+    pthread_mutex_lock(&sp->lock);
+    sp->stop = 1;
+    pthread_cond_broadcast(&sp->work);
+    pthread_mutex_unlock(&sp->lock);
+    for (int i = 0; i < sp->nthreads; i++)
+        pthread_join(sp->threads[i], NULL);
+    for (r = sp->ranges; r; r = n) {
+        n = r->next;
+        range_free(sp, r);
+        unread++;
+    }
+    if (unread && sp->tc && !sp->ended)
+        log_debug(sp->tc->lg, "query stopped before its end: %d ranges not read", unread);
+    pthread_mutex_destroy(&sp->lock);
+    pthread_cond_destroy(&sp->work);
+    pthread_cond_destroy(&sp->ready);
+    free(sp);
+}
+
+/* Start SP's workers (SP locked); without any, the reader fetches. */
+static void start_workers(struct table_split *sp, struct table_client *tc)
+{
+    sp->tc = tc;
+    while (sp->nthreads < sp->ways &&
+           pthread_create(&sp->threads[sp->nthreads], NULL, worker_main, sp) == 0)
+        sp->nthreads++;
+}
+
+/* Drop the ranges at the head that are read to their end (SP locked). */
+static void drop_read(struct table_split *sp)
+{
+    struct split_range *r;
+
+    while ((r = sp->ranges) && !r->cur && !r->head && !r->busy) {
+        sp->ranges = r->next;
+        range_free(sp, r);
+    }
+}
+
+/* See tableint.h. */
+int table_split_next(struct table_client *tc, struct table_split *sp, table_page_fn fn,
+                     void *ctx, struct az_status *st)
+{
+    struct split_range *r;
+    struct split_page *pg;
+    int rc;
+
+    pthread_mutex_lock(&sp->lock);
+    if (sp->ended) {
+        pthread_mutex_unlock(&sp->lock);
+        return 0;
+    }
+    if (!sp->tc)
+        start_workers(sp, tc);
+    for (;;) {
+        drop_read(sp);
+        if (!(r = sp->ranges)) {
+            pthread_mutex_unlock(&sp->lock);
+            return 0;
+        }
+        if (r->head)
+            break;
+        if (r->rc) {           /* failed: told once, fetched again when asked again */
+            rc = r->rc;
+            *st = r->st;
+            r->rc = 0;
+            pthread_mutex_unlock(&sp->lock);
+            return rc;
+        }
+        if (tc->cancelled && tc->cancelled(tc->cancel_ctx)) {
+            pthread_mutex_unlock(&sp->lock);
+            memset(st, 0, sizeof(*st));
+            snprintf(st->message, sizeof(st->message), "cancelled");
+            return -EINTR;
+        }
+        if (sp->nthreads == 0 && !r->busy) {
+            fetch_one(sp, r);
+        } else {
+            if (r->cur && !r->busy)     /* a worker must take it: wake them */
+                pthread_cond_broadcast(&sp->work);
+            pthread_cond_wait(&sp->ready, &sp->lock);
+        }
+    }
+    pg = r->head;
+    if (!(r->head = pg->next))
+        r->tail = NULL;
+    sp->held--;
+    pthread_cond_broadcast(&sp->work);
+    pthread_mutex_unlock(&sp->lock);
+    sp->page_prep = pg->prep;   /* only the reader reads it: no lock */
+    rc = fn(ctx, pg->value);
+    sp->page_prep = NULL;
+    page_free(sp, pg);
+    if (rc != 0) {             /* stopped early, or failed: the query ends */
+        pthread_mutex_lock(&sp->lock);
+        sp->stop = sp->ended = 1;
+        pthread_cond_broadcast(&sp->work);
+        pthread_mutex_unlock(&sp->lock);
+        return rc > 0 ? 0 : rc;
+    }
+    pthread_mutex_lock(&sp->lock);
+    drop_read(sp);
+    rc = sp->ranges != NULL;
+    pthread_mutex_unlock(&sp->lock);
+    return rc;
+}

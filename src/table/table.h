@@ -1,0 +1,338 @@
+/* table.h - the public face of the table/ folder: its parts below, each
+ * with its own contract. */
+#ifndef AZTFS_TABLE_TABLE_H
+#define AZTFS_TABLE_TABLE_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include <time.h>
+
+#include "auth/auth.h"
+#include "entity/entity.h"
+#include "http/http.h"
+#include "util/util.h"
+
+/* ---- request.c: the Table service client and what every request shares:
+ * request kinds, the status of an answer and its errno, OData literals and
+ * filters, URL encoding, the Timestamp of an ETag. Part of the table
+ * protocol layer (table.h includes it; tableint.h has the layer's inside). */
+
+struct table_client;
+
+/* Request kinds, counted in http_stats.by_kind. */
+enum table_req_kind {
+    TK_LIST_TABLES, TK_QUERY, TK_GET_ENTITY, TK_INSERT, TK_REPLACE, TK_MERGE,
+    TK_DELETE, TK_BATCH, TK_CREATE_TABLE, TK_DELETE_TABLE, TK_COUNT
+};
+
+/* "list_tables", "query", ... for stats output; NULL past TK_COUNT. */
+const char *table_kind_name(int kind);
+
+/* What the service said about a failed (or successful) operation. */
+struct az_status {
+    long http_status;       /* 0 when no response was received */
+    char code[64];          /* service error code ("ResourceNotFound"), or "" */
+    char message[256];      /* service message or transport error, secrets-free */
+    int attempts;           /* attempts made by the last request */
+};
+
+/* Create a client for ACCT (borrowed: must outlive the client). LG and STATS
+ * are borrowed too. Returns 0, -ENOMEM. */
+int table_client_new(struct table_client **out, const struct account *acct,
+                     const struct http_config *hcfg, const struct logger *lg,
+                     struct http_stats *stats);
+
+/* Free TC and close its connections (NULL: nothing). */
+void table_client_free(struct table_client *tc);
+
+/* From now on, reads ask CANCELLED(CTX) before each page and while they
+ * wait or transfer (http_pool_set_cancel): nonzero ends them with -EINTR.
+ * Writes always run to their end. Call before concurrent use. */
+void table_client_set_cancel(struct table_client *tc, int (*cancelled)(void *ctx), void *ctx);
+
+/* As table_client_set_cancel, but for every request, writes included
+ * (http_pool_set_abort): for write-behind's own client, whose journal
+ * settles a write cut short. Call before concurrent use. */
+void table_client_set_abort(struct table_client *tc, int (*aborted)(void *ctx), void *ctx);
+
+/* Map a service answer to an errno, in one place:
+ * 404 ResourceNotFound/TableNotFound/EntityNotFound -> ENOENT (other 404s
+ * -> EIO), 409 -> EEXIST, 412 -> ESTALE, 403/401 -> EACCES, 400 -> EINVAL,
+ * 413 -> EFBIG, 408/429/5xx/no response -> EIO. Returns a positive errno
+ * (the one exception to -errno returns: it is a mapping, not an outcome). */
+int az_status_errno(const struct az_status *st);
+
+/* OData filters the store asks for, malloc'd (NULL on ENOMEM); keys are
+ * quoted here, so no caller writes OData:
+ *   table_filter_partition(pk)       PartitionKey eq 'pk'
+ *   table_filter_after(pk)           PartitionKey gt 'pk'
+ *   table_filter_from_row(pk, rk)    PartitionKey eq 'pk' and RowKey ge 'rk' */
+char *table_filter_partition(const char *pk);
+char *table_filter_after(const char *pk);
+char *table_filter_from_row(const char *pk, const char *rk);
+
+/* The Timestamp an Azure ETag carries (W/"datetime'2026-11-22T08%3A26%3A34.91Z'")
+ * copied into OUT (OUTLEN bytes), unescaped. Returns 0, or -EINVAL when ETAG
+ * has another shape (Cosmos DB's ETags carry none) or OUT is too small,
+ * -ENOMEM. */
+int table_etag_timestamp(const char *etag, char *out, size_t outlen);
+
+/* The $select expression that asks only for system member WHICH (ENTITY_PK
+ * or ENTITY_RK) of each entity: a static string. */
+const char *table_select_key(enum entity_sys which);
+
+/* The name of table T, one element of a Query Tables page (borrowed from
+ * T); NULL when T has none. */
+const char *table_page_table_name(const json_t *t);
+
+/* Build the OData string literal for S ('...' with ' doubled) into a malloc'd
+ * string, e.g. for filters: "PartitionKey eq " + literal. NULL on ENOMEM. */
+char *table_odata_literal(const char *s);
+
+/* Percent-encode S for a URL path segment or query value (everything but
+ * A-Z a-z 0-9 - . _ ~). Returns malloc'd string or NULL. */
+char *table_url_encode(const char *s);
+
+/* ---- table/batch.c: entity group transactions ($batch): the multipart request,
+ * reading its answer, and settling one whose answer was lost. Part of the
+ * table protocol layer (table.h includes it). */
+
+/* One operation of an entity group transaction. */
+struct table_batch_op {
+    enum { TB_INSERT, TB_REPLACE, TB_MERGE, TB_DELETE } kind;
+    const char *rk;             /* all operations share one PartitionKey */
+    const json_t *entity;       /* TB_INSERT/TB_REPLACE/TB_MERGE */
+    const char *etag;           /* If-Match for TB_REPLACE/TB_MERGE/TB_DELETE, NULL = "*" */
+    char **new_etag;            /* writes, may be NULL: receives the
+                                 * written entity's new ETag (see table_batch) */
+};
+
+/* Run OPS (at most 100, one partition PK of TABLE) atomically with $batch.
+ * Returns 0 when every operation succeeded; else -errno of the failing one
+ * (st->message names its index), and nothing was applied; -EINVAL for no
+ * or more than 100 operations. A 409/412 is settled like a single write's:
+ * only after a send that may have been applied, and then when every entity
+ * holds the batch's result (written within the window of our sends,
+ * deleted ones gone), that is success.
+ * On success each non-NULL new_etag of a write gets a malloc'd copy of the
+ * ETag its changeset response carried (for a settled batch: the ETag of
+ * the entity found to hold our write), or NULL when there was none; on
+ * failure NULL. */
+int table_batch(struct table_client *tc, const char *table, const char *pk,
+                const struct table_batch_op *ops, size_t n, struct az_status *st);
+
+/* table_batch for a batch that was handed to the network before, at
+ * FIRST_SENT (wall clock), and whose answer never came (a crash, a lost
+ * answer): a 409/412 is then settled by the entities as for a resend, the
+ * window of our sends starting at FIRST_SENT less 1 s. FIRST_SENT NULL:
+ * table_batch. */
+int table_batch_again(struct table_client *tc, const char *table, const char *pk,
+                      const struct table_batch_op *ops, size_t n,
+                      const struct timespec *first_sent, struct az_status *st);
+
+/* The 0-based index of the operation a failed batch's error names (the
+ * service begins the message with "INDEX:"), or -1 when it names none. */
+int table_batch_failed_index(const struct az_status *st);
+
+/* Parsers of $batch answers, exposed for the fuzz targets and tests. */
+
+/* Find the first non-2xx "HTTP/1.1 NNN" status line in the NUL-terminated
+ * $batch response BODY and fill ST from it (status, and code/message from
+ * the JSON error after it). Returns 0 when every operation succeeded, -1
+ * when one failed. */
+int table_batch_outcome(const char *body, struct az_status *st);
+
+/* The ETag header of the response to operation INDEX (counted from 0) of
+ * the NUL-terminated $batch response BODY. Returns 0 with *etag a malloc'd
+ * copy, or NULL when that response has no ETag (or there is no such
+ * response); -ENOMEM. */
+int table_batch_etag(const char *body, size_t index, char **etag);
+
+/* ---- table/cursor.c: Query Entities and Query Tables read page by page: the paging
+ * cursor (continuation tokens, the empty-page bound, the background fetch
+ * of the next page), the whole-query loops built on it, and the page
+ * parser. Part of the table protocol layer (table.h includes it). */
+
+/* A query ends with -EIO when the service answers this many pages in a row
+ * without an entity but with a continuation (a server can do that for a
+ * selective filter; one that never stops would keep a listing going
+ * forever). A query view lifts the bound: table_cursor_unbounded. */
+#define TABLE_MAX_EMPTY_PAGES 100
+
+/* Called once per page with the page's "value" array (borrowed). Return 0 to
+ * continue, 1 to stop early (not an error), or -errno to abort. */
+typedef int (*table_page_fn)(void *ctx, json_t *value);
+
+/* Query Tables, following NextTableName continuation. TOP > 0 asks for pages
+ * of at most TOP entries. Returns 0, or -errno with details in *st. */
+int table_list_tables(struct table_client *tc, int top, table_page_fn fn, void *ctx,
+                      struct az_status *st);
+
+/* Does table NAME exist (exact, case-sensitive name)? Returns 1, 0 or -errno. */
+int table_exists(struct table_client *tc, const char *name, struct az_status *st);
+
+/* Query Entities of TABLE, following NextPartitionKey/NextRowKey until no
+ * continuation is returned (empty pages included). FILTER and SELECT are
+ * plain OData expressions (NULL for none), encoded here. TOP > 0 sets $top.
+ * A continuation that does not advance is an error (-EIO), not a loop.
+ * Returns 0, or -errno with details in *st. */
+int table_query(struct table_client *tc, const char *table, const char *filter,
+                const char *select, int top, table_page_fn fn, void *ctx,
+                struct az_status *st);
+
+/* A query read one page at a time (what table_query and table_list_tables
+ * loop over), for callers that stream: readdir hands out each page's names
+ * before asking for the next. */
+struct table_cursor;
+
+/* Start a query of TABLE's entities (FILTER, SELECT, TOP as for
+ * table_query), or of the account's tables when TABLE is NULL. Nothing is
+ * sent yet. Returns 0 with *out (free with table_cursor_free) or -ENOMEM. */
+int table_cursor_new(struct table_cursor **out, const char *table, const char *filter,
+                     const char *select, int top);
+
+/* Fetch the next page and hand its "value" array to FN. Returns 1 when more
+ * pages follow, 0 when the query is complete (or FN returned 1), or -errno
+ * with details in *st (the cursor is unchanged: the same page may be asked
+ * for again). A continuation that does not advance is -EIO, and so are
+ * TABLE_MAX_EMPTY_PAGES pages in a row without an entity; -EINTR when the
+ * client's cancel callback (table_client_set_cancel) says so. */
+int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
+                      void *ctx, struct az_status *st);
+
+/* ON: from the next table_cursor_next on, fetch each next page in the
+ * background while the caller's FN works on the current one (a listing's
+ * pages are parsed and cached while the service prepares the next). At most
+ * one page is in flight; one a caller never asks for is waited for and
+ * dropped by table_cursor_free, so a caller that may stop turns it off. */
+void table_cursor_prefetch(struct table_cursor *c, int on);
+
+/* Work on each page of a split query done by the worker that fetched it,
+ * off the caller's thread (cursor.h's caller is FUSE's thread, which a walk
+ * waits for): PREP(VALUE) returns what FN may use while it works on that
+ * page, through table_cursor_page_prep() (NULL: nothing, FN does it all),
+ * freed with FREE after FN returns or when the page is dropped. With
+ * REPLACES, what PREP returns holds all FN needs of the page: the worker
+ * frees the page's JSON there and then, and FN is called with VALUE NULL
+ * (when PREP returned NULL, FN gets the page as usual). PREP runs in
+ * several threads at once and must touch nothing but VALUE (read only) and
+ * what it returns. */
+struct table_prep {
+    void *(*prep)(const json_t *value);
+    void (*free)(void *prepared);
+    int replaces;
+};
+
+/* From its first page on, read C (a query of entities) as disjoint key
+ * ranges with up to WAYS requests in flight (table/split.c): each page that
+ * comes back with more to come has the rest of its range cut into ranges
+ * at keys guessed from it (PartitionKeys, and RowKeys within a partition;
+ * only RowKeys when ONE_PARTITION), while fewer than 2 * WAYS are open. Pages
+ * still reach FN in the service's order; each range costs at most one
+ * request more than the sequential scan, and at most 64 ranges are made
+ * (none after 16 came back empty). Up to WAYS + 2 pages are held ahead of
+ * the caller. A failed range is fetched again, alone, when the caller asks
+ * again. PREP (may be NULL) is applied to each page by the workers.
+ * WAYS <= 1, or pages already read: nothing changes. Returns 0 or -ENOMEM. */
+int table_cursor_split(struct table_cursor *c, int ways, int one_partition,
+                       const struct table_prep *prep);
+
+/* During a page callback of split cursor C: what its PREP made of the page
+ * (FN may take parts of it: it is freed with PREP's FREE after FN returns).
+ * NULL when C is not split, PREP made nothing, or there is no PREP. */
+void *table_cursor_page_prep(const struct table_cursor *c);
+
+/* From now on C keeps going through pages without an entity however many
+ * come in a row, as long as their continuation advances (a selective
+ * filter over a big table: the service sends such pages while it looks);
+ * cancellation still ends it between pages. */
+void table_cursor_unbounded(struct table_cursor *c);
+
+/* Has the query been read to its end? */
+int table_cursor_done(const struct table_cursor *c);
+
+/* Free C (NULL: nothing), waiting for a page it is fetching. */
+void table_cursor_free(struct table_cursor *c);
+
+/* Parse a Query page BODY (LEN bytes) and hand its "value" array to FN.
+ * Returns FN's answer, or -EIO with st->message set when the body is not
+ * JSON or has no "value" array. (Exposed for the fuzz targets.) */
+int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
+                     struct az_status *st);
+
+/* ---- filter.c: an OData $filter written by a user (a query view's name):
+ * the service's limits checked before anything is sent, and the filter
+ * restricted to one partition. Part of the table protocol layer (table.h
+ * includes it): the one place above the wire that composes a user's OData. */
+
+/* The Table service permits no more than 15 discrete comparisons in a
+ * $filter ("Querying tables and entities", Supported query options). */
+#define USERFILTER_MAX_COMPARISONS 15
+/* The longest $filter, URL-encoded, that aztfs sends: well inside the
+ * URL lengths HTTP servers take (8 KiB and more), with room for the path
+ * and the continuation tokens. */
+#define USERFILTER_MAX_ENCODED 4096
+
+/* The comparisons (eq, ne, gt, ge, lt, le) in FILTER outside its string
+ * literals ('...', with '' for a quote). */
+int userfilter_comparisons(const char *filter);
+
+/* Bytes FILTER takes once percent-encoded (everything but A-Z a-z 0-9 - .
+ * _ ~ is three bytes, as table_url_encode writes it). */
+size_t userfilter_encoded_len(const char *filter);
+
+/* The $filter of a view: FILTER as it is, or with PK non-NULL
+ * "PartitionKey eq 'PK' and (FILTER)". 0 with *out malloc'd; -EINVAL with
+ * *why (a static string) when the result exceeds the service's
+ * comparisons or aztfs's encoded length (nothing is to be sent); -ENOMEM. */
+int userfilter_build(const char *pk, const char *filter, char **out, const char **why);
+
+/* ---- ops.c: the table protocol layer, the one header its users include:
+ * Table service operations on entities and tables (table/ops.c), and, through
+ * the headers below, the client, status and OData helpers (tablereq.h),
+ * paged queries (cursor.h) and entity group transactions (batch.h). */
+
+/* Point query. On success *entity is a new reference (the wire object, with
+ * "odata.etag"), and *etag (if ETAG non-NULL) a malloc'd copy of the ETag.
+ * Returns 0, -ENOENT when no such entity, -EINVAL when PK or RK is NULL, or
+ * -errno with details in *st. */
+int table_get_entity(struct table_client *tc, const char *table, const char *pk,
+                     const char *rk, json_t **entity, char **etag, struct az_status *st);
+
+/* How an entity write is guarded. */
+enum table_write {
+    TW_INSERT,          /* POST: fails with EEXIST when the entity exists */
+    TW_REPLACE,         /* PUT with If-Match: ETAG (ESTALE when it moved on) */
+    TW_MERGE,           /* MERGE with If-Match: ETAG */
+};
+
+/* Write ENTITY (wire form, without keys: they come from PK/RK) to TABLE.
+ * For TW_REPLACE/TW_MERGE, ETAG is required ("*" = any existing entity).
+ * On success *new_etag (if non-NULL) is the malloc'd ETag the service
+ * returned (NULL if none). Returns 0, or -errno (EEXIST, ESTALE, ENOENT,
+ * EINVAL, EIO...) with details in *st. A 409 (insert) or 412 (replace,
+ * merge) is -EEXIST/-ESTALE whenever the request was sent once. Only when an
+ * earlier send may have been applied (http_response.resent) is the entity
+ * read back, and the write counts as done when it holds exactly what was
+ * sent with a Timestamp inside the window of our sends. */
+int table_write_entity(struct table_client *tc, const char *table, const char *pk,
+                       const char *rk, const json_t *entity, enum table_write how,
+                       const char *etag, char **new_etag, struct az_status *st);
+
+/* Delete with If-Match: ETAG ("*" for any). Returns 0, -ENOENT when the
+ * service says the entity is not there (someone else deleted it; but 0 when
+ * an earlier send of ours may have been applied: then the delete was ours),
+ * -ESTALE, -EIO (a 404 without the service's not-found code, 5xx, no
+ * response), -errno. */
+int table_delete_entity(struct table_client *tc, const char *table, const char *pk,
+                        const char *rk, const char *etag, struct az_status *st);
+
+/* Create table NAME. Returns 0, -EEXIST when it exists (any case; but 0
+ * when our own earlier send created it), or -errno with details in *st. */
+int table_create(struct table_client *tc, const char *name, struct az_status *st);
+
+/* Delete table NAME. Returns 0 (also when it is already gone), or -errno
+ * with details in *st. */
+int table_delete(struct table_client *tc, const char *name, struct az_status *st);
+
+#endif

@@ -1,0 +1,309 @@
+/* util.h - the public face of the util/ folder: its parts below, each
+ * with its own contract. */
+#ifndef AZTFS_UTIL_UTIL_H
+#define AZTFS_UTIL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- util/buf.c: the one growable byte buffer, in the spirit of curl's dynbuf:
+ * always NUL-terminated, bounded by a size cap, and a failure is sticky. */
+
+struct buf {
+    char *ptr;      /* NULL until something is added; then NUL-terminated */
+    size_t len;     /* bytes held, the terminating NUL not counted */
+    size_t alloc;   /* bytes allocated at ptr */
+    size_t max;     /* LEN never exceeds this: adding more fails with -EFBIG */
+    int err;        /* 0, or the first failure (-ENOMEM, -EFBIG): from then on
+                       every add does nothing and returns it */
+};
+
+/* An empty buffer that may grow to MAX bytes (static initialiser). */
+#define BUF_INIT(max) { NULL, 0, 0, (max), 0 }
+
+/* Make B empty, with cap MAX, owning nothing. */
+void buf_init(struct buf *b, size_t max);
+
+/* Append N bytes of MEM. Returns 0, or -ENOMEM / -EFBIG (and so does every
+ * later add: test once at the end). */
+int buf_add(struct buf *b, const void *mem, size_t n);
+
+/* Append the NUL-terminated string S. Returns as buf_add. */
+int buf_adds(struct buf *b, const char *s);
+
+/* Append printf-formatted text. Returns as buf_add. */
+int buf_addf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Make B exactly LEN bytes: cut it, or grow it with zero bytes. Returns as
+ * buf_add. */
+int buf_setlen(struct buf *b, size_t len);
+
+/* Make B own STR, a malloc'd NUL-terminated string of LEN bytes, in place
+ * of what it held (freed), without copying it. Returns 0, or -EFBIG when
+ * LEN exceeds B's cap (then STR is not taken and B is unchanged). */
+int buf_attach(struct buf *b, char *str, size_t len);
+
+/* Copy up to N bytes from offset OFF of B into OUT. Returns the number
+ * copied (0 at or past the end). */
+size_t buf_read(const struct buf *b, size_t off, void *out, size_t n);
+
+/* Forget a failure, keeping the contents: for a buffer whose failed add
+ * left it as it was, where a later, smaller change may still fit. */
+void buf_clearerr(struct buf *b);
+
+/* Forget the contents and any failure; keep the memory for reuse. */
+void buf_reset(struct buf *b);
+
+/* Hand over B's bytes: a malloc'd NUL-terminated string (an empty one when
+ * nothing was added) the caller frees; *LEN (if non-NULL) gets its length.
+ * B is left empty, owning nothing. NULL (and B freed) when B has failed or
+ * memory is short. */
+char *buf_take(struct buf *b, size_t *len);
+
+/* Free what B holds and make it empty (cap and failure kept as they were
+ * reset: err 0). */
+void buf_free(struct buf *b);
+
+/* ---- util/failring.c: the last failed operations of a mount, kept in a bounded ring
+ * (xattr user.aztfs.errors on the mount root) and counted. Thread-safe. */
+
+/* How many failures the ring keeps (the oldest is dropped first). */
+#define FAILRING_SIZE 32
+
+struct failring;
+
+/* One failure as the caller knows it. */
+struct failure {
+    const char *op;       /* "save", "delete", "list", ... */
+    const char *path;     /* the path it was about (any bytes; escaped when kept) */
+    int err;              /* the positive errno the operation returned */
+    long http_status;     /* the service's HTTP status; 0: none */
+    const char *code;     /* the service's error code; NULL or "": none */
+    const char *message;  /* why, in words; NULL: strerror(err) */
+};
+
+/* A new, empty ring; NULL on ENOMEM. */
+struct failring *failring_new(void);
+void failring_free(struct failring *r);
+
+/* Record F with the current time (a copy: nothing of F is kept). The path
+ * and message are escaped as log lines are (log_escape) and cut to a few
+ * hundred bytes. R may be NULL (nothing happens). Never fails: when memory
+ * runs out the entry is counted but not kept. */
+void failring_add(struct failring *r, const struct failure *f);
+
+/* How many failures were recorded since the ring was made (kept or not). */
+unsigned long failring_count(struct failring *r);
+
+/* The kept failures, oldest first, as one line of JSON:
+ *   {"failures": TOTAL, "recent": [{"time": "2026-11-23T07:03:25Z",
+ *    "op": "save", "path": "/t/p/a.json", "errno": 116, "error": "ESTALE",
+ *    "http_status": 412, "code": "UpdateConditionNotSatisfied",
+ *    "message": "..."}, ...]}
+ * ("http_status" and "code" only when the service answered). When the whole
+ * would exceed MAX_BYTES, the oldest entries are left out until it fits.
+ * Malloc'd (caller frees); NULL on ENOMEM or when not even the empty list
+ * fits. */
+char *failring_json(struct failring *r, size_t max_bytes);
+
+/* ---- hash: FNV-1a string hash shared by the cache, listings and inode numbers. */
+
+/* 64-bit FNV-1a of the NUL-terminated string S. */
+static inline uint64_t hash_fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    while (*s) {
+        h ^= (unsigned char)*s++;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* ---- util/safefile.c: the files the daemon writes (log, metrics, journal), opened
+ * so that another local user cannot redirect them: never through a symlink,
+ * never blocking on a FIFO, never in a directory another user may write
+ * unless the user says so (-o allow_shared_dirs).
+ *
+ * Ownership and the mode bits are what is checked; POSIX ACLs are not (a
+ * directory whose ACL lets another user write passes): out of scope. */
+
+/* A checked directory: FD is O_RDONLY|O_DIRECTORY|O_CLOEXEC, the directory
+ * that was checked; PATH its resolved, absolute path (for messages),
+ * malloc'd. A zeroed struct (PATH NULL) holds nothing. */
+struct safe_dir {
+    int fd;
+    char *path;
+};
+
+/* Open directory PATH for files the daemon writes (a relative PATH is taken
+ * from the current directory). With CREATE, missing components are created
+ * 0700 (like `mkdir -p`; a missing ".." is refused). The path is resolved
+ * (realpath of the longest existing prefix), then walked from "/" one
+ * component at a time with openat(O_NOFOLLOW|O_DIRECTORY), so the descriptor
+ * is the directory that was checked (no symlink swapped in between).
+ * Unless ALLOW_SHARED:
+ *  - a symlink on the way (in PATH as given) must belong to root or the
+ *    effective user (the rule fs.protected_symlinks keeps in sticky
+ *    directories, kept here everywhere);
+ *  - every ancestor must belong to root or the effective user and be
+ *    writable by no one else unless it has the sticky bit (/tmp is fine as
+ *    an ancestor);
+ *  - the directory itself must belong to the effective user or root and be
+ *    writable by no one else (the sticky bit does not help: another user
+ *    could still make a name first).
+ * Returns 0 with *OUT, or -errno with WHY (one sentence naming the path,
+ * what is wrong and the fix, e.g. "chmod go-w DIR", or "-o
+ * allow_shared_dirs if you mean it"): -ENOENT, -ENOTDIR, -ELOOP (a symlink
+ * appeared during the walk), -EACCES (a rule above), -ENOMEM, ... */
+int safe_dir_open(const char *path, int create, int allow_shared, struct safe_dir *out,
+                  char *why, size_t whylen);
+
+/* Close D's descriptor and free its path; D is zeroed. A zeroed D: nothing. */
+void safe_dir_close(struct safe_dir *d);
+
+/* Split the file path PATH ("DIR/NAME", possibly relative: taken from the
+ * current directory now) into *DIR (absolute, malloc'd) and *NAME (its
+ * last component, malloc'd). Returns 0, -EINVAL (empty, ends in '/', ".",
+ * ".."), -ENOMEM or the errno of getcwd. */
+int safe_path_split(const char *path, char **dir, char **name);
+
+/* The directory of the file PATH opened with safe_dir_open (CREATE 0: it
+ * must exist) and the file's name: safe_path_split, then safe_dir_open.
+ * Returns 0 with *DIR and *NAME (malloc'd), or -errno with WHY. */
+int safe_parent_open(const char *path, int allow_shared, struct safe_dir *dir, char **name,
+                     char *why, size_t whylen);
+
+/* Open NAME (no '/') in D with FLAGS (O_RDONLY/O_WRONLY/O_RDWR, optionally
+ * O_CREAT, O_EXCL, O_APPEND, O_TRUNC; other flags are ignored) and MODE:
+ * always O_NOFOLLOW (a symlink is refused), O_NONBLOCK while opening (a FIFO
+ * or device never blocks; then refused as not a regular file) then cleared,
+ * O_CLOEXEC, O_NOCTTY; O_TRUNC is applied only after the checks
+ * (ftruncate). The file must be a regular file with one link, owned by the
+ * effective user, and writable by no one else (group/other read is
+ * allowed: a metrics file is 0644). These checks hold whatever
+ * allow_shared_dirs says. Returns the descriptor, or -errno with WHY:
+ * -ELOOP (a symlink), -EINVAL (not a regular file, or a bad NAME), -EMLINK
+ * (more than one link), -EACCES (owner or mode), or open's errno. */
+int safe_open(const struct safe_dir *d, const char *name, int flags, mode_t mode, char *why,
+              size_t whylen);
+
+/* A new temporary file beside NAME in D for write-then-rename: a random
+ * name "NAME.tmp-XXXXXX" (OpenSSL RAND_bytes, another name on EEXIST, at
+ * most 100 tries), created O_RDWR|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC with
+ * MODE (before the umask), so nothing planted at any name is ever opened.
+ * *TMP gets the name (malloc'd). Returns the descriptor, or -errno (-EEXIST
+ * after 100 taken names). */
+int safe_tmp(const struct safe_dir *d, const char *name, mode_t mode, char **tmp);
+
+/* Is NAME in D still the file open as FD (same st_dev and st_ino, checked
+ * with fstatat(AT_SYMLINK_NOFOLLOW))? 1, 0 (removed or replaced), or
+ * -errno. */
+int safe_same_file(const struct safe_dir *d, const char *name, int fd);
+
+/* ---- util/log.c: leveled logging to stderr (foreground), a log file (-o logfile=)
+ * or syslog (daemon), secrets redacted by callers. The logger also carries
+ * the mount's ring of recent failures (failring.h), which the code that logs
+ * a failure fills too. */
+
+/* QUIET drops everything (while the mount-time check prints its own verdict). */
+enum log_level { LOG_LVL_QUIET = -1, LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+
+struct failring;     /* failring.h: the ring the logger carries, borrowed */
+
+struct logger {
+    enum log_level level;   /* messages above this level are dropped */
+    int use_syslog;         /* 0: stderr, 1: syslog(3) (unless use_file) */
+    int use_file;           /* 1: lines are appended to fd (log_open_file) */
+    int fd;                 /* the log file, when use_file */
+    struct safe_dir dir;    /* its checked directory (log_reopen opens NAME there) */
+    char *name;             /* its name in DIR, malloc'd */
+    char *path;             /* its resolved absolute path (messages), malloc'd */
+    struct failring *failures;  /* borrowed; NULL: failures are only logged
+                                   (store_log_failure adds to it) */
+};
+
+/* Where a daemon's syslog(3) lines go; without a listener there, they are
+ * lost (containers, minimal systems). */
+#define LOG_SYSLOG_SOCKET "/dev/log"
+
+/* Longest message log_msg emits, escapes included (longer ones are cut). */
+#define LOG_LINE_MAX 2047
+
+/* Parse "error|warn|info|debug" into *out. Returns 0 or -EINVAL. */
+int log_level_parse(const char *s, enum log_level *out);
+
+/* Emit one line at LEVEL if enabled. LG may be NULL (then: stderr, level info).
+ * The formatted message goes through log_escape, so file names, keys and
+ * service messages in it can neither break the line nor forge an escape. */
+void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Send LG's lines to the file PATH from now on: opened for appending
+ * (created with mode 0600), each line prefixed with the UTC time. A relative
+ * PATH is taken from the current directory now (a daemon changes to "/").
+ * The file's directory must exist and pass safe_dir_open's checks (unless
+ * ALLOW_SHARED: -o allow_shared_dirs), and the file safe_open's (never a
+ * symlink, a FIFO, a hard link, a file of another user or one others may
+ * write); the directory stays open for log_reopen.
+ * Returns 0, or -errno after printing why on stderr. */
+int log_open_file(struct logger *lg, const char *path, int allow_shared);
+
+/* Open LG's log file again by its name in the directory checked by
+ * log_open_file (after logrotate moved it), with the same checks of the
+ * file, and put it in place of the old one atomically (dup3), so that
+ * threads logging meanwhile write to one or the other, never to a closed
+ * descriptor. Returns 0 or -errno (the old file stays in use; the failure
+ * is logged). */
+int log_reopen(struct logger *lg);
+
+/* Close LG's log file, if any; lines go to stderr again. */
+void log_close(struct logger *lg);
+
+/* Does something listen on LOG_SYSLOG_SOCKET? 1 or 0. */
+int log_syslog_listening(void);
+
+/* Choose where LG's lines go once the process detaches from the terminal
+ * (stderr is then /dev/null): the log file if there is one, else syslog if
+ * log_syslog_listening(), else nowhere, and then one line on stderr (still
+ * the terminal: call this before detaching) says so and how to keep them. */
+void log_detach(struct logger *lg, const char *mountpoint);
+
+/* Copy the NUL-terminated IN to OUT, a buffer of OUTLEN bytes, so that it is
+ * printable text on one line:
+ *  - a byte that is not part of a valid UTF-8 character (RFC 3629: no
+ *    overlong forms, surrogates or code points past U+10FFFF), and every
+ *    byte of a control character (U+0000-U+001F, U+007F, U+0080-U+009F),
+ *    becomes "\xhh" (two lower-case hex digits; "\n" -> "\x0a", U+0085 ->
+ *    "\xc2\x85");
+ *  - a backslash becomes "\\", so an escape in IN cannot pass for one of ours;
+ *  - everything else (printable ASCII, valid UTF-8) is copied as is.
+ * OUT is cut, when it must be, before an escape or a character, never inside
+ * one, and is NUL-terminated whenever OUTLEN > 0 (OUT may be NULL when OUTLEN
+ * is 0). Returns the length of the whole escaped text, NUL excluded, as
+ * snprintf does: OUT was cut exactly when the result is >= OUTLEN.
+ * Allocates nothing. */
+size_t log_escape(char *out, size_t outlen, const char *in);
+
+#define log_error(lg, ...) log_msg((lg), LOG_LVL_ERROR, __VA_ARGS__)
+#define log_warn(lg, ...)  log_msg((lg), LOG_LVL_WARN, __VA_ARGS__)
+#define log_info(lg, ...)  log_msg((lg), LOG_LVL_INFO, __VA_ARGS__)
+#define log_debug(lg, ...) log_msg((lg), LOG_LVL_DEBUG, __VA_ARGS__)
+
+/* ---- envscrub.c: secrets passed in environment variables: removed from the
+ * process once read, including the copy the kernel shows others. */
+
+/* Remove every variable NAME from the environment (unsetenv) and wipe its
+ * bytes (OPENSSL_cleanse) where they lie: for a variable the process was
+ * started with, that is the environment block the kernel shows in
+ * /proc/PID/environ and `ps e`, and there the whole "NAME=value" string is
+ * zeroed, so neither the value nor the name shows any more (the block keeps
+ * its length: the kernel shows a run of NUL bytes in its place). A
+ * variable set later by the process (setenv) is not in that block: only
+ * its value is wiped, as the C library may keep the string. Pointers from
+ * an earlier getenv(NAME) then see an empty string. Not thread-safe (like
+ * unsetenv): call before starting threads. */
+void env_scrub(const char *name);
+
+#endif
