@@ -19,7 +19,6 @@
 #include <openssl/sha.h>
 
 #include "auth/auth.h"
-#include "fs/fs_i.h"
 #include "monitor/monitor.h"
 #include "options.h"
 #include "store/store.h"

@@ -217,12 +217,6 @@ int sharedkey_authorization(const char *account, const unsigned char *key, size_
                             const char *verb, const char *content_type, const char *date,
                             const char *path, const char *comp, char **out);
 
-/* Base64 helpers (standard alphabet, with padding).
- * sharedkey_b64encode: returns malloc'd NUL-terminated string or NULL.
- * sharedkey_b64decode: returns 0 and malloc'd *out and *out_len, or -EINVAL on
- * malformed input (bad characters, bad padding), -ENOMEM. */
-char *sharedkey_b64encode(const unsigned char *in, size_t len);
-int sharedkey_b64decode(const char *in, unsigned char **out, size_t *out_len);
 
 /* ---- auth/token.c: the bearer token of a mount: one token cached in memory,
  * refreshed before it expires and at once when the service says it has;

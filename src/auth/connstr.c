@@ -318,7 +318,7 @@ static int use_devstore(const struct fields *f, struct account *acct,
     acct->name = strdup(DEVSTORE_ACCOUNT);
     if (!acct->name)
         return seterr(-ENOMEM, errbuf, errlen, "out of memory");
-    rc = sharedkey_b64decode(DEVSTORE_KEY, &acct->key, &acct->key_len);
+    rc = b64_decode(DEVSTORE_KEY, &acct->key, &acct->key_len);
     if (rc < 0)
         return seterr(rc, errbuf, errlen, "cannot decode the development storage key");
     return set_endpoint(acct, DEVSTORE_ENDPOINT, "the development storage endpoint",
@@ -342,7 +342,7 @@ static int set_credentials(const struct fields *f, struct account *acct,
     if (f->key) {
         if (!*f->key)
             return seterr(-EINVAL, errbuf, errlen, "AccountKey is empty");
-        rc = sharedkey_b64decode(f->key, &acct->key, &acct->key_len);
+        rc = b64_decode(f->key, &acct->key, &acct->key_len);
         if (rc == -ENOMEM)
             return seterr(rc, errbuf, errlen, "out of memory");
         if (rc < 0)

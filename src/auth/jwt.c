@@ -30,7 +30,7 @@ struct jwt_signer {
 /* See jwt.h. */
 char *jwt_b64url(const unsigned char *in, size_t len)
 {
-    char *s = sharedkey_b64encode(in, len), *p;
+    char *s = b64_encode(in, len), *p;
 
     if (!s)
         return NULL;

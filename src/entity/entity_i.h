@@ -43,7 +43,7 @@ int entity_collect_props(const json_t *obj, enum mode mode, struct prop **out, s
                          const char **bad_key, struct entity_error *err);
 
 /* Format finite D as the shortest decimal that reads back to the same double
- * (entity/render.c). OUT must hold 32 bytes. */
+ * (entity/number.c). OUT must hold 32 bytes. */
 void entity_format_double(double d, char out[32]);
 
 #endif

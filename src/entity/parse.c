@@ -10,7 +10,7 @@
 
 #include "entity/entity.h"
 #include "entity/entity_i.h"
-#include "auth/auth.h"
+#include "util/util.h"
 
 static const char *const edm_names[] = {
     [EDM_STRING] = "Edm.String",     [EDM_INT32] = "Edm.Int32",
@@ -125,7 +125,7 @@ static int is_guid(const char *s, size_t n)
 }
 
 /* Check that S (N bytes) is canonical standard base64 (the strict rules of
- * sharedkey_b64decode). Returns 0 with *decoded = the decoded size, -EINVAL,
+ * b64_decode). Returns 0 with *decoded = the decoded size, -EINVAL,
  * or -ENOMEM. */
 static int b64_check(const char *s, size_t n, size_t *decoded)
 {
@@ -134,7 +134,7 @@ static int b64_check(const char *s, size_t n, size_t *decoded)
 
     if (strlen(s) != n)
         return -EINVAL;         /* an embedded NUL */
-    rc = sharedkey_b64decode(s, &bytes, decoded);
+    rc = b64_decode(s, &bytes, decoded);
     free(bytes);
     return rc == -ENOMEM ? rc : rc < 0 ? -EINVAL : 0;
 }

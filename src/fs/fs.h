@@ -51,4 +51,16 @@ extern const struct fuse_operations aztfs_ops;
  * the session, which is about to be freed (fs/ops.c). */
 void fs_end_session(struct aztfs *a);
 
+/* The open handles of a mount (the write handles also by path) and its
+ * recent conflicts, behind one lock. NULL on ENOMEM.
+ * fs_handles_free frees H, closing first any handle still in it (see
+ * fs_handles_close_all): call it once the FUSE loop has ended. */
+struct fs_handles *fs_handles_new(void);
+void fs_handles_free(struct fs_handles *h);
+
+/* Close every handle of H still open, files and directories: once the
+ * FUSE loop has ended (no callback runs any more), before what they use
+ * (the store, the prefetch pool, the views' queries) is freed. */
+void fs_handles_close_all(struct fs_handles *h);
+
 #endif

@@ -71,10 +71,6 @@ void fs_dir_attach(struct fuse_file_info *fi, struct fs_open_link *l,
 /* The kernel released directory handle L: out of the list, and closed. */
 void fs_dir_release(struct fs_handles *h, struct fs_open_link *l);
 
-/* Close every handle of H still open, files and directories: once the
- * FUSE loop has ended (no callback runs any more), before what they use
- * (the store, the prefetch pool, the views' queries) is freed. */
-void fs_handles_close_all(struct fs_handles *h);
 
 /* A new handle (zeroed, empty text, lock initialised), or NULL on ENOMEM. */
 struct open_file *fs_open_file_new(void);
@@ -112,12 +108,6 @@ int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path, int wri
 
 /* --- the mount's handles, the pending list, the conflict ring --------------------- */
 
-/* The open handles of a mount (the write handles also by path) and its
- * recent conflicts, behind one lock. NULL on ENOMEM.
- * fs_handles_free frees H, closing first any handle still in it (see
- * fs_handles_close_all): call it once the FUSE loop has ended. */
-struct fs_handles *fs_handles_new(void);
-void fs_handles_free(struct fs_handles *h);
 
 /* Write handles are registered by path while open, so that a stat by path
  * (futimens, chmod, ls) sees a new or changed entity before it is saved.

@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include "names/names.h"
+#include "util/util.h"
 
 /* Every long-form prefix is at least this long: the cut starts at
  * KEYCODEC_PREFIX_MAX and moves back at most 3 bytes (to the start of a UTF-8
@@ -245,18 +246,6 @@ int keycodec_file_matches(const char *key, const char *name)
     return match;
 }
 
-/* keycodec_utf8_char: see keycodec.h. OpenSSL's UTF8_getc does the
- * decoding; not every release of it refuses surrogates and code points past
- * U+10FFFF, so those are checked here. */
-int keycodec_utf8_char(const char *s, size_t len, unsigned long *cp)
-{
-    int n = UTF8_getc((const unsigned char *)s, len < 4 ? (int)len : 4, cp);
-
-    if (n <= 0 || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
 /* Is code point CP one that no key may hold? */
 static int forbidden_in_key(unsigned long cp)
 {
@@ -295,7 +284,7 @@ static const char *text_problem(const unsigned char *u, size_t len, int escapes)
             seq[n] = (char)next_byte(u, len, &j, escapes);
             ends[n++] = j;
         }
-        clen = keycodec_utf8_char(seq, n, &cp);
+        clen = utf8_char(seq, n, &cp);
         if (clen == 0)
             return KEYCODEC_WHY_UTF8;
         if (forbidden_in_key(cp))

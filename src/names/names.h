@@ -140,12 +140,6 @@ int keycodec_file_matches(const char *key, const char *name);
 #define KEYCODEC_WHY_UTF8 "a key must be valid UTF-8"
 #define KEYCODEC_WHY_CHAR "a key cannot hold a slash, a backslash, '#', '?' or a control character"
 
-/* Length (1 to 4) of the valid UTF-8 character that starts the LEN bytes at
- * S, with its code point in *cp; 0 when they start with none (an invalid or
- * cut-short sequence, an overlong form, a surrogate, a code point past
- * U+10FFFF) or LEN is 0. */
-int keycodec_utf8_char(const char *s, size_t len, unsigned long *cp);
-
 /* Can the LEN bytes at KEY be a PartitionKey or RowKey? The service refuses
  * a key that is not valid UTF-8 (KEYCODEC_WHY_UTF8), or that holds '/', '\',
  * '#', '?' or a control character U+0000-U+001F or U+007F-U+009F

@@ -12,7 +12,6 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "names/names.h"
 #include "util/util.h"
 
 static const char *const level_names[] = {
@@ -34,7 +33,7 @@ int log_level_parse(const char *s, enum log_level *out)
     return -EINVAL;
 }
 
-/* Write the unit at *IN (a valid UTF-8 character, as keycodec_utf8_char
+/* Write the unit at *IN (a valid UTF-8 character, as utf8_char
  * reads them for keys, else a single byte) as log_escape says to UNIT, which
  * has room for 8 bytes, and step *IN past it. Returns the bytes written. */
 static size_t escape_unit(const char **in, char *unit)
@@ -42,7 +41,7 @@ static size_t escape_unit(const char **in, char *unit)
     static const char hex[] = "0123456789abcdef";
     const unsigned char *u = (const unsigned char *)*in;
     unsigned long cp = 0;
-    int n = keycodec_utf8_char(*in, strnlen(*in, 4), &cp);
+    int n = utf8_char(*in, strnlen(*in, 4), &cp);
     int escape = n == 0 || cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
     size_t w = 0;
 

@@ -306,4 +306,19 @@ size_t log_escape(char *out, size_t outlen, const char *in);
  * unsetenv): call before starting threads. */
 void env_scrub(const char *name);
 
+/* ---- encoding.c: base64 and one UTF-8 character, by OpenSSL. */
+
+/* Base64 helpers (standard alphabet, with padding).
+ * b64_encode: returns malloc'd NUL-terminated string or NULL.
+ * b64_decode: returns 0 and malloc'd *out and *out_len, or -EINVAL on
+ * malformed input (bad characters, bad padding), -ENOMEM. */
+char *b64_encode(const unsigned char *in, size_t len);
+int b64_decode(const char *in, unsigned char **out, size_t *out_len);
+
+/* Length (1 to 4) of the valid UTF-8 character that starts the LEN bytes at
+ * S, with its code point in *cp; 0 when they start with none (an invalid or
+ * cut-short sequence, an overlong form, a surrogate, a code point past
+ * U+10FFFF) or LEN is 0. */
+int utf8_char(const char *s, size_t len, unsigned long *cp);
+
 #endif

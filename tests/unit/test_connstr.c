@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "auth/auth.h"
+#include "util/util.h"
 #include "tap.h"
 
 /* base64 of "secret-key-for-tests":
@@ -34,7 +35,7 @@ static int key_is_devstore(const struct account *a)
     size_t dev_len = 0;
     int r;
 
-    if (sharedkey_b64decode(DEVSTORE_KEY, &dev, &dev_len) != 0)
+    if (b64_decode(DEVSTORE_KEY, &dev, &dev_len) != 0)
         return 0;
     r = key_is(a, dev, dev_len);
     free(dev);

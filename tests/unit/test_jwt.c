@@ -17,6 +17,7 @@
 
 #include "auth/auth_i.h"
 #include "auth/auth.h"
+#include "util/util.h"
 #include "tap.h"
 
 #define NOW ((time_t)1795335994)
@@ -68,7 +69,7 @@ static char *unb64url(const char *s, size_t n)
         std[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
     while (n % 4)
         std[n++] = '=';
-    if (sharedkey_b64decode(std, &out, &olen) < 0)
+    if (b64_decode(std, &out, &olen) < 0)
         out = NULL;
     free(std);
     if (out) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "names/names.h"
+#include "util/util.h"
 #include "tap.h"
 
 /* Encode KEY, compare with WANT, and check that WANT decodes back to KEY. */
@@ -246,20 +247,20 @@ static void test_utf8_char(void)
 {
     unsigned long cp = 0;
 
-    is_int(keycodec_utf8_char("a", 1, &cp), 1, "utf8: ASCII");
+    is_int(utf8_char("a", 1, &cp), 1, "utf8: ASCII");
     is_int(cp, 'a', "utf8: ASCII code point");
-    is_int(keycodec_utf8_char("\xC3\xA9x", 3, &cp), 2, "utf8: 2 bytes");
+    is_int(utf8_char("\xC3\xA9x", 3, &cp), 2, "utf8: 2 bytes");
     is_int(cp, 0xE9, "utf8: U+00E9");
-    is_int(keycodec_utf8_char("\xF0\x9F\x98\x80", 4, &cp), 4, "utf8: 4 bytes");
+    is_int(utf8_char("\xF0\x9F\x98\x80", 4, &cp), 4, "utf8: 4 bytes");
     is_int(cp, 0x1F600, "utf8: U+1F600");
-    is_int(keycodec_utf8_char("\xF4\x8F\xBF\xBF", 4, &cp), 4, "utf8: U+10FFFF");
-    is_int(keycodec_utf8_char("", 0, &cp), 0, "utf8: nothing");
-    is_int(keycodec_utf8_char("\xC3\xA9", 1, &cp), 0, "utf8: cut short by LEN");
-    is_int(keycodec_utf8_char("\x80", 1, &cp), 0, "utf8: stray continuation");
-    is_int(keycodec_utf8_char("\xC0\x80", 2, &cp), 0, "utf8: overlong NUL");
-    is_int(keycodec_utf8_char("\xED\xBF\xBF", 3, &cp), 0, "utf8: surrogate U+DFFF");
-    is_int(keycodec_utf8_char("\xF4\x90\x80\x80", 4, &cp), 0, "utf8: U+110000");
-    is_int(keycodec_utf8_char("\xF8\x88\x80\x80\x80", 5, &cp), 0, "utf8: 5-byte form");
+    is_int(utf8_char("\xF4\x8F\xBF\xBF", 4, &cp), 4, "utf8: U+10FFFF");
+    is_int(utf8_char("", 0, &cp), 0, "utf8: nothing");
+    is_int(utf8_char("\xC3\xA9", 1, &cp), 0, "utf8: cut short by LEN");
+    is_int(utf8_char("\x80", 1, &cp), 0, "utf8: stray continuation");
+    is_int(utf8_char("\xC0\x80", 2, &cp), 0, "utf8: overlong NUL");
+    is_int(utf8_char("\xED\xBF\xBF", 3, &cp), 0, "utf8: surrogate U+DFFF");
+    is_int(utf8_char("\xF4\x90\x80\x80", 4, &cp), 0, "utf8: U+110000");
+    is_int(utf8_char("\xF8\x88\x80\x80\x80", 5, &cp), 0, "utf8: 5-byte form");
 }
 
 /* KEY is a key the service accepts. */

@@ -119,7 +119,7 @@ static int printable_line(const char *s)
     unsigned long cp;
 
     for (size_t i = 0; i < len; ) {
-        int n = keycodec_utf8_char(s + i, len - i, &cp);
+        int n = utf8_char(s + i, len - i, &cp);
 
         if (n == 0 || cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
             return 0;

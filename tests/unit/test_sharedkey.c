@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "auth/auth.h"
+#include "util/util.h"
 #include "tap.h"
 
 /* Every expected signature below was computed outside this code base with
@@ -34,7 +35,7 @@ static char *sign(const char *account, const char *key64, const char *verb,
     char *auth = NULL;
     int rc;
 
-    rc = sharedkey_b64decode(key64, &key, &key_len);
+    rc = b64_decode(key64, &key, &key_len);
     if (rc != 0) {
         ok(0, "decode key: %d", rc);
         return NULL;
@@ -198,12 +199,12 @@ static void check_b64(const char *plain, const char *enc)
 {
     unsigned char *dec = NULL;
     size_t dec_len = 99;
-    char *e = sharedkey_b64encode((const unsigned char *)plain, strlen(plain));
+    char *e = b64_encode((const unsigned char *)plain, strlen(plain));
     int rc;
 
     is_str(e, enc, "b64encode(\"%s\")", plain);
     free(e);
-    rc = sharedkey_b64decode(enc, &dec, &dec_len);
+    rc = b64_decode(enc, &dec, &dec_len);
     ok(rc == 0 && dec != NULL && dec_len == strlen(plain) &&
        memcmp(dec, plain, dec_len) == 0, "b64decode(\"%s\")", enc);
     free(dec);
@@ -233,18 +234,18 @@ static void test_base64(void)
     check_b64("foobar", "Zm9vYmFy");
 
     /* python3 -c 'import base64; print(base64.b64encode(bytes([0,255,254,128,127,62,63])))' */
-    e = sharedkey_b64encode(bin, sizeof(bin));
+    e = b64_encode(bin, sizeof(bin));
     is_str(e, "AP/+gH8+Pw==", "b64encode binary with + and /");
     free(e);
-    rc = sharedkey_b64decode("AP/+gH8+Pw==", &dec, &dec_len);
+    rc = b64_decode("AP/+gH8+Pw==", &dec, &dec_len);
     ok(rc == 0 && dec_len == sizeof(bin) && memcmp(dec, bin, sizeof(bin)) == 0,
        "b64decode binary with + and /");
     free(dec);
     dec = NULL;
 
-    rc = sharedkey_b64decode(DEVSTORE_KEY, &dec, &dec_len);
+    rc = b64_decode(DEVSTORE_KEY, &dec, &dec_len);
     ok(rc == 0 && dec_len == 64, "b64decode DEVSTORE_KEY -> 64 bytes");
-    e = rc == 0 ? sharedkey_b64encode(dec, dec_len) : NULL;
+    e = rc == 0 ? b64_encode(dec, dec_len) : NULL;
     is_str(e, DEVSTORE_KEY, "DEVSTORE_KEY round trip");
     free(e);
     free(dec);
@@ -259,11 +260,11 @@ static void test_base64(void)
             if (name[j] == '\n')
                 name[j] = '~';
         dec = NULL;
-        rc = sharedkey_b64decode(bad[i], &dec, &dec_len);
+        rc = b64_decode(bad[i], &dec, &dec_len);
         is_int(rc, -EINVAL, "b64decode rejects \"%s\"", name);
         ok(dec == NULL, "b64decode leaves *out alone on error (\"%s\")", name);
     }
-    is_int(sharedkey_b64decode(NULL, &dec, &dec_len), -EINVAL, "b64decode(NULL) -> -EINVAL");
+    is_int(b64_decode(NULL, &dec, &dec_len), -EINVAL, "b64decode(NULL) -> -EINVAL");
 }
 
 int main(void)
