@@ -30,7 +30,7 @@ struct scan {
     enum fsp_kind kind;
     char *table;               /* FSP_TABLE, FSP_PARTITION */
     char *dir;                 /* path of the directory listed */
-    struct table_cursor *cur;  /* NULL for a root listing of -o tables= */
+    struct table_pager *cur;  /* NULL for a root listing of -o tables= */
     struct listing *out;       /* the directory's listing, growing */
     char *cur_pk;              /* FSP_TABLE: partition being collected */
     char *cur_dir;
@@ -50,7 +50,7 @@ static void scan_free(struct scan *s)
         return;
     free(s->table);
     free(s->dir);
-    table_cursor_free(s->cur);
+    table_pager_free(s->cur);
     listing_unref(s->out);
     free(s->cur_pk);
     free(s->cur_dir);
@@ -81,9 +81,9 @@ static int scan_new(struct store *st, const struct fspath *fp, const char *dir,
     if (fp->kind != FSP_ROOT)
         store_settle(st, dir);  /* write-behind: the listing holds the queued changes */
     if (!(fp->kind == FSP_ROOT && st->tables)) {
-        if ((rc = table_cursor_new(&s->cur, s->table, filter, NULL, 0)) < 0)
+        if ((rc = table_pager_new(&s->cur, s->table, filter, NULL, 0)) < 0)
             goto fail;
-        table_cursor_prefetch(s->cur, 1);
+        table_pager_prefetch(s->cur, 1);
     }
     if (fp->kind == FSP_TABLE) {
         struct cache_stats cs;
@@ -101,7 +101,7 @@ fail:
 }
 
 /* A walker's listing of a table or partition: its pages fetched as key
- * ranges in parallel (-o scan_parallel; table_cursor_split), and rendered
+ * ranges in parallel (-o scan_parallel; table_pager_split), and rendered
  * by the workers that fetched them (store_render_page), so FUSE's thread
  * only caches and lists them. A fetch of the prefetch pool is not split:
  * the pool is already N fetches. Returns 0 or -ENOMEM. */
@@ -111,7 +111,7 @@ static int scan_split(struct scan *s)
 
     if (s->kind == FSP_ROOT || !s->cur)
         return 0;
-    return table_cursor_split(s->cur, s->st->scan_ways, s->kind == FSP_PARTITION, &render);
+    return table_pager_split(s->cur, s->st->scan_ways, s->kind == FSP_PARTITION, &render);
 }
 
 static int on_tables_page(void *p, json_t *value)
@@ -205,7 +205,7 @@ static int near_budget(const struct scan *s)
 static int on_entities_page(void *p, json_t *value)
 {
     struct scan *s = p;
-    struct store_page_render *pre = value ? NULL : table_cursor_page_prep(s->cur);
+    struct store_page_render *pre = value ? NULL : table_pager_page_prep(s->cur);
     size_t n = pre ? pre->n : json_array_size(value);
 
     for (size_t i = 0; i < n; i++) {
@@ -246,10 +246,10 @@ static int on_skip_page(void *p, json_t *value)
 }
 
 /* A query for the first partition after PK, asking for its key only. */
-static int after_query(struct scan *s, const char *pk, struct table_cursor **out)
+static int after_query(struct scan *s, const char *pk, struct table_pager **out)
 {
     char *filter = table_filter_after(pk);
-    int rc = filter ? table_cursor_new(out, s->table, filter, table_select_key(ENTITY_PK), 1)
+    int rc = filter ? table_pager_new(out, s->table, filter, table_select_key(ENTITY_PK), 1)
                     : -ENOMEM;
 
     free(filter);
@@ -263,7 +263,7 @@ static int skip_ahead(struct scan *s)
 {
     int rc, rc2;
 
-    table_cursor_free(s->cur);
+    table_pager_free(s->cur);
     s->cur = NULL;
     rc = after_query(s, s->cur_pk, &s->cur);
     rc2 = finish_partition(s, 0);
@@ -278,7 +278,7 @@ static int table_scan_next(struct scan *s)
     /* scanning within budget, or a skip page that named nothing (empty,
      * with a continuation, or the end) */
     if (s->skipping ? !s->cur_pk : !over_budget(s))
-        return table_cursor_done(s->cur);
+        return table_pager_done(s->cur);
     if (!s->skipping) {
         log_debug(&s->st->log, "%s: larger than half the cache: naming the remaining "
                   "partitions one query each", s->dir);
@@ -315,11 +315,11 @@ static int scan_step(struct scan *s, struct az_status *st)
     if (s->done)
         return 0;
     if (s->kind == FSP_TABLE && !s->skipping)  /* no page fetched for nothing */
-        table_cursor_prefetch(s->cur, !near_budget(s));
+        table_pager_prefetch(s->cur, !near_budget(s));
     if (!s->cur)
         rc = list_named_tables(s, st);
     else
-        rc = table_cursor_next(s->st->tc, s->cur,
+        rc = table_pager_next(s->st->tc, s->cur,
                                s->kind == FSP_ROOT ? on_tables_page :
                                s->skipping ? on_skip_page : on_entities_page, s, st);
     if (rc < 0) {
@@ -331,7 +331,7 @@ static int scan_step(struct scan *s, struct az_status *st)
     }
     if (s->kind == FSP_TABLE && (rc = table_scan_next(s)) <= 0)
         return rc;          /* more to fetch, or failed */
-    if (s->kind != FSP_TABLE && s->cur && !table_cursor_done(s->cur))
+    if (s->kind != FSP_TABLE && s->cur && !table_pager_done(s->cur))
         return 0;           /* more pages to come */
     s->done = 1;
     if ((rc = finish_partition(s, 1)) < 0)
@@ -389,7 +389,7 @@ int scan_fetch_partition(struct store *s, const char *table, const char *pk,
     if (rc < 0)
         return rc;
     sc->quiet = 1;
-    table_cursor_prefetch(sc->cur, 0);     /* one request in flight per fetch */
+    table_pager_prefetch(sc->cur, 0);     /* one request in flight per fetch */
     while (rc == 0 && !sc->done)
         rc = stop(ctx, sc->charged) ? -EINTR : scan_step(sc, &st);
     scan_free(sc);

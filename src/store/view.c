@@ -19,7 +19,7 @@ struct vstream {
     int by_partition;           /* a table-level view: OUT names partitions */
     int partition;              /* DIR is a partition of a table-level view: an
                                  * empty answer means it is not in the view */
-    struct table_cursor *cur;
+    struct table_pager *cur;
     int done;                   /* the last page is in, the listings cached */
     struct listing *out;        /* DIR's names so far */
     char *pk;                   /* the partition being passed: its key, */
@@ -131,7 +131,7 @@ static void stream_free(struct vstream *v)
 {
     if (!v)
         return;
-    table_cursor_free(v->cur);
+    table_pager_free(v->cur);
     (void)end_partition(v, 0);
     listing_unref(v->out);
     free(v->table);
@@ -168,8 +168,8 @@ static int stream_new(struct store *s, const struct fspath *fp, const char *dir,
             store_settle(s, tdir);
         free(tdir);
     }
-    if (rc == 0 && (rc = table_cursor_new(&v->cur, v->table, filter, NULL, 0)) == 0)
-        table_cursor_unbounded(v->cur);     /* a selective filter: empty pages go on */
+    if (rc == 0 && (rc = table_pager_new(&v->cur, v->table, filter, NULL, 0)) == 0)
+        table_pager_unbounded(v->cur);     /* a selective filter: empty pages go on */
     free(filter);
     if (rc < 0) {
         stream_free(v);
@@ -188,7 +188,7 @@ static int stream_step(struct vstream *v)
 
     if (v->done)
         return 0;
-    rc = table_cursor_next(v->s->tc, v->cur, on_view_page, v, &st);
+    rc = table_pager_next(v->s->tc, v->cur, on_view_page, v, &st);
     if (rc == 0) {
         v->done = 1;
         if (v->by_partition)
@@ -410,7 +410,7 @@ int view_reader_open(struct store *s, struct view_pending *vp, struct fspath *fp
     }
     if (r->st) {
         r->l = listing_ref(r->st->out);
-        table_cursor_prefetch(r->st->cur, 1);  /* page N+1 while readdir hands out N */
+        table_pager_prefetch(r->st->cur, 1);  /* page N+1 while readdir hands out N */
     }
     *out = r;
     return 0;

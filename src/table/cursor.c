@@ -35,10 +35,9 @@ struct table_cursor {
     int prefetch;             /* fetch page N+1 while page N is parsed */
     int fetching;             /* pf holds a running fetch of page tok1/tok2 */
     struct page_fetch pf;
-    struct table_split *split;  /* table_cursor_split: pages come from it */
 };
 
-/* Parse a page; see cursor.h. */
+/* Parse a page; see table_i.h. */
 int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
                      struct az_status *st)
 {
@@ -58,7 +57,7 @@ int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
     return rc;
 }
 
-/* Start a query of PATH; see cursor.h for the public constructor. */
+/* Start a query of PATH; see table_i.h for the public constructor. */
 static int cursor_new(struct table_cursor **out, const char *path, const char *what,
                       const char *filter, const char *select, int top, int tables)
 {
@@ -81,7 +80,7 @@ static int cursor_new(struct table_cursor **out, const char *path, const char *w
     return 0;
 }
 
-/* See cursor.h. */
+/* See table_i.h. */
 int table_cursor_new(struct table_cursor **out, const char *table, const char *filter,
                      const char *select, int top)
 {
@@ -101,7 +100,7 @@ int table_cursor_new(struct table_cursor **out, const char *table, const char *f
     return rc;
 }
 
-/* See cursor.h. */
+/* See table_i.h. */
 void table_cursor_prefetch(struct table_cursor *c, int on)
 {
     c->prefetch = on;
@@ -118,12 +117,11 @@ static void fetch_join(struct table_cursor *c)
     c->pf.query = NULL;
 }
 
-/* See cursor.h. */
+/* See table_i.h. */
 void table_cursor_free(struct table_cursor *c)
 {
     if (!c)
         return;
-    table_split_free(c->split);
     if (c->fetching) {
         fetch_join(c);
         http_response_clear(&c->pf.resp);
@@ -137,7 +135,7 @@ void table_cursor_free(struct table_cursor *c)
     free(c);
 }
 
-/* See tableint.h. */
+/* See table_i.h. */
 int table_cursor_narrow(const struct table_cursor *c, const char *extra,
                         struct table_cursor **out)
 {
@@ -152,34 +150,25 @@ int table_cursor_narrow(const struct table_cursor *c, const char *extra,
     return rc;
 }
 
-/* See tableint.h. */
+/* See table_i.h. */
 const char *table_cursor_next_pk(const struct table_cursor *c)
 {
     return c->done || c->tables ? NULL : c->tok1;
 }
 
-/* See cursor.h. */
-int table_cursor_split(struct table_cursor *c, int ways, int one_partition,
-                       const struct table_prep *prep)
+/* See table_i.h. */
+int table_cursor_fresh(const struct table_cursor *c)
 {
-    if (ways <= 1 || c->tables || c->split || c->tok1 || c->done)
-        return 0;
-    return table_split_new(&c->split, c, ways, one_partition, prep);
+    return !c->tables && !c->tok1 && !c->done;
 }
 
-/* See cursor.h. */
-void *table_cursor_page_prep(const struct table_cursor *c)
-{
-    return c->split ? table_split_page_prep(c->split) : NULL;
-}
-
-/* See cursor.h. */
+/* See table_i.h. */
 void table_cursor_unbounded(struct table_cursor *c)
 {
     c->unbounded = 1;
 }
 
-/* See cursor.h. */
+/* See table_i.h. */
 int table_cursor_done(const struct table_cursor *c)
 {
     return c->done;
@@ -327,7 +316,7 @@ static int page_take(struct table_client *tc, struct table_cursor *c,
     return 1;
 }
 
-/* Fetch one page; see cursor.h. */
+/* Fetch one page; see table_i.h. */
 int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
                       void *ctx, struct az_status *st)
 {
@@ -337,11 +326,6 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
 
     if (c->done)
         return 0;
-    if (c->split) {
-        rc = table_split_next(tc, c->split, fn, ctx, st);
-        c->done = rc == 0;
-        return rc;
-    }
     if (tc->cancelled && tc->cancelled(tc->cancel_ctx)) {
         memset(st, 0, sizeof(*st));
         snprintf(st->message, sizeof(st->message), "cancelled");
@@ -381,7 +365,7 @@ static int cursor_run(struct table_client *tc, struct table_cursor *c, table_pag
     return rc;
 }
 
-/* Query Tables; see cursor.h. */
+/* Query Tables; see table_i.h. */
 int table_list_tables(struct table_client *tc, int top, table_page_fn fn, void *ctx,
                       struct az_status *st)
 {
@@ -414,7 +398,7 @@ static int on_exists_page(void *p, json_t *value)
 }
 
 /* Query Tables with a TableName filter (GET /Tables('x') is not answered
- * as documented by Azurite); exact-case match required. See cursor.h. */
+ * as documented by Azurite); exact-case match required. See table_i.h. */
 int table_exists(struct table_client *tc, const char *name, struct az_status *st)
 {
     struct exists_scan s = { .name = name };
@@ -434,7 +418,7 @@ int table_exists(struct table_client *tc, const char *name, struct az_status *st
     return rc < 0 ? rc : s.found;
 }
 
-/* Query Entities; see cursor.h. */
+/* Query Entities; see table_i.h. */
 int table_query(struct table_client *tc, const char *table, const char *filter,
                 const char *select, int top, table_page_fn fn, void *ctx,
                 struct az_status *st)

@@ -156,7 +156,7 @@ int table_batch_etag(const char *body, size_t index, char **etag);
 /* A query ends with -EIO when the service answers this many pages in a row
  * without an entity but with a continuation (a server can do that for a
  * selective filter; one that never stops would keep a listing going
- * forever). A query view lifts the bound: table_cursor_unbounded. */
+ * forever). A query view lifts the bound: table_pager_unbounded. */
 #define TABLE_MAX_EMPTY_PAGES 100
 
 /* Called once per page with the page's "value" array (borrowed). Return 0 to
@@ -182,35 +182,38 @@ int table_query(struct table_client *tc, const char *table, const char *filter,
 
 /* A query read one page at a time (what table_query and table_list_tables
  * loop over), for callers that stream: readdir hands out each page's names
- * before asking for the next. */
-struct table_cursor;
+ * before asking for the next. A pager reads its query as one range, page
+ * after page (table/cursor.c), or, once split, as key ranges in parallel
+ * (table/split.c); table/pager.c picks. */
+struct table_pager;
 
 /* Start a query of TABLE's entities (FILTER, SELECT, TOP as for
  * table_query), or of the account's tables when TABLE is NULL. Nothing is
- * sent yet. Returns 0 with *out (free with table_cursor_free) or -ENOMEM. */
-int table_cursor_new(struct table_cursor **out, const char *table, const char *filter,
-                     const char *select, int top);
+ * sent yet. Returns 0 with *out (free with table_pager_free) or -ENOMEM. */
+int table_pager_new(struct table_pager **out, const char *table, const char *filter,
+                    const char *select, int top);
 
 /* Fetch the next page and hand its "value" array to FN. Returns 1 when more
  * pages follow, 0 when the query is complete (or FN returned 1), or -errno
- * with details in *st (the cursor is unchanged: the same page may be asked
+ * with details in *st (the pager is unchanged: the same page may be asked
  * for again). A continuation that does not advance is -EIO, and so are
  * TABLE_MAX_EMPTY_PAGES pages in a row without an entity; -EINTR when the
  * client's cancel callback (table_client_set_cancel) says so. */
-int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
-                      void *ctx, struct az_status *st);
+int table_pager_next(struct table_client *tc, struct table_pager *p, table_page_fn fn,
+                     void *ctx, struct az_status *st);
 
-/* ON: from the next table_cursor_next on, fetch each next page in the
+/* ON: from the next table_pager_next on, fetch each next page in the
  * background while the caller's FN works on the current one (a listing's
  * pages are parsed and cached while the service prepares the next). At most
  * one page is in flight; one a caller never asks for is waited for and
- * dropped by table_cursor_free, so a caller that may stop turns it off. */
-void table_cursor_prefetch(struct table_cursor *c, int on);
+ * dropped by table_pager_free, so a caller that may stop turns it off.
+ * (A split pager's workers fetch ahead anyway.) */
+void table_pager_prefetch(struct table_pager *p, int on);
 
 /* Work on each page of a split query done by the worker that fetched it,
- * off the caller's thread (cursor.h's caller is FUSE's thread, which a walk
+ * off the caller's thread (the pager's caller is FUSE's thread, which a walk
  * waits for): PREP(VALUE) returns what FN may use while it works on that
- * page, through table_cursor_page_prep() (NULL: nothing, FN does it all),
+ * page, through table_pager_page_prep() (NULL: nothing, FN does it all),
  * freed with FREE after FN returns or when the page is dropped. With
  * REPLACES, what PREP returns holds all FN needs of the page: the worker
  * frees the page's JSON there and then, and FN is called with VALUE NULL
@@ -223,7 +226,7 @@ struct table_prep {
     int replaces;
 };
 
-/* From its first page on, read C (a query of entities) as disjoint key
+/* From its first page on, read P (a query of entities) as disjoint key
  * ranges with up to WAYS requests in flight (table/split.c): each page that
  * comes back with more to come has the rest of its range cut into ranges
  * at keys guessed from it (PartitionKeys, and RowKeys within a partition;
@@ -234,25 +237,26 @@ struct table_prep {
  * the caller. A failed range is fetched again, alone, when the caller asks
  * again. PREP (may be NULL) is applied to each page by the workers.
  * WAYS <= 1, or pages already read: nothing changes. Returns 0 or -ENOMEM. */
-int table_cursor_split(struct table_cursor *c, int ways, int one_partition,
-                       const struct table_prep *prep);
+int table_pager_split(struct table_pager *p, int ways, int one_partition,
+                      const struct table_prep *prep);
 
-/* During a page callback of split cursor C: what its PREP made of the page
+/* During a page callback of split pager P: what its PREP made of the page
  * (FN may take parts of it: it is freed with PREP's FREE after FN returns).
- * NULL when C is not split, PREP made nothing, or there is no PREP. */
-void *table_cursor_page_prep(const struct table_cursor *c);
+ * NULL when P is not split, PREP made nothing, or there is no PREP. */
+void *table_pager_page_prep(const struct table_pager *p);
 
-/* From now on C keeps going through pages without an entity however many
+/* From now on P keeps going through pages without an entity however many
  * come in a row, as long as their continuation advances (a selective
  * filter over a big table: the service sends such pages while it looks);
  * cancellation still ends it between pages. */
-void table_cursor_unbounded(struct table_cursor *c);
+void table_pager_unbounded(struct table_pager *p);
 
 /* Has the query been read to its end? */
-int table_cursor_done(const struct table_cursor *c);
+int table_pager_done(const struct table_pager *p);
 
-/* Free C (NULL: nothing), waiting for a page it is fetching. */
-void table_cursor_free(struct table_cursor *c);
+/* Free P (NULL: nothing), waiting for a page it is fetching and stopping
+ * its split's workers. */
+void table_pager_free(struct table_pager *p);
 
 /* Parse a Query page BODY (LEN bytes) and hand its "value" array to FN.
  * Returns FN's answer, or -EIO with st->message set when the body is not

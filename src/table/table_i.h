@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "http/http.h"
+#include "table/table.h"
 
 /* ---- table/pageread.c: a Query Entities page read into jansson values without
  * jansson's lexer, for the one shape the service sends. */
@@ -130,7 +131,52 @@ struct write_probe {
  * (ctx->etag set for writes), 0, or -errno when it cannot tell. */
 int table_write_applied(void *ctx, const struct http_response *resp);
 
-/* --- a query split into key ranges (table/split.c, for table/cursor.c) --------------- */
+/* --- one range read page by page (table/cursor.c, for table/pager.c and
+ * table/split.c) --------------------------------------------------------- */
+
+/* A query read as one range, page after page: continuation, the empty-page
+ * bound, the background fetch of the next page. */
+struct table_cursor;
+
+/* Start a query of TABLE's entities (FILTER, SELECT, TOP as for
+ * table_query), or of the account's tables when TABLE is NULL. Nothing is
+ * sent yet. Returns 0 with *out (free with table_cursor_free) or -ENOMEM. */
+int table_cursor_new(struct table_cursor **out, const char *table, const char *filter,
+                     const char *select, int top);
+
+/* Fetch the next page of C and hand its "value" array to FN, as
+ * table_pager_next does: 1 when more pages follow, 0 when the query is
+ * complete (or FN returned 1), or -errno with details in *st (the cursor is
+ * unchanged: the same page may be asked for again). A continuation that does not advance is -EIO, and so are
+ * TABLE_MAX_EMPTY_PAGES pages in a row without an entity; -EINTR when the
+ * client's cancel callback (table_client_set_cancel) says so. */
+int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
+                      void *ctx, struct az_status *st);
+
+/* ON: from the next table_cursor_next on, fetch each next page in the
+ * background while the caller's FN works on the current one (a listing's
+ * pages are parsed and cached while the service prepares the next). At most
+ * one page is in flight; one a caller never asks for is waited for and
+ * dropped by table_cursor_free, so a caller that may stop turns it off. */
+void table_cursor_prefetch(struct table_cursor *c, int on);
+
+/* From now on C keeps going through pages without an entity however many
+ * come in a row, as long as their continuation advances (a selective
+ * filter over a big table: the service sends such pages while it looks);
+ * cancellation still ends it between pages. */
+void table_cursor_unbounded(struct table_cursor *c);
+
+/* Has the query been read to its end? */
+int table_cursor_done(const struct table_cursor *c);
+
+/* Free C (NULL: nothing), waiting for a page it is fetching. */
+void table_cursor_free(struct table_cursor *c);
+
+/* Is C a query of entities from which nothing has been read yet (one that
+ * may still be split)? */
+int table_cursor_fresh(const struct table_cursor *c);
+
+/* --- a query split into key ranges (table/split.c, for table/pager.c) ---------------- */
 
 struct table_cursor;
 struct table_prep;
@@ -191,7 +237,7 @@ int table_split_new(struct table_split **out, const struct table_cursor *c, int 
  * none, or no page being handed). */
 void *table_split_page_prep(const struct table_split *sp);
 
-/* The next page in key order, as table_cursor_next (1: more follow, 0:
+/* The next page in key order, as table_pager_next (1: more follow, 0:
  * complete or FN stopped it, -errno: a range failed; asked again, it is
  * fetched again). */
 int table_split_next(struct table_client *tc, struct table_split *sp,
