@@ -1,6 +1,6 @@
 /* writeback/life.c - write-behind's life: opening the journal (what a crash
  * left in it is writeback/replay.c's to read back) and sending it before the mount
- * serves, the sending threads, compaction, closing; and what the mount
+ * serves, the sending threads, closing; and what the mount
  * asks of it: flushes, the pending report, discarding a failed change
  * (writeback.h). */
 #include <errno.h>
@@ -15,88 +15,6 @@
 #define ENT_BUCKETS 65536
 #define PART_BUCKETS 4096
 #define DONE_BUCKETS 16384
-
-static int by_seq(const void *a, const void *b)
-{
-    uint64_t x = (*(struct wb_op *const *)a)->seq, y = (*(struct wb_op *const *)b)->seq;
-
-    return x < y ? -1 : x > y;
-}
-
-/* Collect into ALL (room for N ops, *n counted) every queued or sending
- * op of WB: each entity's chain from its latest change back through the
- * ones it waits for. Lock held. */
-static void collect_live(struct writeback *wb, struct wb_op **all, size_t cap, size_t *n)
-{
-    for (size_t b = 0; b < wb->n_ent_buckets; b++)
-        for (struct wb_ent *e = wb->ents[b]; e; e = e->hnext)
-            for (struct wb_op *op = e->last; op && *n < cap; op = op->dep)
-                all[(*n)++] = op;
-}
-
-/* Append to RECS the records of OP: its change (with when it was sent),
- * and what became of it when that is known but not yet settled (applied:
- * the ETag the service gave). 0 or -ENOMEM. */
-static int op_records(json_t *recs, const struct wb_op *op)
-{
-    json_t *seqs, *etags;
-
-    if (json_array_append_new(recs, wb_op_record(op, 0)) < 0)
-        return -ENOMEM;
-    if (!op->done)
-        return 0;
-    seqs = json_pack("[I]", (json_int_t)op->seq);
-    etags = json_pack("[s?]", op->done_etag);
-    return json_array_append_new(recs, json_pack("{s:s, s:o?, s:o?}", "t", "done", "seqs",
-                                                 seqs, "etags", etags)) < 0 ? -ENOMEM : 0;
-}
-
-/* What is live, as journal records (a journal_rewrite builder; CTX the
- * writeback, its lock held): every queued or sending change in the order
- * of its seq (the order they were journalled: a change's predecessor comes
- * first, and the replay finds changes by seq), and every failed one with
- * its failure. */
-static json_t *live_records(void *ctx)
-{
-    struct writeback *wb = ctx;
-    size_t cap = wb->n_queued + wb->n_sending, n = 0;
-    struct wb_op **all = calloc(cap + 1, sizeof(*all));
-    json_t *recs = json_array();
-    int ok = recs && all;
-
-    if (ok) {
-        collect_live(wb, all, cap, &n);
-        qsort(all, n, sizeof(*all), by_seq);
-    }
-    for (size_t i = 0; ok && i < n; i++)
-        ok = op_records(recs, all[i]) == 0;
-    free(all);
-    for (struct wb_op *f = wb->failed_head; ok && f; f = f->next)
-        ok = json_array_append_new(recs, wb_op_record(f, 0)) == 0 &&
-             json_array_append_new(recs, json_pack("{s:s, s:I, s:i, s:s?}", "t", "fail",
-                                                   "seq", (json_int_t)f->seq, "errno",
-                                                   f->err, "why", f->why)) == 0;
-    if (!ok) {
-        json_decref(recs);
-        return NULL;
-    }
-    return recs;
-}
-
-/* See wb_int.h. */
-int wb_compact(struct writeback *wb)
-{
-    return journal_rewrite(wb->j, live_records, wb);
-}
-
-/* See wb_int.h. */
-void wb_maybe_compact(struct writeback *wb)
-{
-    uint64_t live = wb->bytes + 512 * (uint64_t)wb->n_failed;
-
-    if (journal_size(wb->j) > WB_COMPACT_MIN && journal_size(wb->j) > 2 * live)
-        (void)wb_compact(wb);
-}
 
 /* Free everything WB holds in memory. */
 static void wb_free(struct writeback *wb)

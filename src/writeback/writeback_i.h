@@ -1,6 +1,7 @@
-/* writeback_i.h - the inside of write-behind, shared by writeback/queue.c (queue,
- * merging, journal records, replay) and writeback/send.c (batches and the sending
- * threads) only. */
+/* writeback_i.h - the inside of write-behind, shared by the files of
+ * writeback/ only: the queue's structures, then what each module offers
+ * the others. Calls go one way: life.c -> replay.c, send.c -> outcome.c ->
+ * ops.c, maps.c (replay.c and queue.c use ops.c and maps.c too). */
 #ifndef AZTFS_WRITEBACK_WRITEBACK_I_H
 #define AZTFS_WRITEBACK_WRITEBACK_I_H
 
@@ -103,7 +104,8 @@ struct writeback {
     int n_threads;
 };
 
-/* --- writeback/queue.c, for writeback/send.c (lock held unless said) --- */
+/* --- writeback/maps.c, writeback/ops.c and writeback/outcome.c, for the
+ * others (lock held unless said) --- */
 
 /* The entity entry of PATH (creating it when CREATE), or NULL. */
 struct wb_ent *wb_ent_get(struct writeback *wb, const char *path, int create);
@@ -194,7 +196,7 @@ int wb_wait_sent(struct writeback *wb);
  * append after a torn end would join it). Returns 0 or -errno. */
 int wb_replay(struct writeback *wb);
 
-/* --- writeback/life.c --- */
+/* --- writeback/ops.c: compaction --- */
 
 /* Rewrite the journal with what is live (lock held): queued, sending and
  * failed changes. Returns 0 or -errno (journal_rewrite; the old file
