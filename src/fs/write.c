@@ -32,13 +32,19 @@ static void partition_saved(struct aztfs *a, const char *path)
 static int commit_handle(struct aztfs *a, const char *path, struct open_file *of)
 {
     struct cache_file f = { 0 };
+    struct fspath fp;
     char *etag = NULL;
     int rc;
 
     if (!of->written)
         return 0;
-    rc = store_save(&a->store, path, of->data.ptr ? of->data.ptr : "", of->data.len,
-                    of->is_new, of->etag, of->replace, &etag);
+    if ((rc = fspath_parse(path, &fp)) == 0) {
+        rc = store_save(&a->store, &(struct store_save){
+                            path, &fp, of->data.ptr ? of->data.ptr : "", of->data.len,
+                            of->is_new ? SAVE_INSERT : of->replace ? SAVE_REPLACE : SAVE_UPDATE,
+                            of->etag }, &etag);
+        fspath_free(&fp);
+    }
     if (rc < 0) {
         of->failed = 1;
         of->written = 0;    /* reported once; a later flush does not resend */

@@ -45,8 +45,12 @@ static int root_xattr(struct aztfs *a, const char *name, char *value, size_t siz
         return answer_owned(stats_json(&a->store), value, size);
     if (strcmp(name, XATTR_ERRORS) == 0 && a->store.log.failures)
         return answer_owned(failring_json(a->store.log.failures, VALUE_MAX), value, size);
-    if (strcmp(name, XATTR_PENDING) == 0 && a->store.wb)
-        return answer_owned(store_pending_json(&a->store, VALUE_MAX - 1024), value, size);
+    if (strcmp(name, XATTR_PENDING) == 0) {
+        char *json = NULL;
+        int rc = store_pending_json(&a->store, VALUE_MAX - 1024, &json);
+
+        return rc < 0 ? rc : answer_owned(json, value, size);
+    }
     return -ENODATA;
 }
 
@@ -129,7 +133,7 @@ int fs_setxattr(const char *path, const char *name, const char *value, size_t si
     (void)flags;
     /* write-behind: setfattr -n user.aztfs.discard -v /t/p/r.json MOUNT
      * drops that failed change from the journal ("*": all of them) */
-    if (strcmp(path, "/") != 0 || strcmp(name, XATTR_DISCARD) != 0 || !a->store.wb)
+    if (strcmp(path, "/") != 0 || strcmp(name, XATTR_DISCARD) != 0)
         return -ENOTSUP;
     if (size == 0 || size > 4096 || !(target = strndup(value, size)))
         return size == 0 || size > 4096 ? -EINVAL : -ENOMEM;

@@ -1,4 +1,4 @@
-/* store/core.c - the store's state and what both halves of the store layer build on (storecore.h). */
+/* store/core.c - the store's state and what both halves of the store layer build on (store.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,30 +7,11 @@
 #include "util/util.h"
 #include "names/names.h"
 #include "store/store.h"
-#include "writeback/writeback.h"
+#include "store/store_i.h"
 
 _Static_assert(CACHE_DIGEST_LEN == ENTITY_DIGEST_LEN, "a cached file holds an entity digest");
 
-/* See storecore.h. */
-int store_open(struct store *s, const struct account *acct, const struct http_config *hc,
-               size_t cache_bytes)
-{
-    if (!(s->cache = cache_new(cache_bytes, s->cache_timeout)))
-        return -ENOMEM;
-    cache_set_negative_ttl(s->cache, s->negative_timeout);
-    return table_client_new(&s->tc, acct, hc, &s->log, &s->stats);
-}
-
-/* See storecore.h. */
-void store_free(struct store *s)
-{
-    table_client_free(s->tc);
-    cache_free(s->cache);
-    s->tc = NULL;
-    s->cache = NULL;
-}
-
-/* See storecore.h. */
+/* See store.h. */
 void store_set_hooks(struct store *s, int (*cancelled)(void *ctx),
                      void (*dropped)(void *ctx, const char *path), void *ctx)
 {
@@ -123,7 +104,7 @@ out:
     return rc;
 }
 
-/* See storecore.h. */
+/* See store.h. */
 int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsigned flags,
                        struct store_shown *shown, struct cache_file *copy)
 {
@@ -134,7 +115,7 @@ int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsign
     return cache_rendered(s, dir, &r, flags, shown, copy);
 }
 
-/* See storecore.h. */
+/* See store.h. */
 void *store_render_page(const json_t *value)
 {
     size_t n = json_array_size(value), room = 1, at = 0, i, k;
@@ -176,7 +157,7 @@ void *store_render_page(const json_t *value)
     return pr;
 }
 
-/* See storecore.h. */
+/* See store.h. */
 void store_render_page_free(void *prepared)
 {
     struct store_page_render *pr = prepared;
@@ -191,7 +172,7 @@ void store_render_page_free(void *prepared)
     free(pr);
 }
 
-/* See storecore.h. */
+/* See store.h. */
 int store_list_entity(struct store *s, const char *dir, const json_t *e, struct listing *l,
                       size_t *len, struct store_rendered *pre)
 {
@@ -219,22 +200,19 @@ int store_list_entity(struct store *s, const char *dir, const json_t *e, struct 
     return rc;
 }
 
-/* See storecore.h. */
+/* See store.h. */
 void store_settle(struct store *s, const char *dir)
 {
-    if (s->wb && wb_queued(s->wb, dir)) {
-        log_debug(&s->log, "%s: its queued changes are sent before it is listed", dir);
-        (void)wb_flush(s->wb, dir, 1);
-    }
+    s->changes->settle(s, dir);
 }
 
-/* See storecore.h. */
+/* See store.h. */
 int store_queued_in(struct store *s, const char *dir)
 {
-    return s->wb ? wb_queued(s->wb, dir) : 0;
+    return s->changes->pending_in(s, dir);
 }
 
-/* See storecore.h. */
+/* See store.h. */
 void store_forget(struct store *s, const char *path)
 {
     cache_invalidate(s->cache, path);
@@ -242,7 +220,7 @@ void store_forget(struct store *s, const char *path)
         s->dropped(s->dropped_ctx, path);
 }
 
-/* See storecore.h. */
+/* See store.h. */
 void store_log_failure(struct store *s, const char *op, const char *path, int rc,
                        const struct az_status *st, const char *why)
 {
@@ -270,7 +248,7 @@ static int on_first_entity(void *p, json_t *value)
     return *found ? 1 : 0;
 }
 
-/* See storecore.h. */
+/* See store.h. */
 int store_probe(struct store *s, const char *table, const char *filter, const char *select,
                 struct az_status *st)
 {
@@ -280,7 +258,7 @@ int store_probe(struct store *s, const char *table, const char *filter, const ch
     return rc < 0 ? rc : found;
 }
 
-/* See storecore.h. */
+/* See store.h. */
 int store_table_probe(struct store *s, const char *name, struct az_status *st)
 {
     return store_probe(s, name, NULL, table_select_key(ENTITY_PK), st);

@@ -1,8 +1,11 @@
-/* store/queued.c - the store's side of write-behind (-o writeback): changes
- * handed to the queue (writeback.h) and shown at once, queued changes
- * shown before the cache and the service, what an applied or failed
- * change does to the cache, flushes before a listing is fetched, and the
- * controls the adapters reach (store.h). */
+/* store/queued.c - changes through write-behind's queue (-o writeback):
+ * handed to the queue (writeback/writeback.h) and shown at once, queued
+ * changes shown before the cache and the service, what an applied or
+ * failed change does to the cache (through store/shown.c, as a direct
+ * change), flushes before a listing is fetched, the queue's controls, and
+ * its life (open, start, close). One side of the seam in store_i.h
+ * (store/direct.c is the other), and the only module that calls
+ * writeback/. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +40,9 @@ static int show_queued(struct store *s, const struct fspath *fp, const char *pat
     return 1;
 }
 
-/* See store_int.h. */
-int store_pending_load(struct store *s, const struct fspath *fp, const char *path,
-                       struct cache_file *out)
+static int queued_pending(struct store *s, const struct fspath *fp, const char *path,
+                          struct cache_file *out)
 {
-    if (!s->wb)
-        return 0;
     return show_queued(s, fp, path, out);
 }
 
@@ -58,14 +58,14 @@ static struct wb_change change_of(const char *path, const struct fspath *fp, enu
     return (struct wb_change){ path, fp->table, fp->pk, fp->rk, k, wire, etag };
 }
 
-/* See store_int.h. */
-int store_queue_write(struct store *s, const char *path, const struct fspath *fp,
-                      const json_t *wire, enum table_write how, const char *etag,
-                      char **token)
+static int queued_write(struct store *s, const char *path, const struct fspath *fp,
+                        const json_t *wire, enum table_write how, const char *etag,
+                        char **new_etag, struct az_status *st)
 {
     struct wb_change c = change_of(path, fp, kind_of(how), wire, etag);
-    int rc = wb_submit(s->wb, &c, 1, token);
+    int rc = wb_submit(s->wb, &c, 1, new_etag);
 
+    (void)st;               /* the queue's failures are its own (user.aztfs.pending) */
     if (rc == 0) {
         store_forget(s, path);      /* the kernel's copy is the old one */
         (void)show_queued(s, fp, path, NULL);
@@ -73,53 +73,53 @@ int store_queue_write(struct store *s, const char *path, const struct fspath *fp
     return rc;
 }
 
-/* See store_int.h. */
-void store_resolved(struct store *s, const char *path)
+static void queued_resolved(struct store *s, const char *path)
 {
     (void)wb_discard(s->wb, path, "the file was saved as the service holds it");
 }
 
-/* See store_int.h. */
-int store_queue_delete(struct store *s, const char *path, const struct fspath *fp,
-                       const char *etag)
+static int queued_remove(struct store *s, const char *path, const struct fspath *fp,
+                         const char *etag, struct az_status *st)
 {
     struct wb_change c = change_of(path, fp, WB_DELETE, NULL, etag);
 
+    (void)st;
     return wb_submit(s->wb, &c, 1, NULL);
 }
 
-/* See store_int.h. */
-int store_queue_rename(struct store *s, const char *from, const struct fspath *ff,
-                       const char *from_etag, const char *to, const struct fspath *tf,
-                       const char *to_etag, const json_t *wire, char **token)
+/* Both halves in one append of the journal and one batch. */
+static int queued_rename(struct store *s, const struct store_move *m, char **to_etag,
+                         struct az_status *st)
 {
     struct wb_change c[2] = {
-        change_of(to, tf, to_etag ? WB_REPLACE : WB_INSERT, wire, to_etag),
-        change_of(from, ff, WB_DELETE, NULL, from_etag),
+        change_of(m->to, m->tf, m->to_etag ? WB_REPLACE : WB_INSERT, m->wire, m->to_etag),
+        change_of(m->from, m->ff, WB_DELETE, NULL, m->from_etag),
     };
     char *tokens[2] = { NULL, NULL };
     int rc = wb_submit(s->wb, c, 2, tokens);
 
-    *token = tokens[0];
+    (void)st;
+    *to_etag = tokens[0];
     free(tokens[1]);
     if (rc == 0) {
-        store_forget(s, to);
-        (void)show_queued(s, tf, to, NULL);
+        store_forget(s, m->to);
+        (void)show_queued(s, m->tf, m->to, NULL);
     }
     return rc;
 }
 
-/* See store.h. */
-int store_create_exclusive(struct store *s, const char *path, struct fspath *fp,
-                           char **etag)
+/* The service decides at the open: an empty entity inserted at once
+ * (after the entity's queued delete, if any, is sent). */
+static int queued_create_exclusive(struct store *s, const char *path,
+                                   const struct fspath *fp, char **etag)
 {
     struct az_status st = { 0 };
     json_t *empty = NULL, *e = NULL;
     int rc;
 
     *etag = NULL;
-    if (!s->wb || !fp->pk || !fp->rk)
-        return 1;           /* decided when it is closed (its content is the insert) */
+    if (!fp->pk || !fp->rk)
+        return 1;           /* a long-form name: decided at its close (keys in its content) */
     if ((rc = wb_lookup(s->wb, path, &e)) == 1) {
         json_decref(e);     /* a queued write: it exists */
         return -EEXIST;
@@ -195,6 +195,8 @@ int store_writeback_open(struct store *s, const struct wb_config *cfg,
     struct wb_hooks h = { on_applied, on_failed, on_cancelled, s };
     int rc = wb_open(cfg, acct, hc, &s->log, &s->stats, &h, &s->wb);
 
+    if (rc == 0)
+        s->changes = &store_queued;
     if (rc == 0 && wb_drain(s->wb) < 0)
         log_warn(&s->log, "some changes of the journal failed: see user.aztfs.pending");
     return rc;
@@ -212,23 +214,41 @@ size_t store_writeback_close(struct store *s)
     size_t left = wb_close(s->wb);
 
     s->wb = NULL;
+    s->changes = &store_direct;     /* whatever comes after the end is sent at once */
     return left;
 }
 
-/* See store.h. */
-int store_sync(struct store *s, const char *path)
+static void queued_settle(struct store *s, const char *dir)
 {
-    return s->wb ? wb_flush(s->wb, path, 1) : 0;
+    if (wb_queued(s->wb, dir)) {
+        log_debug(&s->log, "%s: its queued changes are sent before it is listed", dir);
+        (void)wb_flush(s->wb, dir, 1);
+    }
 }
 
-/* See store.h. */
-char *store_pending_json(struct store *s, size_t limit)
+static int queued_pending_in(struct store *s, const char *dir)
 {
-    return s->wb ? wb_pending_json(s->wb, limit) : NULL;
+    return wb_queued(s->wb, dir);
 }
 
-/* See store.h. */
-int store_discard(struct store *s, const char *path)
+static int queued_sync(struct store *s, const char *path)
 {
-    return s->wb ? wb_discard(s->wb, path, "discarded (user.aztfs.discard)") : -ENOENT;
+    return wb_flush(s->wb, path, 1);
 }
+
+static int queued_report(struct store *s, size_t limit, char **out)
+{
+    *out = wb_pending_json(s->wb, limit);
+    return *out ? 0 : -ENOMEM;
+}
+
+static int queued_discard(struct store *s, const char *path)
+{
+    return wb_discard(s->wb, path, "discarded (user.aztfs.discard)");
+}
+
+const struct store_changes store_queued = {
+    "queued", queued_pending, queued_write, queued_remove, queued_rename, queued_resolved,
+    queued_settle, queued_pending_in, queued_create_exclusive, queued_sync, queued_report,
+    queued_discard,
+};

@@ -16,26 +16,29 @@
 #define READ_AHEAD_MAX 1000
 #define READ_AHEAD_MIN 32
 
-/* --- what the listings and the absences say ---------------------------------------- */
+/* --- the store's life ---------------------------------------------------------- */
 
-/* Entity PATH (FP) changed, or turned out to be other than the mount knew
- * (a save or delete answered ESTALE, EEXIST or ENOENT): drop the cached
- * entity and what the layer above knows of it, its partition's listing
- * (which recorded the old size and mtime, or lacks or holds the name
- * wrongly), and the table's listing when it lacks the partition. The next
- * stat, read or ls then agree on the entity as it is. */
-void store_forget_entity(struct store *s, const char *path, const struct fspath *fp)
+/* See store.h. */
+int store_open(struct store *s, const struct account *acct, const struct http_config *hc,
+               size_t cache_bytes)
 {
-    char *tdir;
-
-    store_forget(s, path);
-    store_forget(s, fp->parent);
-    if ((tdir = fspath_join("/", fp->table))) {
-        if (cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL) != 0)
-            store_forget(s, tdir);
-        free(tdir);
-    }
+    if (!(s->cache = cache_new(cache_bytes, s->cache_timeout)))
+        return -ENOMEM;
+    cache_set_negative_ttl(s->cache, s->negative_timeout);
+    s->changes = &store_direct;     /* store_writeback_open: through the queue */
+    return table_client_new(&s->tc, acct, hc, &s->log, &s->stats);
 }
+
+/* See store.h. */
+void store_free(struct store *s)
+{
+    table_client_free(s->tc);
+    cache_free(s->cache);
+    s->tc = NULL;
+    s->cache = NULL;
+}
+
+/* --- what the listings and the absences say (reading) ------------------------------ */
 
 /* The service said entity PATH (FP) does not exist: believe it for the
  * negative lifetime, and drop the name from its partition's listing. */
@@ -46,35 +49,6 @@ static void note_absent(struct store *s, const char *path, const struct fspath *
     if (fp->rk)
         (void)cache_dir_edit(s->cache, fp->parent, fp->file_name, fp->rk, 0, 0, none, 1);
     (void)cache_put_absent(s->cache, path);
-}
-
-/* The mount wrote entity FP and F is what it holds now (F NULL: written,
- * attributes unknown; GONE: deleted): the cached listings of its partition
- * and table say so, without asking the service again. */
-void store_shown_in_listing(struct store *s, const struct fspath *fp,
-                            const struct cache_file *f, int exists)
-{
-    struct timespec none = { 0, 0 };
-    struct listing *l;
-    char *tdir = fspath_join("/", fp->table);
-
-    if (!tdir || !fp->pk || !fp->rk) {
-        free(tdir);
-        return;
-    }
-    if (cache_dir_edit(s->cache, fp->parent, fp->file_name, fp->rk, f != NULL,
-                       f ? f->len : 0, f ? f->mtime : none, !exists) < 0 && !exists) {
-        store_forget(s, tdir);      /* the partition may be empty now: unknown */
-    } else if (exists) {            /* the partition exists now */
-        if (cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL) != 0 &&
-            cache_dir_edit(s->cache, tdir, fp->pk_name, fp->pk, 0, 0, none, 0) == -ENOMEM)
-            store_forget(s, tdir);
-    } else if ((l = cache_get_listing(s->cache, fp->parent))) {
-        if (listing_count(l) == 0)  /* its last entity: the partition is gone */
-            (void)cache_dir_edit(s->cache, tdir, fp->pk_name, fp->pk, 0, 0, none, 1);
-        listing_unref(l);
-    }
-    free(tdir);
 }
 
 /* Walks are told by the table: a listing read (readdir) or a file opened
@@ -187,7 +161,7 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
     int rc, listed, in_order;
 
     /* a queued change (write-behind) is what the entity is */
-    if ((rc = store_pending_load(s, fp, path, out)) != 0)
+    if ((rc = s->changes->pending(s, fp, path, out)) != 0)
         return rc < 0 ? rc : 0;
     if (cache_get_file(s->cache, path, out) == 0)
         return 0;
@@ -329,31 +303,6 @@ int store_entity_attr(struct store *s, struct fspath *fp, const char *path, size
     return rc;
 }
 
-/* --- what a change drops --------------------------------------------------------- */
-
-/* See store_int.h. */
-void store_show_written(struct store *s, const char *path, const struct fspath *fp,
-                        const json_t *wire, const char *etag, int exact)
-{
-    struct cache_file f = { 0 };
-    char ts[64];
-    json_t *e = exact && etag ? json_deep_copy(wire) : NULL;
-    int shown = 0;
-
-    store_forget(s, path);
-    /* with its listing cached, the copy is one of that listing's (a walk
-     * through the directory reads it as the listing's snapshot) */
-    if (e && table_etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
-        entity_wire_set_sys(e, fp->pk, fp->rk, ts, etag) == 0 &&
-        store_cache_entity(s, fp->parent, e,
-                           cache_known_dir(s->cache, fp->parent) ? CACHE_LISTED : 0, NULL,
-                           &f) == 0)
-        shown = 1;
-    store_shown_in_listing(s, fp, shown ? &f : NULL, 1);
-    cache_file_clear(&f);
-    json_decref(e);
-}
-
 /* --- changing ---------------------------------------------------------------- */
 
 /* Work out the keys of entity path FP for a write of text whose own
@@ -442,68 +391,46 @@ static int unchanged(struct store *s, const char *path, const struct fspath *fp,
 }
 
 /* See store.h. */
-int store_save(struct store *s, const char *path, const char *text, size_t len, int is_new,
-               const char *etag, int force_replace, char **new_etag)
+int store_save(struct store *s, const struct store_save *sv, char **new_etag)
 {
     struct az_status st = { 0 };
-    struct fspath fp;
+    const char *text = sv->len ? sv->text : "{}";   /* empty: no properties */
+    size_t len = sv->len ? sv->len : 2;
     json_t *wire = NULL;
     char *pk_in = NULL, *rk_in = NULL, *got_etag = NULL;
-    enum table_write how;
-    int rc;
+    int is_new = sv->as == SAVE_INSERT, rc;
+    enum table_write how = is_new ? TW_INSERT :
+                           sv->as == SAVE_UPDATE && s->merge ? TW_MERGE : TW_REPLACE;
 
-    if ((rc = fspath_parse(path, &fp)) < 0)
-        return rc;
-    if (len == 0) {
-        text = "{}";        /* an empty file is an entity without properties */
-        len = 2;
-    }
-    if ((rc = parse_text(s, path, text, len, &wire, &pk_in, &rk_in)) < 0 ||
-        (rc = write_keys(s, &fp, path, is_new, &pk_in, &rk_in)) < 0)
+    if ((rc = parse_text(s, sv->path, text, len, &wire, &pk_in, &rk_in)) < 0 ||
+        (rc = write_keys(s, sv->fp, sv->path, is_new, &pk_in, &rk_in)) < 0)
         goto out;
-    how = is_new ? TW_INSERT : (s->merge && !force_replace) ? TW_MERGE : TW_REPLACE;
-    if (!is_new && unchanged(s, path, &fp, wire, etag)) {
-        rc = 0;             /* the entity holds this already: nothing to send */
-        if (s->wb)          /* and a failed change of it is dealt with */
-            store_resolved(s, path);
-        if (new_etag && !(*new_etag = strdup(etag)))
-            rc = -ENOMEM;
+    if (!is_new && unchanged(s, sv->path, sv->fp, wire, sv->etag)) {
+        /* the entity holds this already: nothing to send, and a failed
+         * change of it is dealt with */
+        s->changes->resolved(s, sv->path);
+        rc = (got_etag = strdup(sv->etag)) ? 0 : -ENOMEM;
         goto out;
     }
-    if (s->wb) {
-        rc = store_queue_write(s, path, &fp, wire, how, etag, &got_etag);
-        if (rc == 0) {
-            if (new_etag) {
-                *new_etag = got_etag;
-                got_etag = NULL;
-            }
-            goto out;
-        }
-    } else {
-        rc = table_write_entity(s->tc, fp.table, fp.pk, fp.rk, wire, how, etag, &got_etag,
-                                &st);
-    }
-    if (rc == 0) {
-        store_show_written(s, path, &fp, wire, got_etag, how != TW_MERGE);
-        if (new_etag) {
-            *new_etag = got_etag;
-            got_etag = NULL;
-        }
-    } else {
-        store_log_failure(s, "save", path, rc, &st,
+    rc = s->changes->write(s, sv->path, sv->fp, wire, how, sv->etag, &got_etag, &st);
+    if (rc < 0) {
+        store_log_failure(s, "save", sv->path, rc, &st,
                           rc == -ESTALE ? "the entity was changed by someone else since it "
                                           "was read; the file now shows the current entity" :
                           rc == -EEXIST ? "an entity with this key was created meanwhile" :
                           rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
         if (rc == -ESTALE || rc == -EEXIST || rc == -ENOENT)
-            store_forget_entity(s, path, &fp);
+            store_forget_entity(s, sv->path, sv->fp);
     }
 out:
+    if (rc == 0 && new_etag) {
+        *new_etag = got_etag;
+        got_etag = NULL;
+    }
     json_decref(wire);
     free(pk_in);
     free(rk_in);
     free(got_etag);
-    fspath_free(&fp);
     return rc;
 }
 
@@ -518,7 +445,9 @@ int store_save_over(struct store *s, struct fspath *fp, const char *path, const 
         cache_file_clear(&dst);
     exists = rc == 0;
     if (rc == 0 || rc == -ENOENT)
-        rc = store_save(s, path, text, len, !exists, exists ? dst.etag : NULL, 1, NULL);
+        rc = store_save(s, &(struct store_save){ path, fp, text, len,
+                                                 exists ? SAVE_REPLACE : SAVE_INSERT,
+                                                 exists ? dst.etag : NULL }, NULL);
     cache_file_clear(&dst);
     return rc;
 }
@@ -534,7 +463,8 @@ int store_truncate(struct store *s, struct fspath *fp, const char *path, size_t 
         return rc;
     buf_add(&text, f.data, size < f.len ? size : f.len);
     if ((rc = buf_setlen(&text, size)) == 0)     /* zero-filled beyond the text */
-        rc = store_save(s, path, text.ptr ? text.ptr : "", size, 0, f.etag, 0, NULL);
+        rc = store_save(s, &(struct store_save){ path, fp, text.ptr ? text.ptr : "", size,
+                                                 SAVE_UPDATE, f.etag }, NULL);
     buf_free(&text);
     cache_file_clear(&f);
     return rc;
@@ -549,8 +479,7 @@ int store_delete(struct store *s, struct fspath *fp, const char *path)
 
     if ((rc = store_load_keyed(s, fp, path, &f)) < 0)
         return rc;
-    rc = s->wb ? store_queue_delete(s, path, fp, f.etag) :
-                 table_delete_entity(s->tc, fp->table, fp->pk, fp->rk, f.etag, &st);
+    rc = s->changes->remove(s, path, fp, f.etag, &st);
     cache_file_clear(&f);
     if (rc < 0)
         store_log_failure(s, "delete", path, rc, &st,
@@ -558,9 +487,7 @@ int store_delete(struct store *s, struct fspath *fp, const char *path)
                                           "was read" :
                           rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
     if (rc == 0) {
-        store_forget(s, path);
-        store_shown_in_listing(s, fp, NULL, 0);
-        (void)cache_put_absent(s->cache, path);
+        store_show_gone(s, path, fp);
     } else if (rc == -ESTALE || rc == -ENOENT) {
         store_forget_entity(s, path, fp);
     } else {
@@ -574,7 +501,6 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
                  struct fspath *tf, char **from_etag, char **to_etag)
 {
     struct cache_file src = { 0 }, dst = { 0 };
-    struct table_batch_op ops[2];
     struct entity_error err = { 0 };
     struct az_status st = { 0 };
     json_t *wire = NULL;
@@ -595,12 +521,9 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
         log_error(&s->log, "%s: cannot be moved: %s", from, err.text);
         goto out;
     }
-    ops[0] = (struct table_batch_op){ exists ? TB_REPLACE : TB_INSERT, tf->rk, wire,
-                                      exists ? dst.etag : NULL, &new_etag };
-    ops[1] = (struct table_batch_op){ TB_DELETE, ff->rk, NULL, src.etag, NULL };
-    rc = s->wb ? store_queue_rename(s, from, ff, src.etag, to, tf, exists ? dst.etag : NULL,
-                                    wire, &new_etag) :
-                 table_batch(s->tc, ff->table, ff->pk, ops, 2, &st);
+    rc = s->changes->rename(s, &(struct store_move){ from, ff, src.etag, to, tf,
+                                                      exists ? dst.etag : NULL, wire },
+                            &new_etag, &st);
     if (rc < 0) {
         store_log_failure(s, "rename", from, rc, &st, rc == -ESTALE ?
                           "source or target changed meanwhile; nothing changed" :
@@ -608,11 +531,7 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
         store_forget_entity(s, from, ff);
         store_forget_entity(s, to, tf);
     } else {
-        store_forget(s, from);
-        store_shown_in_listing(s, ff, NULL, 0);
-        (void)cache_put_absent(s->cache, from);
-        if (!s->wb)         /* write-behind: shown when queued */
-            store_show_written(s, to, tf, wire, new_etag, 1);
+        store_show_gone(s, from, ff);
     }
     if (rc == 0) {
         *from_etag = src.etag;
@@ -625,4 +544,31 @@ out:
     cache_file_clear(&src);
     cache_file_clear(&dst);
     return rc;
+}
+
+/* --- the changes' controls (the seam's other calls) ---------------------------- */
+
+/* See store.h. */
+int store_create_exclusive(struct store *s, const char *path, struct fspath *fp,
+                           char **etag)
+{
+    return s->changes->create_exclusive(s, path, fp, etag);
+}
+
+/* See store.h. */
+int store_sync(struct store *s, const char *path)
+{
+    return s->changes->sync(s, path);
+}
+
+/* See store.h. */
+int store_pending_json(struct store *s, size_t limit, char **out)
+{
+    return s->changes->report(s, limit, out);
+}
+
+/* See store.h. */
+int store_discard(struct store *s, const char *path)
+{
+    return s->changes->discard(s, path);
 }

@@ -28,9 +28,15 @@
  * that shape what is asked and kept. */
 struct writeback;
 
+struct store_changes;
+
 struct store {
     struct table_client *tc;     /* owned (store_open) */
-    struct writeback *wb;        /* owned: -o writeback's queue (NULL: synchronous) */
+    const struct store_changes *changes;  /* how a change reaches the service: at once
+                                  * or queued (store_i.h; set by store_open and
+                                  * store_writeback_open) */
+    struct writeback *wb;        /* owned by store/queued.c, the only module that reads
+                                  * it: -o writeback's queue (NULL: none) */
     struct cache *cache;         /* owned (store_open) */
     struct logger log;
     struct http_stats stats;     /* the client's counters */
@@ -374,16 +380,35 @@ int store_entity_attr(struct store *s, struct fspath *fp, const char *path, size
 
 /* --- changing ---------------------------------------------------------------- */
 
-/* Save TEXT (LEN bytes; empty: an entity without properties) as the entity
- * at PATH: Insert when IS_NEW, else Replace (or Merge with -o merge, unless
- * FORCE_REPLACE) guarded by ETAG. Nothing is sent when the text is not a
- * valid entity (-EINVAL, -EFBIG), or a long-form name's keys are neither
- * listed nor in the text (-EINVAL). On success the saved entity is what
- * the cache shows (store_peek) and *new_etag (NEW_ETAG may be NULL) gets
- * its ETag; after -ESTALE, -EEXIST or -ENOENT the cache shows nothing of
- * it, so the next read sees the entity as it is. */
-int store_save(struct store *s, const char *path, const char *text, size_t len, int is_new,
-               const char *etag, int force_replace, char **new_etag);
+/* How a save writes an entity. */
+enum store_save_as {
+    SAVE_INSERT,        /* a new entity: Insert (fails with EEXIST when it exists) */
+    SAVE_UPDATE,        /* Replace, or Merge with -o merge, guarded by the ETag */
+    SAVE_REPLACE,       /* Replace guarded by the ETag, even with -o merge (a new
+                         * file renamed onto an entity; a copy saved over one) */
+};
+
+/* What a save writes: TEXT (LEN bytes; 0: an entity without properties) as
+ * the entity at PATH (FP: PATH parsed; a long-form name's keys are resolved
+ * into it), AS says how, guarded by ETAG (the ETag the text was read at;
+ * NULL for an insert). Everything borrowed. */
+struct store_save {
+    const char *path;
+    struct fspath *fp;
+    const char *text;
+    size_t len;
+    enum store_save_as as;
+    const char *etag;
+};
+
+/* Save SV. Nothing is sent when the text is not a valid entity (-EINVAL,
+ * -EFBIG), a long-form name's keys are neither listed nor in the text
+ * (-EINVAL), or the entity already holds exactly this (0). On success the
+ * saved entity is what the cache shows (store_peek) and *new_etag
+ * (NEW_ETAG may be NULL) gets its ETag; after -ESTALE, -EEXIST or -ENOENT
+ * the cache shows nothing of it, so the next read sees the entity as it
+ * is. */
+int store_save(struct store *s, const struct store_save *sv, char **new_etag);
 
 /* Save TEXT as the entity at PATH whatever is there: Insert when there is
  * none, else a full Replace guarded by the ETag it has as the mount knows
@@ -448,12 +473,12 @@ size_t store_writeback_close(struct store *s);
  * failed and was not dealt with. Synchronous mode: 0. */
 int store_sync(struct store *s, const char *path);
 
-/* The root's user.aztfs.pending (at most about LIMIT bytes; malloc'd), or
- * NULL when the mount is synchronous (or out of memory). */
-char *store_pending_json(struct store *s, size_t limit);
+/* The root's user.aztfs.pending (at most about LIMIT bytes) in *OUT
+ * (malloc'd): 0, -ENODATA when the mount is synchronous, or -ENOMEM. */
+int store_pending_json(struct store *s, size_t limit, char **out);
 
-/* Drop the failed change of PATH ("*": all) from the journal: 0, or
- * -ENOENT when there is none. */
+/* Drop the failed change of PATH ("*": all) from the journal: 0, -ENOENT
+ * when there is none, or -ENOTSUP when the mount is synchronous. */
 int store_discard(struct store *s, const char *path);
 
 /* ---- dirs.c: tables and partitions: whether they exist (from the
