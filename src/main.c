@@ -197,7 +197,7 @@ struct usr1 {
     atomic_int stop;
 };
 
-static void *usr1_thread(void *p)
+static void *usr1_main(void *p)
 {
     struct usr1 *u = p;
     int sig;
@@ -237,7 +237,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     struct fuse *f;
     struct fuse_loop_config *lc = NULL;
     struct usr1 u = { .a = a };
-    pthread_t usr1_tid;
+    struct workers usr1_thread = { .n = 0 };
     int rc = 1, have_usr1 = 0, unmounted = 0;
 
     f = fuse_new(args, &aztfs_ops, sizeof(aztfs_ops), a);
@@ -256,7 +256,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     if (a->store.log.use_file)
         sigaddset(&u.set, SIGHUP);
     if (pthread_sigmask(SIG_BLOCK, &u.set, NULL) == 0 &&
-        pthread_create(&usr1_tid, NULL, usr1_thread, &u) == 0)
+        workers_add(&usr1_thread, "aztfs-signals", usr1_main, &u) == 0)
         have_usr1 = 1;
     log_info(&a->store.log, "mounted %s", cmd->mountpoint);
     if (o->unchecked)
@@ -296,8 +296,8 @@ out_signals:
         rc = 1;                     /* changes left in the journal: said in the log */
     if (have_usr1) {
         atomic_store(&u.stop, 1);
-        pthread_kill(usr1_tid, SIGUSR1);
-        pthread_join(usr1_tid, NULL);
+        pthread_kill(usr1_thread.tids[0], SIGUSR1);
+        workers_join(&usr1_thread);
     }
     fuse_remove_signal_handlers(fuse_get_session(f));
     signal(SIGTERM, SIG_IGN);       /* exiting: a late signal changes nothing */

@@ -148,7 +148,7 @@ struct metrics {
     const char *mountpoint;
     unsigned interval;
     int started;              /* the thread runs (metrics_start) */
-    pthread_t tid;
+    struct workers thread;    /* the one thread that writes (util/worker.c) */
     pthread_mutex_t lock;
     pthread_cond_t wake;      /* signalled by metrics_stop */
     int stop;                 /* under lock */
@@ -223,7 +223,7 @@ int metrics_start(struct metrics *m, struct store *s, const char *mountpoint,
         pthread_cond_destroy(&m->wake);
         ok = 0;
     }
-    if (ok && pthread_create(&m->tid, NULL, metrics_thread, m) != 0) {
+    if (ok && workers_add(&m->thread, "aztfs-metrics", metrics_thread, m) < 0) {
         pthread_mutex_destroy(&m->lock);
         pthread_cond_destroy(&m->wake);
         ok = 0;
@@ -247,7 +247,7 @@ void metrics_stop(struct metrics *m)
         m->stop = 1;
         pthread_cond_signal(&m->wake);
         pthread_mutex_unlock(&m->lock);
-        pthread_join(m->tid, NULL);
+        workers_join(&m->thread);
         pthread_mutex_destroy(&m->lock);
         pthread_cond_destroy(&m->wake);
     }

@@ -47,8 +47,8 @@ struct prefetch {
     struct pf_job *head, *tail;
     size_t jobs;
     size_t held, budget;           /* bytes of listings fetched and not entered, limit */
-    pthread_t *threads;
-    int nthreads, started, stop;
+    struct workers threads;        /* util/worker.c, started with the first job */
+    int nthreads, started, stop;   /* nthreads: asked for */
 };
 
 static void job_free(struct pf_job *j)
@@ -181,8 +181,7 @@ struct prefetch *prefetch_new(struct store *s, int n, int *err)
     cache_get_stats(s->cache, &cs);
     if (n <= 1 || s->cache_timeout <= 0 || cs.max_bytes < PREFETCH_MIN_CACHE)
         return NULL;
-    if (!(p = calloc(1, sizeof(*p))) || !(p->threads = calloc((size_t)n, sizeof(pthread_t)))) {
-        free(p);
+    if (!(p = calloc(1, sizeof(*p)))) {
         *err = -ENOMEM;
         return NULL;
     }
@@ -198,12 +197,10 @@ struct prefetch *prefetch_new(struct store *s, int n, int *err)
 /* Start P's workers (P locked). Those that cannot start are left out. */
 static void start_workers(struct prefetch *p)
 {
-    int n = 0;
+    int n;
 
     p->started = 1;
-    for (int i = 0; i < p->nthreads; i++)
-        if (pthread_create(&p->threads[n], NULL, worker_main, p) == 0)
-            n++;
+    n = workers_start(&p->threads, "aztfs-prefetch", p->nthreads, worker_main, p);
     if (n < p->nthreads)
         log_warn(&p->st->log, "prefetch: %d of %d workers started", n, p->nthreads);
     p->nthreads = n;
@@ -220,14 +217,12 @@ void prefetch_free(struct prefetch *p)
         j->cancel = 1;
     pthread_cond_broadcast(&p->work);
     pthread_mutex_unlock(&p->lock);
-    for (int i = 0; p->started && i < p->nthreads; i++)
-        pthread_join(p->threads[i], NULL);
+    workers_join(&p->threads);
     while (p->head)
         job_drop(p, p->head);
     pthread_cond_destroy(&p->done);
     pthread_cond_destroy(&p->work);
     pthread_mutex_destroy(&p->lock);
-    free(p->threads);
     free(p);
 }
 

@@ -11,10 +11,9 @@
 #include "table/table.h"
 #include "table/table_i.h"
 
-/* The next page, fetched by a thread of its own while the caller works on
+/* The next page, fetched by the cursor's worker while the caller works on
  * the current one (table_cursor_prefetch). */
 struct page_fetch {
-    pthread_t thread;
     struct table_client *tc;
     const struct table_cursor *c;
     char *query;
@@ -35,6 +34,7 @@ struct table_cursor {
     int prefetch;             /* fetch page N+1 while page N is parsed */
     int fetching;             /* pf holds a running fetch of page tok1/tok2 */
     struct page_fetch pf;
+    struct worker *fetcher;   /* owned: runs pf's fetches (started with the first) */
 };
 
 /* Parse a page; see table_i.h. */
@@ -111,7 +111,7 @@ static void fetch_join(struct table_cursor *c)
 {
     if (!c->fetching)
         return;
-    pthread_join(c->pf.thread, NULL);
+    worker_wait(c->fetcher);
     c->fetching = 0;
     free(c->pf.query);
     c->pf.query = NULL;
@@ -126,6 +126,7 @@ void table_cursor_free(struct table_cursor *c)
         fetch_join(c);
         http_response_clear(&c->pf.resp);
     }
+    worker_free(c->fetcher);
     free(c->path);
     free(c->what);
     free(c->filter);
@@ -223,17 +224,17 @@ static int cursor_send(struct table_client *tc, const struct table_cursor *c, co
     return table_send(tc, &rq, resp, st);
 }
 
-static void *fetch_main(void *arg)
+static void fetch_main(void *arg)
 {
     struct page_fetch *pf = arg;
 
     pf->rc = cursor_send(pf->tc, pf->c, pf->query, &pf->resp, &pf->st);
-    return NULL;
 }
 
-/* Start fetching the page at continuation (TOK1, TOK2) in the background.
- * Without memory or a thread, nothing starts: the page is fetched when asked
- * for. */
+/* Start fetching the page at continuation (TOK1, TOK2) in the background,
+ * on the cursor's worker (one thread for all its pages, started with the
+ * first). Without memory or a thread, nothing starts: the page is fetched
+ * when asked for. */
 static void fetch_start(struct table_client *tc, struct table_cursor *c, const char *tok1,
                         const char *tok2)
 {
@@ -244,12 +245,13 @@ static void fetch_start(struct table_client *tc, struct table_cursor *c, const c
     pf->c = c;
     if (cursor_query(c, tok1, tok2, &pf->query) < 0)
         return;
-    if (pthread_create(&pf->thread, NULL, fetch_main, pf) != 0) {
+    if (!c->fetcher && worker_new(&c->fetcher, "aztfs-page") < 0) {
         free(pf->query);
         pf->query = NULL;
         return;
     }
     c->fetching = 1;
+    worker_post(c->fetcher, fetch_main, pf);
 }
 
 /* Does a continuation (A1,A2) equal the previous one (B1,B2)? */

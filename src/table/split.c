@@ -61,8 +61,8 @@ struct table_split {
     struct table_client *tc;
     const struct table_cursor *c;  /* the query split (borrowed: its owner) */
     struct split_range *ranges; /* not yet read to their end by the reader */
-    pthread_t threads[SPLIT_MAX_WAYS];
-    int ways, nthreads;
+    struct workers threads;     /* the fetchers (util/worker.c); none: the reader fetches */
+    int ways;
     int one_partition;          /* cut RowKeys only */
     int made, empty;            /* ranges made by cuts, ranges that held nothing */
     size_t held;                /* pages fetched and not yet read, and fetches under way */
@@ -548,8 +548,7 @@ void table_split_free(struct table_split *sp)
     sp->stop = 1;
     pthread_cond_broadcast(&sp->work);
     pthread_mutex_unlock(&sp->lock);
-    for (int i = 0; i < sp->nthreads; i++)
-        pthread_join(sp->threads[i], NULL);
+    workers_join(&sp->threads);
     for (r = sp->ranges; r; r = n) {
         n = r->next;
         range_free(sp, r);
@@ -567,9 +566,9 @@ void table_split_free(struct table_split *sp)
 static void start_workers(struct table_split *sp, struct table_client *tc)
 {
     sp->tc = tc;
-    while (sp->nthreads < sp->ways &&
-           pthread_create(&sp->threads[sp->nthreads], NULL, worker_main, sp) == 0)
-        sp->nthreads++;
+    if (sp->threads.n < sp->ways)
+        (void)workers_start(&sp->threads, "aztfs-split", sp->ways - sp->threads.n, worker_main,
+                            sp);
 }
 
 /* Drop the ranges at the head that are read to their end (SP locked). */
@@ -619,7 +618,7 @@ int table_split_next(struct table_client *tc, struct table_split *sp, table_page
             snprintf(st->message, sizeof(st->message), "cancelled");
             return -EINTR;
         }
-        if (sp->nthreads == 0 && !r->busy) {
+        if (sp->threads.n == 0 && !r->busy) {
             fetch_one(sp, r);
         } else {
             if (r->cur && !r->busy)     /* a worker must take it: wake them */

@@ -3,6 +3,7 @@
 #ifndef AZTFS_UTIL_UTIL_H
 #define AZTFS_UTIL_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -320,5 +321,47 @@ int b64_decode(const char *in, unsigned char **out, size_t *out_len);
  * cut-short sequence, an overlong form, a surrogate, a code point past
  * U+10FFFF) or LEN is 0. */
 int utf8_char(const char *s, size_t len, unsigned long *cp);
+
+/* ---- worker.c: the one place threads start (named, every signal blocked). */
+
+/* Threads a group holds at most (scan_parallel's and the split's maximum). */
+#define WORKERS_MAX 64
+
+/* A group of threads, each running one function until it returns (the
+ * caller tells them to stop, then joins). Zero-initialised before use. */
+struct workers {
+    pthread_t tids[WORKERS_MAX];
+    int n;                      /* started, not yet joined */
+};
+
+/* Start one more thread of W running FN(ARG), named NAME (the kernel keeps
+ * 15 bytes). Returns 0, -EAGAIN when W holds WORKERS_MAX, or -errno of
+ * pthread_create. Not thread-safe: one thread adds and joins. */
+int workers_add(struct workers *w, const char *name, void *(*fn)(void *), void *arg);
+
+/* Start up to N threads of W as workers_add does: returns how many
+ * started (0..N); the caller decides whether fewer will do. */
+int workers_start(struct workers *w, const char *name, int n, void *(*fn)(void *), void *arg);
+
+/* Join every thread of W (their functions must be returning) and empty W. */
+void workers_join(struct workers *w);
+
+/* One thread that runs the jobs posted to it, one at a time, in order (a
+ * cursor's next page fetched while the current one is parsed). */
+struct worker;
+
+/* Start a worker named NAME. Returns 0 with *OUT, -ENOMEM or -errno of
+ * pthread_create (*OUT NULL). */
+int worker_new(struct worker **out, const char *name);
+
+/* Run JOB(ARG) on W's thread, after the job posted before it, if any, is
+ * done (W has one slot: a second post waits for it). */
+void worker_post(struct worker *w, void (*job)(void *arg), void *arg);
+
+/* Wait until every job posted to W is done. */
+void worker_wait(struct worker *w);
+
+/* Free W (NULL: nothing): the job posted, if any, runs to its end first. */
+void worker_free(struct worker *w);
 
 #endif

@@ -61,7 +61,6 @@ static void wb_free(struct writeback *wb)
     free(wb->parts);
     free(wb->ents);
     free(wb->dones);
-    free(wb->threads);
     journal_close(wb->j);
     table_client_free(wb->tc);
     pthread_mutex_destroy(&wb->mu);
@@ -183,14 +182,8 @@ int wb_start(struct writeback *wb)
 {
     int n = wb->cfg.senders > 0 ? wb->cfg.senders : 1;
 
-    if (!(wb->threads = calloc((size_t)n, sizeof(*wb->threads))))
-        return -ENOMEM;
     pthread_mutex_lock(&wb->mu);
-    for (int i = 0; i < n; i++) {
-        if (pthread_create(&wb->threads[i], NULL, wb_sender, wb) != 0)
-            break;
-        wb->n_threads++;
-    }
+    wb->n_threads = workers_start(&wb->senders, "aztfs-send", n, wb_sender, wb);
     pthread_mutex_unlock(&wb->mu);
     return wb->n_threads > 0 ? 0 : -EAGAIN;
 }
@@ -240,8 +233,7 @@ size_t wb_close(struct writeback *wb)
                  todo == 1 ? "" : "s", wb->cfg.stop_seconds);
     stop_begin(wb);
     pthread_mutex_unlock(&wb->mu);
-    for (int i = 0; i < wb->n_threads; i++)
-        pthread_join(wb->threads[i], NULL);
+    workers_join(&wb->senders);
     if (wb->n_threads == 0)
         (void)wb_drain(wb);
     pthread_mutex_lock(&wb->mu);

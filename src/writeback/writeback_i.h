@@ -100,8 +100,8 @@ struct writeback {
     struct wb_op *failed_head;  /* the failed changes, oldest first */
     int stopping, urgent;       /* closing; queue full: send everything */
     atomic_llong stop_ms;       /* closing: the monotonic ms when sending ends (0: not) */
-    pthread_t *threads;
-    int n_threads;
+    struct workers senders;     /* the sending threads (util/worker.c) */
+    int n_threads;              /* how many were started (stays after they are joined) */
 };
 
 /* --- writeback/maps.c, writeback/ops.c and writeback/outcome.c, for the

@@ -1,0 +1,132 @@
+/* test_worker.c - util/worker.c: the one place threads start. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "util/util.h"
+
+/* What a thread saw of itself. */
+struct seen {
+    atomic_int runs;
+    atomic_int all_blocked;     /* every run found SIGTERM, SIGINT, SIGUSR1 blocked */
+    char name[16];
+};
+
+static void look(struct seen *s)
+{
+    sigset_t cur;
+
+    pthread_sigmask(SIG_SETMASK, NULL, &cur);
+    if (!sigismember(&cur, SIGTERM) || !sigismember(&cur, SIGINT) ||
+        !sigismember(&cur, SIGUSR1))
+        atomic_store(&s->all_blocked, 0);
+    pthread_getname_np(pthread_self(), s->name, sizeof(s->name));
+    atomic_fetch_add(&s->runs, 1);
+}
+
+static void *group_main(void *p)
+{
+    look(p);
+    return NULL;
+}
+
+/* A group: every thread runs, with every signal blocked, named, and is
+ * joined; the caller's own mask is as it was. */
+static void test_group(void)
+{
+    struct workers w = { .n = 0 };
+    struct seen s = { .all_blocked = 1 };
+    sigset_t before, after;
+
+    pthread_sigmask(SIG_SETMASK, NULL, &before);
+    is_int(workers_start(&w, "aztfs-test-a-long-name", 5, group_main, &s), 5,
+           "group: 5 threads started");
+    is_int(w.n, 5, "group: 5 held");
+    workers_join(&w);
+    is_int(w.n, 0, "group: empty after the join");
+    is_int(atomic_load(&s.runs), 5, "group: every thread ran before the join returned");
+    ok(atomic_load(&s.all_blocked), "group: every signal blocked in the threads");
+    is_str(s.name, "aztfs-test-a-lo", "group: named (the kernel keeps 15 bytes)");
+    pthread_sigmask(SIG_SETMASK, NULL, &after);
+    ok(sigismember(&after, SIGTERM) == sigismember(&before, SIGTERM) &&
+       sigismember(&after, SIGUSR1) == sigismember(&before, SIGUSR1),
+       "group: the caller's mask is unchanged");
+}
+
+static void test_group_bound(void)
+{
+    struct workers w = { .n = 0 };
+    struct seen s = { .all_blocked = 1 };
+
+    is_int(workers_start(&w, "t", WORKERS_MAX + 3, group_main, &s), WORKERS_MAX,
+           "group: at most WORKERS_MAX threads");
+    is_int(workers_add(&w, "t", group_main, &s), -EAGAIN, "group: one more is -EAGAIN");
+    workers_join(&w);
+    is_int(atomic_load(&s.runs), WORKERS_MAX, "group: all of them ran");
+}
+
+/* Jobs of one worker: run in the order posted, one at a time, on one
+ * thread that is not the caller's. */
+struct order {
+    int log[8];
+    int n;
+    atomic_int busy, overlap;
+    pthread_t tid[8];
+};
+
+struct step {
+    struct order *o;
+    int id;
+};
+
+static void job(void *p)
+{
+    struct step *st = p;
+
+    if (atomic_fetch_add(&st->o->busy, 1) != 0)
+        atomic_store(&st->o->overlap, 1);
+    usleep(2000);
+    st->o->tid[st->o->n] = pthread_self();
+    st->o->log[st->o->n++] = st->id;
+    atomic_fetch_sub(&st->o->busy, 1);
+}
+
+static void test_worker(void)
+{
+    struct worker *w = NULL;
+    struct order o = { .n = 0 };
+    struct step steps[6];
+    int in_order = 1, same = 1;
+
+    is_int(worker_new(&w, "aztfs-test"), 0, "worker: started");
+    for (int i = 0; i < 6; i++) {
+        steps[i] = (struct step){ &o, i };
+        worker_post(w, job, &steps[i]);
+    }
+    worker_wait(w);
+    is_int(o.n, 6, "worker: every job done when worker_wait returns");
+    for (int i = 0; i < o.n; i++) {
+        in_order &= o.log[i] == i;
+        same &= pthread_equal(o.tid[i], o.tid[0]) != 0;
+    }
+    ok(in_order, "worker: jobs run in the order posted");
+    ok(same && !pthread_equal(o.tid[0], pthread_self()), "worker: all on its one thread");
+    ok(!atomic_load(&o.overlap), "worker: one job at a time");
+    worker_post(w, job, &steps[0]);
+    worker_free(w);         /* the job posted runs first */
+    is_int(o.n, 7, "worker: a job posted before worker_free runs");
+    worker_free(NULL);
+    ok(1, "worker: worker_free(NULL) is a no-op");
+}
+
+int main(void)
+{
+    test_group();
+    test_group_bound();
+    test_worker();
+    return done_testing();
+}
