@@ -28,6 +28,7 @@ TEST_PACKAGES=(
     python3-pytest
     rsync attr vim nano groff man-db util-linux openssl
     clang libclang-rt-14-dev valgrind
+    clang-format cppcheck codespell    # make lint
 )
 APT_WAIT=${DEPS_APT_WAIT:-120}
 

@@ -2,9 +2,11 @@
 # test.sh [--sanitizers] [--quick] - install deps, build, run the C unit tests
 # (make check, TAP) and the integration tests (pytest against a private
 # Azurite); then, unless --quick: the unit tests under valgrind, every fuzz
-# target for FUZZ_SECONDS (default 15) with its regression inputs, test_cache
-# built with ThreadSanitizer (.run/tsan), and the unit and integration suites
+# target for FUZZ_SECONDS (default 15) with its regression inputs, the
+# concurrency tests (test_cache, test_worker) built with ThreadSanitizer
+# (.run/tsan), and the unit and integration suites
 # again built with ASan+UBSan (in .run/asan, so ./aztfs stays a normal build).
+# make lint runs after the unit tests, each of its checks counted as a test.
 # Always ends with exactly one line "N passed, N failed" (unit + integration).
 # A passing run's log is short; a failing test's output is shown whole (its
 # sanitizer, valgrind or libFuzzer report, its pytest failure message).
@@ -165,6 +167,11 @@ count_line() {
     passed=$((passed + p)); failed=$((failed + f))
 }
 
+section "lint (make lint: format, cppcheck, spelling, layers, threads, commits)"
+timeout -k 10 300 make lint 2>&1 | tee "$RUN/lint.out"
+count_line lint "$RUN/lint.out"
+
+TSAN_TESTS="test_cache test_worker"
 if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
     section "unit tests under valgrind"
     vp=0; vf=0
@@ -185,22 +192,27 @@ if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
     timeout -k 10 900 scripts/fuzz.sh "${FUZZ_SECONDS:-15}" 2>&1 | tee "$RUN/fuzz.out"
     count_line fuzz "$RUN/fuzz.out"
 
-    section "ThreadSanitizer build: the cache's concurrency test (test_cache)"
+    section "ThreadSanitizer build: the concurrency tests (${TSAN_TESTS})"
     TSAN_DIR="$RUN/tsan"
     rm -rf "$TSAN_DIR"; mkdir -p "$TSAN_DIR"
     rsync -a --exclude=/.run --exclude=/.deps-node --exclude=/mnt ./ "$TSAN_DIR/"
     if (cd "$TSAN_DIR" && { make distclean >/dev/null 2>&1 || true; } &&
         { [ configure -nt configure.ac ] || autoreconf -fi; } &&
-        ./configure --enable-tsan && make -j"${JOBS:-2}" tests/unit/test_cache) \
+        ./configure --enable-tsan &&
+        make -j"${JOBS:-2}" $(printf 'tests/unit/%s ' $TSAN_TESTS)) \
            > "$RUN/tsan-build.log" 2>&1; then
-        if TSAN_OPTIONS=halt_on_error=1 "$TSAN_DIR/tests/unit/test_cache" > "$RUN/tsan.log" 2>&1 &&
-           ! grep -q '^not ok' "$RUN/tsan.log"; then
-            echo "1 passed, 0 failed"
-        else
-            echo "test.sh: test_cache failed under ThreadSanitizer (see $RUN/tsan.log)" >&2
-            cat "$RUN/tsan.log" >&2
-            echo "0 passed, 1 failed"
-        fi > "$RUN/tsan.out"
+        tp=0; tf=0
+        for t in $TSAN_TESTS; do
+            if TSAN_OPTIONS=halt_on_error=1 "$TSAN_DIR/tests/unit/$t" > "$RUN/tsan-$t.log" 2>&1 &&
+               ! grep -q '^not ok' "$RUN/tsan-$t.log"; then
+                tp=$((tp + 1))
+            else
+                tf=$((tf + 1))
+                echo "test.sh: $t failed under ThreadSanitizer (see $RUN/tsan-$t.log)" >&2
+                cat "$RUN/tsan-$t.log" >&2
+            fi
+        done
+        echo "$tp passed, $tf failed" > "$RUN/tsan.out"
         count_line tsan "$RUN/tsan.out"
     else
         echo "test.sh: ThreadSanitizer build failed (see $RUN/tsan-build.log)" >&2

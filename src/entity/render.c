@@ -21,6 +21,7 @@ static int digest_prop(EVP_MD_CTX *md, const struct prop *p)
 {
     char num[64];
     const char *v = num;
+    unsigned char type;
     size_t vlen;
 
     switch (p->type) {
@@ -40,8 +41,9 @@ static int digest_prop(EVP_MD_CTX *md, const struct prop *p)
     if (!v)
         return 0;
     vlen = v == num || p->type == EDM_BOOLEAN ? strlen(v) : json_string_length(p->value);
+    type = (unsigned char)p->type;
     return EVP_DigestUpdate(md, p->name, strlen(p->name) + 1) == 1 &&
-           EVP_DigestUpdate(md, &(unsigned char){ (unsigned char)p->type }, 1) == 1 &&
+           EVP_DigestUpdate(md, &type, 1) == 1 &&
            EVP_DigestUpdate(md, &vlen, sizeof(vlen)) == 1 &&
            EVP_DigestUpdate(md, v, vlen) == 1;
 }

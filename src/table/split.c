@@ -285,14 +285,17 @@ static int open_ranges(const struct table_split *sp)
 static int add_ranges(struct table_split *sp, struct split_range ***tail, const char *pk,
                       const char *lo, int lo_incl, char **cuts, int n, const char *hi)
 {
+    const char *from = lo;
+
     for (int i = 0; i <= n; i++) {
-        struct split_range *nr = range_new(sp, pk, i ? cuts[i - 1] : lo, i ? 1 : lo_incl,
-                                           i < n ? cuts[i] : hi);
+        const char *to = i == n ? hi : cuts[i];
+        struct split_range *nr = range_new(sp, pk, from, i ? 1 : lo_incl, to);
 
         if (!nr)
             return -ENOMEM;
         **tail = nr;
         *tail = &nr->next;
+        from = to;
     }
     return n + 1;
 }
@@ -340,7 +343,7 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
             goto out;
         made = rc;
         if (!in_row) {          /* the partitions after the big one: one range */
-            if ((rc = add_ranges(sp, &tail, NULL, pk, 0, NULL, 0, r->hi)) < 0)
+            if ((rc = add_ranges(sp, &tail, NULL, pk, 0, (char *[]){ NULL }, 0, r->hi)) < 0)
                 goto out;
             made += rc;
         }

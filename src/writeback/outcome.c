@@ -1,5 +1,5 @@
 /* writeback/outcome.c - what becomes of a change once its batch is answered
- * (wb_int.h): applied (its dependant guarded by the new ETag, its token
+ * (wb_int.h): applied (the change after it guarded by the new ETag, its token
  * remembered, the store told), or failed for good (its later changes
  * failing with it, kept on the failed list and in the journal, logged);
  * the store's hooks called once writeback's lock is released. */

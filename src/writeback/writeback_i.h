@@ -158,12 +158,12 @@ void wb_part_unlink(struct wb_op *op);
 /* Put OP back at the head of its partition's queue. */
 void wb_part_push_front(struct wb_op *op);
 
-/* OP was applied with ETAG (may be NULL): dependants, hooks. Returns
+/* OP was applied with ETAG (may be NULL): the changes after it, hooks. Returns
  * the hook calls to make after unlocking in *CALLS. */
 void wb_op_applied(struct writeback *wb, struct wb_op *op, const char *etag,
                    struct wb_call **calls);
 
-/* OP failed for good with -RC: journal, log, dependants, hooks (*CALLS). */
+/* OP failed for good with -RC: journal, log, the changes after it, hooks (*CALLS). */
 void wb_op_failed(struct writeback *wb, struct wb_op *op, int rc, const char *why,
                   struct wb_call **calls);
 

@@ -73,7 +73,13 @@ static char *unb64url(const char *s, size_t n)
         out = NULL;
     free(std);
     if (out) {
-        out = realloc(out, olen + 1);
+        unsigned char *grown = realloc(out, olen + 1);
+
+        if (!grown) {
+            free(out);
+            return NULL;
+        }
+        out = grown;
         out[olen] = 0;
     }
     return (char *)out;
