@@ -417,7 +417,7 @@ int main(int argc, char *argv[])
     int rc = 1;
 
     memset(&acct, 0, sizeof(acct));
-    pthread_mutex_init(&a.fuse_lock, NULL);
+    lock_init(&a.fuse_lock);
     a.store.log.level = LOG_LVL_INFO;
     /* the account key lives in this process: no core dumps of it, and
      * /proc/PID/{mem,environ} readable by root only */

@@ -16,20 +16,22 @@
 
 struct token_cache {
     pthread_mutex_t lock;
-    pthread_cond_t done;            /* a refresh ended */
-    struct credential *cred;
-    const struct logger *lg;
-    char *token;                    /* NULL: none (or rejected) */
-    time_t obtained, expires_at;
-    unsigned long gen;              /* bumped with each new token */
-    int refreshing;                 /* one thread is fetching */
-    time_t failed_at;               /* last failed refresh, 0: none */
-    int failed_rc;
-    char failed_msg[1024];
-    unsigned long fetched, failures;
+    pthread_cond_t done;            /* a refresh ended; waited on with lock */
+    struct credential *cred;        /* set by token_cache_new; used unlocked, by one
+                                       refresh at a time (REFRESHING) */
+    const struct logger *lg;        /* set by token_cache_new */
+    char *token;                    /* NULL: none (or rejected); guarded by lock */
+    time_t obtained, expires_at;    /* guarded by lock */
+    unsigned long gen;              /* bumped with each new token; guarded by lock */
+    int refreshing;                 /* one thread is fetching; guarded by lock */
+    time_t failed_at;               /* last failed refresh, 0: none; guarded by lock */
+    int failed_rc;                  /* guarded by lock */
+    char failed_msg[1024];          /* guarded by lock */
+    unsigned long fetched, failures;    /* guarded by lock */
 };
 
-/* Wipe and free the current token. Lock held. */
+/* Wipe and free the current token. Lock held, or C shared with no one
+ * (token_cache_free; set_token from token_cache_new): not asserted. */
 static void drop_token(struct token_cache *c)
 {
     if (c->token) {
@@ -39,7 +41,8 @@ static void drop_token(struct token_cache *c)
     }
 }
 
-/* Take TOKEN as the current one. Lock held. */
+/* Take TOKEN as the current one. Lock held, or C shared with no one yet
+ * (token_cache_new): not asserted. */
 static void set_token(struct token_cache *c, char *token, time_t now, time_t expires_at)
 {
     drop_token(c);
@@ -57,7 +60,7 @@ int token_cache_new(struct token_cache **out, struct credential *cred, char *tok
     struct token_cache *c = calloc(1, sizeof(*c));
 
     *out = NULL;
-    if (!c || pthread_mutex_init(&c->lock, NULL) != 0) {
+    if (!c || lock_init(&c->lock) != 0) {
         free(c);
         c = NULL;
     } else if (pthread_cond_init(&c->done, NULL) != 0) {
@@ -97,20 +100,24 @@ void token_cache_free(struct token_cache *c)
  * its refresh margin)? Lock held. */
 static int usable(const struct token_cache *c, time_t now)
 {
+    LOCK_HELD(&c->lock);
     return c->token && now < c->expires_at;
 }
 
 static int fresh(const struct token_cache *c, time_t now)
 {
-    time_t margin = (c->expires_at - c->obtained) / 2;
+    time_t margin;
 
+    LOCK_HELD(&c->lock);
+    margin = (c->expires_at - c->obtained) / 2;
     if (margin > MARGIN_MAX)
         margin = MARGIN_MAX;
     return usable(c, now) && now < c->expires_at - margin;
 }
 
 /* Fetch a new token with the lock released; back under it, store the
- * outcome and wake the waiters. Returns 0 or the fetch's -errno. */
+ * outcome and wake the waiters. Lock held on entry and on return. Returns
+ * 0 or the fetch's -errno. */
 static int refresh(struct token_cache *c)
 {
     struct cred_error e;
@@ -118,6 +125,7 @@ static int refresh(struct token_cache *c)
     time_t exp = 0, now;
     int rc;
 
+    LOCK_HELD(&c->lock);
     c->refreshing = 1;
     pthread_mutex_unlock(&c->lock);
     rc = credential_token(c->cred, &tok, &exp, &e);
@@ -143,6 +151,7 @@ static int refresh(struct token_cache *c)
 /* "Authorization: Bearer ..." of the current token. Lock held. */
 static int header_line(const struct token_cache *c, char **line, unsigned long *gen)
 {
+    LOCK_HELD(&c->lock);
     if (asprintf(line, "Authorization: Bearer %s", c->token) < 0) {
         *line = NULL;
         return -ENOMEM;

@@ -26,7 +26,7 @@ struct cache *cache_new(size_t max_bytes, double ttl_seconds)
         return NULL;
     c->n_buckets = 4096;
     c->buckets = calloc(c->n_buckets, sizeof(*c->buckets));
-    if (!c->buckets || pthread_mutex_init(&c->lock, NULL) != 0) {
+    if (!c->buckets || lock_init(&c->lock) != 0) {
         free(c->buckets);
         free(c);
         return NULL;
@@ -70,6 +70,7 @@ void cache_lru_unlink(struct cache *c, struct entry *e)
 /* See cache_int.h. */
 void cache_lru_push_front(struct cache *c, struct entry *e)
 {
+    LOCK_HELD(&c->lock);
     e->prev = NULL;
     e->next = c->head;
     if (c->head)
@@ -79,7 +80,8 @@ void cache_lru_push_front(struct cache *c, struct entry *e)
         c->tail = e;
 }
 
-/* Unlink E from the table and the LRU list and free it. Lock held. */
+/* Unlink E from the table and the LRU list and free it. Lock held, or C
+ * shared with no one (cache_free): not asserted. */
 void cache_remove_entry(struct cache *c, struct entry *e)
 {
     struct entry **pp = &c->buckets[e->hash % c->n_buckets];
@@ -102,6 +104,7 @@ void cache_remove_entry(struct cache *c, struct entry *e)
  * recently used of all. Lock held; the cache is not empty. */
 struct entry *cache_victim(struct cache *c)
 {
+    LOCK_HELD(&c->lock);
     if (c->dir_bytes <= c->max_bytes / 2)
         for (struct entry *e = c->tail; e; e = e->prev)
             if (e->kind != ENTRY_DIR)
@@ -115,8 +118,10 @@ struct entry *cache_victim(struct cache *c)
  * long after). Lock held. */
 static void made_from_owned(struct cache *c, struct entry *e)
 {
-    size_t charge = ENTRY_OVERHEAD + strlen(e->path);
+    size_t charge;
 
+    LOCK_HELD(&c->lock);
+    charge = ENTRY_OVERHEAD + strlen(e->path);
     c->bytes -= e->charge - charge;
     c->dir_bytes -= e->charge;
     e->charge = charge;
@@ -130,8 +135,10 @@ static void made_from_owned(struct cache *c, struct entry *e)
  * becomes ENTRY_MADE). Lock held. */
 struct entry *cache_find(struct cache *c, const char *path)
 {
-    uint64_t h = hash_fnv1a(path);
+    uint64_t h;
 
+    LOCK_HELD(&c->lock);
+    h = hash_fnv1a(path);
     for (struct entry *e = c->buckets[h % c->n_buckets]; e; e = e->hnext) {
         if (e->hash != h || strcmp(e->path, path) != 0)
             continue;
@@ -151,9 +158,11 @@ struct entry *cache_find(struct cache *c, const char *path)
 /* Double the bucket array when the load passes 1. Lock held; best effort. */
 static void maybe_grow(struct cache *c)
 {
-    size_t nb = c->n_buckets * 2;
+    size_t nb;
     struct entry **b;
 
+    LOCK_HELD(&c->lock);
+    nb = c->n_buckets * 2;
     if (c->n_entries < c->n_buckets)
         return;
     b = calloc(nb, sizeof(*b));
@@ -178,10 +187,12 @@ static void maybe_grow(struct cache *c)
  * born and neg_until, when 0, become now. Lock held. */
 void cache_insert(struct cache *c, struct entry *e, double ttl)
 {
-    double now = cache_now();
+    double now;
+    struct entry *old;
 
-    struct entry *old = cache_find(c, e->path);
-
+    LOCK_HELD(&c->lock);
+    now = cache_now();
+    old = cache_find(c, e->path);
     if (old)
         cache_remove_entry(c, old);
     if (e->charge > c->max_bytes || c->ttl <= 0) {
@@ -212,8 +223,10 @@ void cache_insert(struct cache *c, struct entry *e, double ttl)
  * recently used; NULL, counted as a miss, when there is none. Lock held. */
 struct entry *cache_fetch(struct cache *c, const char *path, enum entry_kind kind)
 {
-    struct entry *e = cache_find(c, path);
+    struct entry *e;
 
+    LOCK_HELD(&c->lock);
+    e = cache_find(c, path);
     if (!e || e->kind != kind) {
         c->misses++;
         return NULL;

@@ -22,34 +22,47 @@
  * left says to list it again rather than ask name by name. */
 enum entry_kind { ENTRY_FILE, ENTRY_DIR, ENTRY_MARK, ENTRY_ABSENT, ENTRY_MADE };
 
+/* An entry is its maker's alone until cache_insert; from then on it is
+ * reached only through its cache, with the cache's lock held (another
+ * thread may evict and free it the moment the lock is released). */
 struct entry {
-    char *path;
-    uint64_t hash;
-    enum entry_kind kind;
-    double expires;                 /* CLOCK_MONOTONIC seconds */
-    double born;                    /* when its content was current (monotonic) */
-    double neg_until;               /* ENTRY_DIR: lacking a name means absent until */
-    double touched;                 /* ENTRY_DIR, ENTRY_MARK: last cache_dir_touch */
+    char *path;                     /* guarded by cache.lock */
+    uint64_t hash;                  /* guarded by cache.lock */
+    enum entry_kind kind;           /* guarded by cache.lock */
+    double expires;                 /* CLOCK_MONOTONIC seconds; guarded by cache.lock */
+    double born;                    /* when its content was current (monotonic);
+                                     * guarded by cache.lock */
+    double neg_until;               /* ENTRY_DIR: lacking a name means absent until;
+                                     * guarded by cache.lock */
+    double touched;                 /* ENTRY_DIR, ENTRY_MARK: last cache_dir_touch;
+                                     * guarded by cache.lock */
     uint64_t last_open;             /* ENTRY_DIR, ENTRY_MARK: hash of the last name
-                                     * cache_dir_walk saw (0: none) */
-    unsigned flags;                 /* CACHE_LISTED (files), CACHE_OWNED (listings) */
-    size_t charge;                  /* bytes accounted to this entry */
-    struct cache_file file;         /* ENTRY_FILE */
-    struct listing *dir;            /* ENTRY_DIR (one reference) */
-    struct entry *hnext;            /* hash chain */
-    struct entry *prev, *next;      /* LRU list, head = most recent */
+                                     * cache_dir_walk saw (0: none); guarded by
+                                     * cache.lock */
+    unsigned flags;                 /* CACHE_LISTED (files), CACHE_OWNED (listings);
+                                     * guarded by cache.lock */
+    size_t charge;                  /* bytes accounted to this entry; guarded by
+                                     * cache.lock */
+    struct cache_file file;         /* ENTRY_FILE; guarded by cache.lock */
+    struct listing *dir;            /* ENTRY_DIR (one reference; the listing itself is
+                                     * sealed); guarded by cache.lock */
+    struct entry *hnext;            /* hash chain; guarded by cache.lock */
+    struct entry *prev, *next;      /* LRU list, head = most recent; guarded by
+                                     * cache.lock */
 };
 
 struct cache {
     pthread_mutex_t lock;
-    struct entry **buckets;
-    size_t n_buckets, n_entries;
-    size_t bytes, max_bytes;
-    size_t dir_bytes;               /* charged to ENTRY_DIR entries */
-    double ttl;
-    double neg_ttl;                 /* the negative lifetime (cache_set_negative_ttl) */
-    struct entry *head, *tail;
-    uint64_t hits, misses, evictions, expirations;
+    struct entry **buckets;         /* guarded by lock */
+    size_t n_buckets, n_entries;    /* guarded by lock */
+    size_t bytes;                   /* charged to all entries; guarded by lock */
+    size_t max_bytes;               /* set by cache_new */
+    size_t dir_bytes;               /* charged to ENTRY_DIR entries; guarded by lock */
+    double ttl;                     /* set by cache_new */
+    double neg_ttl;                 /* the negative lifetime: set by cache_new and
+                                     * cache_set_negative_ttl, before concurrent use */
+    struct entry *head, *tail;      /* guarded by lock */
+    uint64_t hits, misses, evictions, expirations;  /* guarded by lock */
 };
 
 /* CLOCK_MONOTONIC seconds. */
@@ -58,10 +71,13 @@ double cache_now(void);
 /* Free E (not linked anywhere any more). */
 void cache_entry_free(struct entry *e);
 
-/* Unlink E from the table and the LRU list and free it. Lock held. */
+/* Unlink E from the table and the LRU list and free it. Lock held, or C
+ * shared with no one (cache_free): not asserted. */
 void cache_remove_entry(struct cache *c, struct entry *e);
 
-/* Move E to the head of the LRU list (most recent). Lock held. */
+/* Move E to the head of the LRU list (most recent): unlink it, then push
+ * it in front. Lock held (cache_lru_unlink also from cache_remove_entry in
+ * cache_free, with C shared with no one: not asserted there). */
 void cache_lru_unlink(struct cache *c, struct entry *e);
 void cache_lru_push_front(struct cache *c, struct entry *e);
 

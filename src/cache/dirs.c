@@ -53,8 +53,10 @@ struct listing *cache_get_listing(struct cache *c, const char *path)
 static struct entry *find_listed(struct cache *c, const char *dirpath, const char *name,
                                  long *idx)
 {
-    struct entry *e = cache_find(c, dirpath);
+    struct entry *e;
 
+    LOCK_HELD(&c->lock);
+    e = cache_find(c, dirpath);
     if (!e || e->kind != ENTRY_DIR)
         return NULL;
     cache_lru_unlink(c, e);
@@ -284,8 +286,10 @@ int cache_dir_owned(struct cache *c, const char *dirpath)
  * from it, so it exists). NULL when there is none. Lock held. */
 static struct entry *touch_locked(struct cache *c, const char *dirpath, double now)
 {
-    struct entry *e = cache_find(c, dirpath), *mark;
+    struct entry *e, *mark;
 
+    LOCK_HELD(&c->lock);
+    e = cache_find(c, dirpath);
     if (!e && (mark = calloc(1, sizeof(*mark)))) {
         mark->kind = ENTRY_MARK;
         if (!(mark->path = strdup(dirpath))) {
@@ -308,6 +312,7 @@ static int active_locked(const struct cache *c, const struct entry *e, double no
 {
     double since = 0;
 
+    LOCK_HELD(&c->lock);
     if (e && (e->kind == ENTRY_DIR || e->kind == ENTRY_MARK))
         since = e->kind == ENTRY_DIR && e->born > e->touched ? e->born : e->touched;
     return since > 0 && now - since < c->neg_ttl;

@@ -15,12 +15,17 @@
 struct dir_handle {
     struct fs_open_link link;   /* first: the handle is its link (fs_dir_attach) */
     pthread_mutex_t lock;
-    enum fsp_kind kind;
-    struct scan_view *view;    /* remote names: complete, or growing page by page */
-    int err;                   /* a page failed: later calls fail the same */
-    struct listing *local;     /* local names not listed remotely, once known */
-    struct prefetch_walk *walk;  /* a table's: its partitions fetched ahead (or NULL) */
-    int at_end;                /* the remote names were read to their end */
+    enum fsp_kind kind;        /* set by fs_opendir */
+    struct scan_view *view;    /* remote names: complete, or growing page by page;
+                                  set by fs_opendir, used with lock held */
+    int err;                   /* a page failed: later calls fail the same; guarded by
+                                  lock */
+    struct listing *local;     /* local names not listed remotely, once known; guarded
+                                  by lock */
+    struct prefetch_walk *walk;  /* a table's: its partitions fetched ahead (or NULL);
+                                    set by fs_opendir, used with lock held */
+    int at_end;                /* the remote names were read to their end; guarded by
+                                  lock */
 };
 
 static void dir_handle_free(struct dir_handle *h)
@@ -56,7 +61,7 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
         fspath_free(&fp);
         return -ENOTDIR;
     }
-    if (!(h = calloc(1, sizeof(*h))) || pthread_mutex_init(&h->lock, NULL) != 0) {
+    if (!(h = calloc(1, sizeof(*h))) || lock_init(&h->lock) != 0) {
         free(h);
         fspath_free(&fp);
         return -ENOMEM;

@@ -29,30 +29,43 @@
  * come: an unmount drops the requests not yet read, and SIGTERM ends the
  * session with files open). */
 struct fs_open_link {
-    struct fs_open_link *prev, *next;
-    void (*close)(struct fs_open_link *l);    /* frees the whole handle */
+    struct fs_open_link *prev, *next;   /* guarded by fs_handles.lock */
+    void (*close)(struct fs_open_link *l);    /* frees the whole handle: set before
+                                                 it joins the list */
 };
 
-/* State of one open file (fi->fh). */
+/* State of one open file (fi->fh). What is set before the handle is given
+ * to the kernel (fs_attach) and never changes is read without a lock. */
 struct open_file {
     struct fs_open_link link;  /* first: the handle is its link (fs_attach) */
     pthread_mutex_t lock;
-    int scratch;              /* a scratch file: the bytes live in a->scratch */
-    struct buf data;          /* entity text (read: as opened; write: edited copy) */
-    char *etag;               /* ETag of the entity as read at open, NULL if new */
-    int is_new;               /* created by this handle and not yet in the table */
-    int written;              /* changed since the last commit */
-    int ever_written;         /* write/truncate happened at all */
-    int failed;               /* the last commit failed */
+    int scratch;              /* a scratch file: the bytes live in a->scratch; set
+                                 before fs_attach */
+    struct buf data;          /* entity text (read: as opened; write: edited copy);
+                                 guarded by lock */
+    char *etag;               /* ETag of the entity as read at open, NULL if new;
+                                 guarded by lock */
+    int is_new;               /* created by this handle and not yet in the table;
+                                 guarded by lock */
+    int written;              /* changed since the last commit; guarded by lock */
+    int ever_written;         /* write/truncate happened at all; guarded by lock */
+    int failed;               /* the last commit failed; guarded by lock */
     int replace;              /* a new file renamed onto an entity: its saves
-                                 replace it, even with -o merge */
-    int append;               /* opened O_APPEND: writes go to the end of our copy */
-    int trunc_open;           /* opened with O_TRUNC (bash's '>' flushes before writing) */
-    uint64_t ino;             /* inode number of the name it was opened by */
+                                 replace it, even with -o merge; guarded by lock */
+    int append;               /* opened O_APPEND: writes go to the end of our copy;
+                                 set before fs_attach */
+    int trunc_open;           /* opened with O_TRUNC (bash's '>' flushes before
+                                 writing); set before fs_attach */
+    uint64_t ino;             /* inode number of the name it was opened by; guarded
+                                 by fs_handles.lock and lock (written with both
+                                 held: fs_pending_follow) */
     int detached;             /* its name was removed or replaced (unlink, or a
-                                 rename onto it) while it was open */
-    char *path;               /* registered path of a write handle (pending list) */
-    struct open_file *pnext;  /* next in the pending list */
+                                 rename onto it) while it was open; guarded by lock */
+    char *path;               /* registered path of a write handle (pending list);
+                                 guarded by fs_handles.lock and lock (written with
+                                 both held, read with either) */
+    struct open_file *pnext;  /* next in the pending list; guarded by
+                                 fs_handles.lock */
 };
 
 /* The handle FUSE keeps for FI (NULL when FI is NULL). */
@@ -82,7 +95,8 @@ void fs_handle_take_text(struct open_file *of, char **text, size_t len);
 
 /* Make OF's text exactly LEN bytes (growth zero-filled). Returns 0, -EFBIG
  * past OPEN_FILE_MAX, or -ENOMEM; OF's text is unchanged on failure. OF's
- * lock held. */
+ * lock held, or OF not yet given to the kernel (fs_open_write): not
+ * asserted. */
 int fs_handle_resize(struct open_file *of, size_t len);
 
 /* Hand OF to the kernel as FI's handle for the file opened at PATH. Called

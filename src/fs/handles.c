@@ -12,12 +12,14 @@
 
 struct fs_handles {
     pthread_mutex_t lock;
-    struct fs_open_link *open;   /* every handle given to the kernel and not released */
-    struct open_file *pending;   /* entity handles open for writing, by path */
+    struct fs_open_link *open;   /* every handle given to the kernel and not released;
+                                    guarded by lock */
+    struct open_file *pending;   /* entity handles open for writing, by path; guarded
+                                    by lock */
     struct conflict {            /* recent ESTALE answers to path operations */
-        char *path;
-        struct timespec at;      /* CLOCK_MONOTONIC */
-    } conflicts[CONFLICTS];
+        char *path;              /* guarded by fs_handles.lock */
+        struct timespec at;      /* CLOCK_MONOTONIC; guarded by fs_handles.lock */
+    } conflicts[CONFLICTS];      /* guarded by lock */
 };
 
 /* --- handles ------------------------------------------------------------------- */
@@ -27,7 +29,7 @@ struct open_file *fs_open_file_new(void)
 {
     struct open_file *of = calloc(1, sizeof(*of));
 
-    if (of && pthread_mutex_init(&of->lock, NULL) != 0) {
+    if (of && lock_init(&of->lock) != 0) {
         free(of);
         return NULL;
     }
@@ -85,6 +87,7 @@ static void link_push(struct fs_handles *h, struct fs_open_link *l,
 /* Take L off H's list of open handles. Lock held. */
 static void link_unlink(struct fs_handles *h, struct fs_open_link *l)
 {
+    LOCK_HELD(&h->lock);
     if (l->prev)
         l->prev->next = l->next;
     else
@@ -180,7 +183,7 @@ struct fs_handles *fs_handles_new(void)
 {
     struct fs_handles *h = calloc(1, sizeof(*h));
 
-    if (h && pthread_mutex_init(&h->lock, NULL) != 0) {
+    if (h && lock_init(&h->lock) != 0) {
         free(h);
         return NULL;
     }
@@ -205,6 +208,7 @@ void fs_handles_free(struct fs_handles *h)
  * close said it was not saved. OF's lock held. */
 static int unsaved(const struct open_file *of)
 {
+    LOCK_HELD(&of->lock);
     return (of->is_new && !of->failed) || of->written;
 }
 
@@ -223,6 +227,7 @@ int fs_pending_add(struct fs_handles *h, const char *path, struct open_file *of)
 /* Take OF out of H's pending list (if it is there). H's lock held. */
 static void pending_unlink(struct fs_handles *h, struct open_file *of)
 {
+    LOCK_HELD(&h->lock);
     for (struct open_file **pp = &h->pending; *pp; pp = &(*pp)->pnext) {
         if (*pp == of) {
             *pp = of->pnext;

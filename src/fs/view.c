@@ -13,8 +13,10 @@
 struct view_dir {
     struct fs_open_link link;    /* first: the handle is its link (fs_dir_attach) */
     pthread_mutex_t lock;
-    struct view_reader *r;      /* NULL for ".where" (it lists nothing) */
-    int err;                    /* a page failed: later calls fail the same */
+    struct view_reader *r;      /* NULL for ".where" (it lists nothing); set by
+                                   fs_view_opendir, used with lock held */
+    int err;                    /* a page failed: later calls fail the same; guarded
+                                   by lock */
 };
 
 static void view_dir_free(struct view_dir *d)
@@ -111,7 +113,7 @@ int fs_view_opendir(const char *path, struct fuse_file_info *fi)
         return rc;
     if (fp.kind == FSP_VIEW_ENTITY || fp.kind < FSP_WHERE)
         rc = -ENOTDIR;
-    else if (!(d = calloc(1, sizeof(*d))) || pthread_mutex_init(&d->lock, NULL) != 0) {
+    else if (!(d = calloc(1, sizeof(*d))) || lock_init(&d->lock) != 0) {
         free(d);
         rc = -ENOMEM;
     } else {

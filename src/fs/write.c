@@ -28,7 +28,8 @@ static void partition_saved(struct aztfs *a, const char *path)
     free(dir);
 }
 
-/* Commit an entity handle if it changed. Returns 0 or -errno. Lock held. */
+/* Commit an entity handle if it changed. Returns 0 or -errno. OF's lock
+ * held. */
 static int commit_handle(struct aztfs *a, const char *path, struct open_file *of)
 {
     struct cache_file f = { 0 };
@@ -36,6 +37,7 @@ static int commit_handle(struct aztfs *a, const char *path, struct open_file *of
     char *etag = NULL;
     int rc;
 
+    LOCK_HELD(&of->lock);
     if (!of->written)
         return 0;
     if ((rc = fspath_parse(path, &fp)) == 0) {

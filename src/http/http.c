@@ -16,15 +16,18 @@
 #define POOL_MAX 16
 
 struct http_pool {
-    struct http_config cfg;
-    const struct logger *lg;
-    struct http_stats *stats;
+    struct http_config cfg;     /* set by http_pool_new */
+    const struct logger *lg;    /* set by http_pool_new */
+    struct http_stats *stats;   /* set by http_pool_new (its counters are atomic) */
     pthread_mutex_t lock;
-    CURL *idle[POOL_MAX];       /* handles with live connections, LIFO */
-    int n_idle;
-    int (*cancelled)(void *ctx);    /* see http_pool_set_cancel */
-    void *cancel_ctx;
-    int cancel_writes;              /* see http_pool_set_abort */
+    CURL *idle[POOL_MAX];       /* handles with live connections, LIFO; guarded by
+                                   lock */
+    int n_idle;                 /* guarded by lock */
+    int (*cancelled)(void *ctx);    /* see http_pool_set_cancel: set before the pool
+                                       is shared */
+    void *cancel_ctx;               /* set before the pool is shared */
+    int cancel_writes;              /* see http_pool_set_abort: set before the pool
+                                       is shared */
 };
 
 /* The largest response body accepted: a page of 1000 entities of up to
@@ -88,7 +91,7 @@ int http_pool_new(struct http_pool **out, const struct http_config *cfg,
         p->cfg.body_max = HTTP_BODY_MAX;
     p->lg = lg;
     p->stats = stats;
-    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+    if (lock_init(&p->lock) != 0) {
         free(p);
         return -ENOMEM;
     }

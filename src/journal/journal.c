@@ -27,23 +27,31 @@
 #define GROW_MAX (4u * 1024 * 1024)
 #define GROW_MIN (64u * 1024)
 
+/* LG, DIR, the names and KEY are set by journal_open and read-only after
+ * it; the rest changes with MU held (journal_open and journal_read run
+ * before anyone else uses the journal). */
 struct journal {
     pthread_mutex_t mu;
-    pthread_cond_t synced_cv;
+    pthread_cond_t synced_cv;   /* a flush ended; waited on with mu */
     struct logger *lg;
     struct safe_dir dir;        /* checked; every file is opened relative to it */
     char *name, *lock_name, *key_name, *path;
     unsigned char key[JOURNAL_KEY_LEN];
     int legacy;                 /* the key was made at the open, and nothing written
-                                 * since: the file is of the unkeyed format (or empty) */
-    int fd, lock_fd;
-    int broken;                 /* a flush failed: syncs fail until a rewrite */
-    int syncing;                /* a flush runs (its caller holds no lock) */
-    uint64_t end;               /* bytes appended, counted from the open */
-    uint64_t synced;            /* everything before this is on disk */
-    uint64_t base;              /* END at the last rewrite */
-    off_t pos;                  /* where the next record goes in the file */
-    off_t alloc;                /* the file's size: zeros from POS on */
+                                 * since: the file is of the unkeyed format (or empty);
+                                 * guarded by mu */
+    int fd;                     /* the journal file; guarded by mu (the flush reads it
+                                 * unlocked while SYNCING: a rewrite waits for that) */
+    int lock_fd;                /* its lock file, flock'ed; guarded by mu */
+    int broken;                 /* a flush failed: syncs fail until a rewrite; guarded
+                                 * by mu */
+    int syncing;                /* a flush runs (its caller holds no lock); guarded by
+                                 * mu */
+    uint64_t end;               /* bytes appended, counted from the open; guarded by mu */
+    uint64_t synced;            /* everything before this is on disk; guarded by mu */
+    uint64_t base;              /* END at the last rewrite; guarded by mu */
+    off_t pos;                  /* where the next record goes in the file; guarded by mu */
+    off_t alloc;                /* the file's size: zeros from POS on; guarded by mu */
 };
 
 /* Write all LEN bytes of DATA to FD at OFF. Returns 0 or -errno. */
@@ -102,9 +110,11 @@ static int zero_to(struct journal *j, off_t stop)
  * step, else (a disk almost full) by LEN exactly. Lock held. 0 or -errno. */
 static int grow(struct journal *j, size_t len)
 {
-    off_t want = j->pos + (off_t)len, step;
+    off_t want, step;
     int rc;
 
+    LOCK_HELD(&j->mu);
+    want = j->pos + (off_t)len;
     if (j->alloc >= want)
         return 0;
     step = grow_step(j->fd);
@@ -252,7 +262,8 @@ static int load_key(struct journal *j)
 }
 
 /* Take the lock of J: NAME.lock, flock'ed. Returns 0, -EBUSY or -errno
- * (logged). */
+ * (logged). MU held, except from journal_open (nobody else has J yet): not
+ * asserted. */
 static int take_lock(struct journal *j)
 {
     char why[512];
@@ -304,7 +315,7 @@ int journal_open(const char *dir, const char *name, int allow_shared, struct log
         return -ENOMEM;
     j->fd = j->lock_fd = j->dir.fd = -1;
     j->lg = lg;
-    pthread_mutex_init(&j->mu, NULL);
+    lock_init(&j->mu);
     pthread_cond_init(&j->synced_cv, NULL);
     if ((rc = safe_dir_open(dir, 1, allow_shared, &j->dir, why, sizeof(why))) < 0) {
         log_error(lg, "journal directory: %s", why);
@@ -501,8 +512,10 @@ out:
  * again when removed)? 0, -ESTALE or -EBUSY (logged). Lock held. */
 static int check_names(struct journal *j)
 {
-    int same = safe_same_file(&j->dir, j->name, j->fd);
+    int same;
 
+    LOCK_HELD(&j->mu);
+    same = safe_same_file(&j->dir, j->name, j->fd);
     if (same != 1) {
         log_error(j->lg, "journal %s was removed or replaced while this mount uses it: it is "
                   "written again from what is queued", j->path);
@@ -584,6 +597,7 @@ static int write_new(struct journal *j, const json_t *recs, off_t *len, char **t
 /* Take the new file FD (LEN bytes) as J's journal. Lock held. */
 static void switch_to(struct journal *j, int fd, off_t len)
 {
+    LOCK_HELD(&j->mu);
     close(j->fd);
     j->fd = fd;
     j->pos = j->alloc = len;

@@ -141,17 +141,20 @@ out:
     return rc;
 }
 
+/* Everything but STOP is set before the thread starts (metrics_new,
+ * metrics_start) and read-only while it runs. */
 struct metrics {
     struct safe_dir dir;      /* the checked directory of the file */
     char *name;               /* the file's name in it */
-    struct store *s;
-    const char *mountpoint;
-    unsigned interval;
-    int started;              /* the thread runs (metrics_start) */
+    struct store *s;          /* set before the thread starts */
+    const char *mountpoint;   /* set before the thread starts */
+    unsigned interval;        /* set before the thread starts */
+    int started;              /* the thread runs (metrics_start); read by metrics_stop
+                                 on the thread that started it */
     struct workers thread;    /* the one thread that writes (util/worker.c) */
     pthread_mutex_t lock;
-    pthread_cond_t wake;      /* signalled by metrics_stop */
-    int stop;                 /* under lock */
+    pthread_cond_t wake;      /* signalled by metrics_stop; waited on with lock */
+    int stop;                 /* guarded by lock */
 };
 
 /* Write the file, logging a failure (once per kind of failure in a row). */
@@ -219,7 +222,7 @@ int metrics_start(struct metrics *m, struct store *s, const char *mountpoint,
              pthread_cond_init(&m->wake, &ca) == 0;
         pthread_condattr_destroy(&ca);
     }
-    if (ok && pthread_mutex_init(&m->lock, NULL) != 0) {
+    if (ok && lock_init(&m->lock) != 0) {
         pthread_cond_destroy(&m->wake);
         ok = 0;
     }

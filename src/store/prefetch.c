@@ -22,33 +22,43 @@ enum pf_state { PF_QUEUED, PF_RUNNING, PF_DONE };
  * prefetch_add until the walker enters the directory, the walk is
  * cancelled, the fetch fails, or (done) the listing's freshness is over. */
 struct pf_job {
-    struct pf_job *prev, *next;
-    struct prefetch *p;
-    struct prefetch_walk *walk;    /* NULL once its directory handle is closed */
-    char *table, *pk, *dir;
-    uint64_t hash;                 /* of dir */
-    enum pf_state state;
-    int cancel;                    /* stop before the next page */
-    int claimed;                   /* a walker waits for it: no size limit */
-    size_t bytes;                  /* charged to the cache so far */
-    struct timespec done_at;       /* PF_DONE: when */
+    struct pf_job *prev, *next;    /* guarded by prefetch.lock */
+    struct prefetch *p;            /* set by prefetch_add */
+    struct prefetch_walk *walk;    /* NULL once its directory handle is closed; guarded
+                                      by prefetch.lock */
+    char *table, *pk, *dir;        /* set by prefetch_add */
+    uint64_t hash;                 /* of dir: set by prefetch_add */
+    enum pf_state state;           /* guarded by prefetch.lock */
+    int cancel;                    /* stop before the next page; guarded by
+                                      prefetch.lock */
+    int claimed;                   /* a walker waits for it: no size limit; guarded by
+                                      prefetch.lock */
+    size_t bytes;                  /* charged to the cache so far; guarded by
+                                      prefetch.lock */
+    struct timespec done_at;       /* PF_DONE: when; guarded by prefetch.lock */
 };
 
 struct prefetch_walk {
-    struct prefetch *p;
-    char *table;
+    struct prefetch *p;            /* set by prefetch_walk_new */
+    char *table;                   /* set by prefetch_walk_new */
 };
 
 struct prefetch {
-    struct store *st;              /* borrowed */
+    struct store *st;              /* borrowed; set by prefetch_new */
     pthread_mutex_t lock;
-    pthread_cond_t work;           /* a job was added, the budget freed, or stop */
-    pthread_cond_t done;           /* a running job ended */
-    struct pf_job *head, *tail;
-    size_t jobs;
-    size_t held, budget;           /* bytes of listings fetched and not entered, limit */
-    struct workers threads;        /* util/worker.c, started with the first job */
-    int nthreads, started, stop;   /* nthreads: asked for */
+    pthread_cond_t work;           /* a job was added, the budget freed, or stop; waited
+                                      on with lock */
+    pthread_cond_t done;           /* a running job ended; waited on with lock */
+    struct pf_job *head, *tail;    /* guarded by lock */
+    size_t jobs;                   /* guarded by lock */
+    size_t held;                   /* bytes of listings fetched and not entered; guarded
+                                      by lock */
+    size_t budget;                 /* the limit of HELD: set by prefetch_new */
+    struct workers threads;        /* util/worker.c, started with the first job; guarded
+                                      by lock (prefetch_free joins them unlocked once
+                                      STOP lets no one start more) */
+    int nthreads;                  /* asked for, then started; guarded by lock */
+    int started, stop;             /* guarded by lock */
 };
 
 static void job_free(struct pf_job *j)
@@ -59,8 +69,9 @@ static void job_free(struct pf_job *j)
     free(j);
 }
 
-/* Take J out of P's list (P locked) and free it; its bytes are no longer
- * owed to a walker. */
+/* Take J out of P's list (P locked, or shared with no one: prefetch_free
+ * once the workers are joined; not asserted) and free it; its bytes are no
+ * longer owed to a walker. */
 static void job_drop(struct prefetch *p, struct pf_job *j)
 {
     if (j->prev)
@@ -93,6 +104,7 @@ static void reap(struct prefetch *p)
     struct timespec now;
     struct pf_job *j, *next;
 
+    LOCK_HELD(&p->lock);
     clock_gettime(CLOCK_MONOTONIC, &now);
     for (j = p->head; j; j = next) {
         next = j->next;
@@ -123,6 +135,7 @@ static int job_stop(void *ctx, size_t bytes)
 /* The first queued job, when the budget allows another fetch (P locked). */
 static struct pf_job *next_job(struct prefetch *p)
 {
+    LOCK_HELD(&p->lock);
     if (p->held >= p->budget)
         return NULL;
     for (struct pf_job *j = p->head; j; j = j->next)
@@ -136,6 +149,7 @@ static void run_job(struct prefetch *p, struct pf_job *j)
 {
     int rc;
 
+    LOCK_HELD(&p->lock);
     j->state = PF_RUNNING;
     pthread_mutex_unlock(&p->lock);
     rc = scan_fetch_partition(p->st, j->table, j->pk, j->dir, job_stop, j);
@@ -188,7 +202,7 @@ struct prefetch *prefetch_new(struct store *s, int n, int *err)
     p->st = s;
     p->nthreads = n;
     p->budget = cs.max_bytes / 4;
-    pthread_mutex_init(&p->lock, NULL);
+    lock_init(&p->lock);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
     return p;
@@ -199,6 +213,7 @@ static void start_workers(struct prefetch *p)
 {
     int n;
 
+    LOCK_HELD(&p->lock);
     p->started = 1;
     n = workers_start(&p->threads, "aztfs-prefetch", p->nthreads, worker_main, p);
     if (n < p->nthreads)

@@ -10,22 +10,23 @@
 
 /* A scratch file or a local directory; few exist at a time, so a list will do. */
 struct node {
-    char *path;
-    int is_dir;
-    struct buf data;          /* the file's bytes */
+    char *path;               /* guarded by scratch.lock */
+    int is_dir;               /* guarded by scratch.lock */
+    struct buf data;          /* the file's bytes; guarded by scratch.lock */
     size_t charged;           /* its size rounded up to SCRATCH_PAGE: what it
-                                 counts in scratch.used */
-    mode_t mode;
-    struct timespec mtime;
-    struct node *next;
+                                 counts in scratch.used; guarded by scratch.lock */
+    mode_t mode;              /* guarded by scratch.lock */
+    struct timespec mtime;    /* guarded by scratch.lock */
+    struct node *next;        /* guarded by scratch.lock */
 };
 
 struct scratch {
     pthread_mutex_t lock;
-    struct node *head;
-    size_t used;              /* sum of every node's charge: at most max */
-    size_t max;               /* -o scratch_size, in bytes */
-    const struct logger *log;
+    struct node *head;        /* guarded by lock */
+    size_t used;              /* sum of every node's charge: at most max; guarded by
+                                 lock */
+    size_t max;               /* -o scratch_size, in bytes: set by scratch_new */
+    const struct logger *log; /* set by scratch_new */
 };
 
 /* See scratch.h. */
@@ -33,7 +34,7 @@ struct scratch *scratch_new(size_t max_bytes, const struct logger *log)
 {
     struct scratch *s = calloc(1, sizeof(*s));
 
-    if (s && pthread_mutex_init(&s->lock, NULL) != 0) {
+    if (s && lock_init(&s->lock) != 0) {
         free(s);
         return NULL;
     }
@@ -68,6 +69,7 @@ void scratch_free(struct scratch *s)
 /* Find PATH of the given kind. Lock held. */
 static struct node *find(struct scratch *s, const char *path, int is_dir)
 {
+    LOCK_HELD(&s->lock);
     for (struct node *n = s->head; n; n = n->next)
         if (n->is_dir == is_dir && strcmp(n->path, path) == 0)
             return n;
@@ -77,8 +79,10 @@ static struct node *find(struct scratch *s, const char *path, int is_dir)
 /* Unlink and free N. Lock held. */
 static void drop(struct scratch *s, struct node *n)
 {
-    struct node **pp = &s->head;
+    struct node **pp;
 
+    LOCK_HELD(&s->lock);
+    pp = &s->head;
     while (*pp != n)
         pp = &(*pp)->next;
     *pp = n->next;
@@ -104,8 +108,10 @@ static void now(struct timespec *ts)
 /* Add a new node. Lock held. */
 static int add(struct scratch *s, const char *path, int is_dir, mode_t mode)
 {
-    struct node *n = calloc(1, sizeof(*n));
+    struct node *n;
 
+    LOCK_HELD(&s->lock);
+    n = calloc(1, sizeof(*n));
     if (!n || !(n->path = strdup(path))) {
         free(n);
         return -ENOMEM;
@@ -163,7 +169,8 @@ static size_t page_up(size_t len)
 
 /* After a shrink: give back what N's buffer holds beyond about twice its
  * bytes (a fresh buffer of the right size replaces it). Best effort: when
- * that cannot be had, the old buffer stays. Lock held. */
+ * that cannot be had, the old buffer stays. Lock held (not asserted: N
+ * does not lead to its store). */
 static void refit(struct node *n)
 {
     struct buf b = BUF_INIT(SCRATCH_MAX_BYTES);
@@ -188,9 +195,11 @@ static void refit(struct node *n)
  * -ENOSPC or -ENOMEM (N unchanged). Lock held. */
 static int resize(struct scratch *s, struct node *n, size_t len)
 {
-    size_t charge = page_up(len);
+    size_t charge;
     int rc;
 
+    LOCK_HELD(&s->lock);
+    charge = page_up(len);
     if (len > SCRATCH_MAX_BYTES)
         return -EFBIG;
     if (len != n->data.len) {

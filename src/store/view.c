@@ -10,7 +10,10 @@
 #include "names/names.h"
 #include "store/store.h"
 
-/* One view query under way: the listing of DIR as the pages come. */
+/* One view query under way: the listing of DIR as the pages come. It
+ * belongs to one thread at a time (the one that runs or reads it); while
+ * it waits in a struct view_pending only NEXT changes, and others read
+ * DIR (set when it is made) to find it. */
 struct vstream {
     struct store *s;
     char *table;
@@ -27,12 +30,12 @@ struct vstream {
     char *vdir;                 /* by_partition: its path in the view, */
     struct listing *part;       /* by_partition: and its entities so far */
     double started;             /* CLOCK_MONOTONIC seconds of its first page */
-    struct vstream *next;       /* in struct view_pending */
+    struct vstream *next;       /* in struct view_pending; guarded by view_pending.lock */
 };
 
 struct view_pending {
     pthread_mutex_t lock;
-    struct vstream *head;       /* newest first */
+    struct vstream *head;       /* newest first; guarded by lock */
 };
 
 struct view_reader {
@@ -234,7 +237,7 @@ struct view_pending *view_pending_new(void)
 {
     struct view_pending *vp = calloc(1, sizeof(*vp));
 
-    if (vp && pthread_mutex_init(&vp->lock, NULL) != 0) {
+    if (vp && lock_init(&vp->lock) != 0) {
         free(vp);
         return NULL;
     }

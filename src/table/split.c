@@ -34,42 +34,61 @@
 #include "util/util.h"
 #include "table/table_i.h"
 
+/* A page is its fetcher's until it joins its range's list, and the
+ * reader's once taken off it (table_split_next). */
 struct split_page {
-    struct split_page *next;
-    json_t *value;              /* the page's "value" array (owned; NULL: replaced by PREP) */
-    void *prep;                 /* what the split's PREP made of it (owned) */
+    struct split_page *next;    /* guarded by table_split.lock */
+    json_t *value;              /* the page's "value" array (owned; NULL: replaced by
+                                 * PREP): set before it joins the list */
+    void *prep;                 /* what the split's PREP made of it (owned): set
+                                 * before it joins the list */
 };
 
 /* A range of keys below HI (NULL: no bound) in one dimension: RowKeys of
  * partition PK when PK is set, else PartitionKeys (its lower bound is in
  * its query only). */
 struct split_range {
-    struct split_range *next;   /* key order */
-    char *pk, *hi;
-    struct table_cursor *cur;   /* its query (NULL: the range is complete) */
-    struct split_page *head, *tail;
-    size_t entities;
-    int busy;                   /* a worker is fetching its next page */
-    int rc;                     /* a failed fetch, for the reader (0: none) */
-    struct az_status st;
+    struct split_range *next;   /* key order; guarded by table_split.lock */
+    char *pk, *hi;              /* set when it is made */
+    struct table_cursor *cur;   /* its query (NULL: the range is complete); guarded by
+                                 * table_split.lock (the one fetching it, BUSY, uses
+                                 * it unlocked while its request is out) */
+    struct split_page *head, *tail;     /* guarded by table_split.lock */
+    size_t entities;            /* guarded by table_split.lock */
+    int busy;                   /* a worker is fetching its next page; guarded by
+                                 * table_split.lock */
+    int rc;                     /* a failed fetch, for the reader (0: none); guarded by
+                                 * table_split.lock */
+    struct az_status st;        /* guarded by table_split.lock */
 };
 
 struct table_split {
     pthread_mutex_t lock;
-    pthread_cond_t work;        /* a range may be fetched, or stop */
-    pthread_cond_t ready;       /* a page or a failure for the reader */
-    struct table_client *tc;
-    const struct table_cursor *c;  /* the query split (borrowed: its owner) */
-    struct split_range *ranges; /* not yet read to their end by the reader */
-    struct workers threads;     /* the fetchers (util/worker.c); none: the reader fetches */
-    int ways;
-    int one_partition;          /* cut RowKeys only */
-    int made, empty;            /* ranges made by cuts, ranges that held nothing */
-    size_t held;                /* pages fetched and not yet read, and fetches under way */
-    int stop;
-    int ended;                  /* the reader stopped it (table_split_next) */
-    struct table_prep prep;     /* the workers' work on each page (none: NULLs) */
-    void *page_prep;            /* the prep of the page the reader's FN has */
+    pthread_cond_t work;        /* a range may be fetched, or stop; waited on with lock */
+    pthread_cond_t ready;       /* a page or a failure for the reader; waited on with
+                                 * lock */
+    struct table_client *tc;    /* set by the first table_split_next, before the
+                                 * workers start; guarded by lock */
+    const struct table_cursor *c;  /* the query split (borrowed: its owner); set by
+                                    * table_split_new */
+    struct split_range *ranges; /* not yet read to their end by the reader; guarded by
+                                 * lock */
+    struct workers threads;     /* the fetchers (util/worker.c); none: the reader
+                                 * fetches. Started by the reader under lock, joined
+                                 * by table_split_free */
+    int ways;                   /* set by table_split_new */
+    int one_partition;          /* cut RowKeys only: set by table_split_new */
+    int made, empty;            /* ranges made by cuts, ranges that held nothing;
+                                 * guarded by lock */
+    size_t held;                /* pages fetched and not yet read, and fetches under
+                                 * way; guarded by lock */
+    int stop;                   /* guarded by lock */
+    int ended;                  /* the reader stopped it (table_split_next); guarded
+                                 * by lock */
+    struct table_prep prep;     /* the workers' work on each page (none: NULLs): set
+                                 * by table_split_new */
+    void *page_prep;            /* the prep of the page the reader's FN has: the
+                                 * reader's alone, no lock */
 };
 
 /* Free page PG of SP (NULL: nothing). */
@@ -274,6 +293,7 @@ static int open_ranges(const struct table_split *sp)
 {
     int n = 0;
 
+    LOCK_HELD(&sp->lock);
     for (const struct split_range *r = sp->ranges; r; r = r->next)
         n += r->cur != NULL;
     return n;
@@ -315,9 +335,11 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
 {
     char *rcuts[SPLIT_MAX_RANGES] = { NULL }, *pcuts[SPLIT_MAX_RANGES] = { NULL };
     struct split_range *list = NULL, **tail = &list, *nr;
-    int room = SPLIT_OPEN_PER_WAY * sp->ways - open_ranges(sp) + 1;   /* R's place too */
-    int nr_cut = 0, np_cut = 0, made = 0, rc, in_row = r->pk || sp->one_partition, big = 0;
+    int room, nr_cut = 0, np_cut = 0, made = 0, rc, in_row = r->pk || sp->one_partition;
+    int big = 0;
 
+    LOCK_HELD(&sp->lock);
+    room = SPLIT_OPEN_PER_WAY * sp->ways - open_ranges(sp) + 1;     /* R's place too */
     if (room > SPLIT_MAX_RANGES - sp->made)
         room = SPLIT_MAX_RANGES - sp->made;
     if (room < 2 || sp->empty >= SPLIT_MAX_EMPTY || !pk || !rk || !frk || (!in_row && !fpk))
@@ -413,9 +435,11 @@ static int on_fetched(void *ctx, json_t *value)
  * order. NULL: none. */
 static struct split_range *next_range(struct table_split *sp)
 {
-    struct split_range *first = NULL, *r = sp->ranges;
+    struct split_range *first = NULL, *r;
     int before = 0;
 
+    LOCK_HELD(&sp->lock);
+    r = sp->ranges;
     if (r && r->cur && !r->busy && !r->rc && !r->head)
         return r;
     if (sp->held >= (size_t)sp->ways + SPLIT_HELD_EXTRA)
@@ -440,6 +464,7 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
     struct az_status st = { 0 };
     int rc, replaced;
 
+    LOCK_HELD(&sp->lock);
     r->busy = 1;
     sp->held++;
     pthread_mutex_unlock(&sp->lock);
@@ -526,7 +551,7 @@ int table_split_new(struct table_split **out, const struct table_cursor *c, int 
     sp->one_partition = one_partition;
     if (prep && prep->prep && prep->free)
         sp->prep = *prep;
-    pthread_mutex_init(&sp->lock, NULL);
+    lock_init(&sp->lock);
     pthread_cond_init(&sp->work, NULL);
     pthread_cond_init(&sp->ready, NULL);
     *out = sp;
@@ -568,6 +593,7 @@ void table_split_free(struct table_split *sp)
 /* Start SP's workers (SP locked); without any, the reader fetches. */
 static void start_workers(struct table_split *sp, struct table_client *tc)
 {
+    LOCK_HELD(&sp->lock);
     sp->tc = tc;
     if (sp->threads.n < sp->ways)
         (void)workers_start(&sp->threads, "aztfs-split", sp->ways - sp->threads.n, worker_main,
@@ -579,6 +605,7 @@ static void drop_read(struct table_split *sp)
 {
     struct split_range *r;
 
+    LOCK_HELD(&sp->lock);
     while ((r = sp->ranges) && !r->cur && !r->head && !r->busy) {
         sp->ranges = r->next;
         range_free(sp, r);

@@ -24,8 +24,9 @@ struct entry {
 
 struct failring {
     pthread_mutex_t lock;
-    struct entry e[FAILRING_SIZE];
-    unsigned long total;        /* recorded ever; e[total % SIZE] is the next slot */
+    struct entry e[FAILRING_SIZE];  /* guarded by lock */
+    unsigned long total;        /* recorded ever; e[total % SIZE] is the next slot;
+                                   guarded by lock */
 };
 
 /* See failring.h. */
@@ -33,7 +34,7 @@ struct failring *failring_new(void)
 {
     struct failring *r = calloc(1, sizeof(*r));
 
-    if (r && pthread_mutex_init(&r->lock, NULL) != 0) {
+    if (r && lock_init(&r->lock) != 0) {
         free(r);
         return NULL;
     }
@@ -106,10 +107,12 @@ fail:
 /* The JSON of the newest N entries of R (R locked). Malloc'd, or NULL. */
 static char *dump_newest(struct failring *r, size_t n)
 {
-    json_t *root = json_pack("{s:I, s:[]}", "failures", (json_int_t)r->total, "recent");
-    json_t *list = root ? json_object_get(root, "recent") : NULL;
+    json_t *root, *list;
     char *out = NULL;
 
+    LOCK_HELD(&r->lock);
+    root = json_pack("{s:I, s:[]}", "failures", (json_int_t)r->total, "recent");
+    list = root ? json_object_get(root, "recent") : NULL;
     for (size_t i = r->total - n; list && i < r->total; i++)
         if (json_array_append_new(list, entry_json(&r->e[i % FAILRING_SIZE])) < 0)
             list = NULL;

@@ -322,6 +322,45 @@ int b64_decode(const char *in, unsigned char **out, size_t *out_len);
  * U+10FFFF) or LEN is 0. */
 int utf8_char(const char *s, size_t len, unsigned long *cp);
 
+/* ---- util/lock.c: mutexes whose holder is checked in debug builds. A debug
+ * build is one configured with --enable-sanitizers or --enable-tsan, which
+ * define AZTFS_DEBUG (and never NDEBUG: the asserts stay). Every mutex of
+ * the daemon is made by lock_init; every field a mutex guards says so
+ * where it is declared ("guarded by LOCK"), and a function that must be
+ * called with a mutex held starts with LOCK_HELD(&that mutex). */
+
+#ifdef AZTFS_DEBUG
+#include <assert.h>
+#ifdef NDEBUG
+#error "a debug build (AZTFS_DEBUG) needs assert: do not define NDEBUG"
+#endif
+#endif
+
+/* Initialise M: an error-checking mutex (PTHREAD_MUTEX_ERRORCHECK) in a
+ * debug build, so that lock_held can tell its owner (and a second lock by
+ * the owner, or an unlock by another thread, fails instead of hanging or
+ * corrupting it); a default mutex otherwise. Destroy it with
+ * pthread_mutex_destroy as any other. Returns 0 or -errno of
+ * pthread_mutexattr_init / pthread_mutex_init. */
+int lock_init(pthread_mutex_t *m);
+
+/* Does the calling thread hold M, a mutex made by lock_init? In a debug
+ * build: 1 when it does; 0 when nobody holds M or another thread does. M is
+ * left as it was either way (hence const: a function given a const
+ * struct may assert the lock of it), and the call never blocks. In other
+ * builds it cannot tell and returns 1, so that an assert of it holds.
+ * Meant for asserts (LOCK_HELD), never to decide what to do. */
+int lock_held(const pthread_mutex_t *m);
+
+/* Assert that the calling thread holds M (a pthread_mutex_t *): the first
+ * statement of a function whose contract says "lock held". Nothing in
+ * other than debug builds. */
+#ifdef AZTFS_DEBUG
+#define LOCK_HELD(m) assert(lock_held(m))
+#else
+#define LOCK_HELD(m) ((void)0)
+#endif
+
 /* ---- worker.c: the one place threads start (named, every signal blocked). */
 
 /* Threads a group holds at most (scan_parallel's and the split's maximum). */

@@ -92,12 +92,16 @@ void workers_join(struct workers *w)
 /* One thread and its one job slot. */
 struct worker {
     pthread_mutex_t lock;
-    pthread_cond_t cv;          /* a job posted, a job done, or stop: lock */
-    pthread_t tid;
-    void (*job)(void *arg);     /* the posted job not yet done (NULL: none): lock */
-    void *arg;                  /* lock */
-    int running;                /* the job is running now: lock */
-    int stop;                   /* worker_free asked the thread to end: lock */
+    pthread_cond_t cv;          /* a job posted, a job done, or stop; waited on
+                                   with lock */
+    pthread_t tid;              /* set by worker_new, read by worker_free */
+    void (*job)(void *arg);     /* the posted job not yet done (NULL: none);
+                                   guarded by lock (the thread reads it and ARG
+                                   unlocked to run it: no post changes them
+                                   until it is done) */
+    void *arg;                  /* guarded by lock */
+    int running;                /* the job is running now; guarded by lock */
+    int stop;                   /* worker_free asked the thread to end; guarded by lock */
 };
 
 static void *worker_main(void *p)
@@ -131,7 +135,7 @@ int worker_new(struct worker **out, const char *name)
     *out = NULL;
     if (!w)
         return -ENOMEM;
-    pthread_mutex_init(&w->lock, NULL);
+    lock_init(&w->lock);
     pthread_cond_init(&w->cv, NULL);
     if ((rc = start_thread(&w->tid, name, worker_main, w)) < 0) {
         pthread_cond_destroy(&w->cv);

@@ -117,7 +117,7 @@ int wb_open(const struct wb_config *cfg, const struct account *acct,
     *out = NULL;
     if (!wb)
         return -ENOMEM;
-    pthread_mutex_init(&wb->mu, NULL);
+    lock_init(&wb->mu);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&wb->work_cv, &ca);
@@ -193,6 +193,7 @@ static void log_failed(struct writeback *wb)
 {
     size_t n = 0;
 
+    LOCK_HELD(&wb->mu);
     for (struct wb_op *f = wb->failed_head; f && n < 10; f = f->next, n++)
         log_error(wb->lg, "%s: the queued %s failed (%s%s%s); it stays in the journal %s",
                   f->path, wb_kind_name(f->kind), strerror(f->err), f->why ? ": " : "",
@@ -206,6 +207,7 @@ static void log_failed(struct writeback *wb)
  * the senders and any waiting writer woken. */
 static void stop_begin(struct writeback *wb)
 {
+    LOCK_HELD(&wb->mu);
     wb->stopping = 1;
     atomic_store(&wb->stop_ms, now_ms() + (long long)(wb->cfg.stop_seconds * 1000));
     for (size_t b = 0; b < wb->n_part_buckets; b++)
@@ -278,6 +280,7 @@ static int part_in(const struct wb_part *p, const char *scope)
  * it. Lock held. */
 static int scope_busy(struct writeback *wb, const char *scope, int waiting)
 {
+    LOCK_HELD(&wb->mu);
     for (size_t b = 0; b < wb->n_part_buckets; b++)
         for (struct wb_part *p = wb->parts[b]; p; p = p->hnext)
             if (part_in(p, scope) &&

@@ -25,8 +25,10 @@ struct timespec wb_now(void)
 /* See wb_int.h. */
 int wb_wait_sent(struct writeback *wb)
 {
-    struct timespec until = wb_now();
+    struct timespec until;
 
+    LOCK_HELD(&wb->mu);
+    until = wb_now();
     until.tv_nsec += WB_WAIT_STEP_MS * 1000000L;
     if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
@@ -59,7 +61,8 @@ struct wb_ent *wb_ent_get(struct writeback *wb, const char *path, int create)
     return e;
 }
 
-/* Free PATH's entity entry when nothing refers to it any more. */
+/* Free PATH's entity entry when nothing refers to it any more. Lock held,
+ * or replaying (writeback_i.h): not asserted. */
 void wb_ent_release(struct writeback *wb, struct wb_ent *e)
 {
     struct wb_ent **pp = &wb->ents[hash_fnv1a(e->path) % wb->n_ent_buckets];
@@ -74,7 +77,8 @@ void wb_ent_release(struct writeback *wb, struct wb_ent *e)
     free(e);
 }
 
-/* The partition entry of directory DIR (created with TABLE and PK), or NULL. */
+/* The partition entry of directory DIR (created with TABLE and PK), or NULL.
+ * Lock held, or replaying (writeback_i.h): not asserted. */
 struct wb_part *wb_part_get(struct writeback *wb, const char *dir, int create)
 {
     size_t b = hash_fnv1a(dir) % wb->n_part_buckets;
@@ -95,7 +99,8 @@ struct wb_part *wb_part_get(struct writeback *wb, const char *dir, int create)
     return p;
 }
 
-/* Remember that TOKEN's change was sent and the service gave ETAG. */
+/* Remember that TOKEN's change was sent and the service gave ETAG. Lock
+ * held, or replaying (writeback_i.h): not asserted. */
 void wb_done_put(struct writeback *wb, const char *token, const char *etag)
 {
     size_t b = hash_fnv1a(token) % wb->n_done_buckets;
@@ -131,6 +136,7 @@ void wb_done_put(struct writeback *wb, const char *token, const char *etag)
 /* See wb_int.h. */
 int wb_done_get(struct writeback *wb, const char *token, char **etag)
 {
+    LOCK_HELD(&wb->mu);
     *etag = NULL;
     for (struct wb_done *d = wb->dones[hash_fnv1a(token) % wb->n_done_buckets]; d;
          d = d->hnext)

@@ -106,7 +106,8 @@ void wb_failed_unlink(struct writeback *wb, struct wb_op *f)
         e->failed = NULL;
 }
 
-/* Put NEW where OLD is in its partition's queue and in its entity's chain. */
+/* Put NEW where OLD is in its partition's queue and in its entity's chain.
+ * Lock held, or replaying (writeback_i.h): not asserted. */
 void wb_op_swap(struct writeback *wb, struct wb_op *old, struct wb_op *new)
 {
     struct wb_part *p = old->part;
@@ -197,6 +198,7 @@ static int by_seq(const void *a, const void *b)
  * ones it waits for. Lock held. */
 static void collect_live(struct writeback *wb, struct wb_op **all, size_t cap, size_t *n)
 {
+    LOCK_HELD(&wb->mu);
     for (size_t b = 0; b < wb->n_ent_buckets; b++)
         for (struct wb_ent *e = wb->ents[b]; e; e = e->hnext)
             for (struct wb_op *op = e->last; op && *n < cap; op = op->dep)
@@ -228,11 +230,16 @@ static int op_records(json_t *recs, const struct wb_op *op)
 static json_t *live_records(void *ctx)
 {
     struct writeback *wb = ctx;
-    size_t cap = wb->n_queued + wb->n_sending, n = 0;
-    struct wb_op **all = calloc(cap + 1, sizeof(*all));
-    json_t *recs = json_array();
-    int ok = recs && all;
+    size_t cap, n = 0;
+    struct wb_op **all;
+    json_t *recs;
+    int ok;
 
+    LOCK_HELD(&wb->mu);
+    cap = wb->n_queued + wb->n_sending;
+    all = calloc(cap + 1, sizeof(*all));
+    recs = json_array();
+    ok = recs && all;
     if (ok) {
         collect_live(wb, all, cap, &n);
         qsort(all, n, sizeof(*all), by_seq);
@@ -255,14 +262,17 @@ static json_t *live_records(void *ctx)
 /* See wb_int.h. */
 int wb_compact(struct writeback *wb)
 {
+    LOCK_HELD(&wb->mu);
     return journal_rewrite(wb->j, live_records, wb);
 }
 
 /* See wb_int.h. */
 void wb_maybe_compact(struct writeback *wb)
 {
-    uint64_t live = wb->bytes + 512 * (uint64_t)wb->n_failed;
+    uint64_t live;
 
+    LOCK_HELD(&wb->mu);
+    live = wb->bytes + 512 * (uint64_t)wb->n_failed;
     if (journal_size(wb->j) > WB_COMPACT_MIN && journal_size(wb->j) > 2 * live)
         (void)wb_compact(wb);
 }

@@ -63,9 +63,11 @@ void wb_calls_run(struct writeback *wb, struct wb_call *calls)
 void wb_op_applied(struct writeback *wb, struct wb_op *op, const char *etag,
                    struct wb_call **calls)
 {
-    struct wb_ent *e = wb_ent_get(wb, op->path, 0);
+    struct wb_ent *e;
     char tok[64];
 
+    LOCK_HELD(&wb->mu);
+    e = wb_ent_get(wb, op->path, 0);
     wb_op_token(op, tok);
     wb_done_put(wb, tok, etag);
     if (op->succ) {             /* the next change of the entity is guarded by it */
@@ -86,7 +88,8 @@ void wb_op_applied(struct writeback *wb, struct wb_op *op, const char *etag,
 }
 
 /* Put OP on the failed list as its entity's failed change (replacing an
- * older one), with -RC and WHY. */
+ * older one), with -RC and WHY. Lock held, or replaying (writeback_i.h): not
+ * asserted. */
 void wb_failed_keep(struct writeback *wb, struct wb_op *op, int rc, const char *why)
 {
     struct wb_ent *e = wb_ent_get(wb, op->path, 1);
@@ -121,10 +124,12 @@ void wb_failed_keep(struct writeback *wb, struct wb_op *op, int rc, const char *
 void wb_op_failed(struct writeback *wb, struct wb_op *op, int rc, const char *why,
                   struct wb_call **calls)
 {
-    struct wb_ent *e = wb_ent_get(wb, op->path, 0);
+    struct wb_ent *e;
     const char *what = wb_kind_name(op->kind);
     json_t *rec;
 
+    LOCK_HELD(&wb->mu);
+    e = wb_ent_get(wb, op->path, 0);
     wb->n_sending--;
     wb->bytes -= op->bytes;
     /* later changes of the entity were made on top of this one: they fail

@@ -137,6 +137,7 @@ struct ready {
 /* Forget R (its op was not queued). Lock held. */
 static void ready_drop(struct writeback *wb, struct ready *r)
 {
+    LOCK_HELD(&wb->mu);
     wb_op_free(r->op);
     r->op = NULL;
     if (r->e && !r->e->last && !r->e->failed)
@@ -153,6 +154,7 @@ static int change_build(struct writeback *wb, const struct wb_change *c, uint64_
     char *if_match = NULL;
     int rc;
 
+    LOCK_HELD(&wb->mu);
     memset(r, 0, sizeof(*r));
     if (!(r->e = wb_ent_get(wb, c->path, 1)))
         return -ENOMEM;
@@ -183,6 +185,7 @@ static int change_apply(struct writeback *wb, const struct wb_change *c, struct 
     struct wb_ent *e = r->e;
     char *dir, tok[64];
 
+    LOCK_HELD(&wb->mu);
     r->op = NULL;
     if (!op) {                      /* an insert deleted before it was sent */
         wb_part_unlink(last);
@@ -232,6 +235,7 @@ static int wait_room(struct writeback *wb, const char *path)
 {
     int rc = 0;
 
+    LOCK_HELD(&wb->mu);
     while (wb->bytes >= wb->cfg.max_bytes && !wb->stopping && rc == 0) {
         wb->urgent = 1;         /* the queue is full: send, and wait for room */
         pthread_cond_broadcast(&wb->work_cv);
@@ -249,8 +253,10 @@ static int wait_room(struct writeback *wb, const char *path)
  * room (logged), or -EINTR. */
 static int make_room(struct writeback *wb, const char *path, int *waited)
 {
-    int compacted = wb_compact(wb) == 0;
+    int compacted;
 
+    LOCK_HELD(&wb->mu);
+    compacted = wb_compact(wb) == 0;
     if (compacted && !*waited) {
         *waited = 1;            /* dead records are gone: try once at once */
         return 0;
@@ -293,8 +299,10 @@ static int submit_locked(struct writeback *wb, const struct wb_change *c, size_t
                          char **tokens, uint64_t *lsn)
 {
     struct ready r[2];
-    int rc = wait_room(wb, c[0].path), waited = 0;
+    int rc, waited = 0;
 
+    LOCK_HELD(&wb->mu);
+    rc = wait_room(wb, c[0].path);
     while (rc == 0) {
         uint64_t group = n > 1 ? wb->next_seq : 0;
         json_t *recs = json_array();

@@ -129,6 +129,7 @@ size_t wb_take_batch(struct writeback *wb, int force, struct wb_op **ops,
     struct wb_part *p = NULL;
     size_t n;
 
+    LOCK_HELD(&wb->mu);
     *wait_until = next;
     if (wb->stopping && stop_passed(wb))
         return 0;           /* stopped: what is left stays in the journal */

@@ -25,98 +25,143 @@ enum wb_state { WS_QUEUED, WS_SENDING, WS_FAILED };
 
 struct wb_part;
 
-/* One queued change of one entity (merged changes are one op). */
+/* Everything below is write-behind's lock's (writeback.mu) once wb_open
+ * has returned; wb_open (and wb_replay in it) builds it before anyone
+ * else has WB, without the lock. */
+
+/* One queued change of one entity (merged changes are one op). A batch
+ * taken to be sent (WS_SENDING) belongs to its sender, which reads what
+ * never changes while an op is sent (kind, entity, if_match, path and
+ * keys, part, sent_at) without the lock. */
 struct wb_op {
-    uint64_t seq;               /* its journal record; its token's number */
-    enum wb_kind kind;
-    enum wb_state state;
-    json_t *entity;             /* wire form without keys; NULL for a delete */
-    char *if_match;             /* real ETag, or the token of DEP */
-    char *path, *table, *pk, *rk;
-    uint64_t group;             /* nonzero: sent in one batch with its group */
-    struct wb_op *dep;          /* the earlier change of this entity it waits for */
-    struct wb_op *succ;         /* the later change waiting for this one */
-    struct timespec sent_at;    /* first handed to the network (0: never) */
-    int done;                   /* WS_SENDING: applied, being settled (done_etag) */
-    char *done_etag;            /* the ETag the service gave (NULL: none, a delete) */
-    struct timespec queued_at;  /* monotonic, for the delay */
-    int err;                    /* WS_FAILED: the positive errno */
-    char *why;                  /* WS_FAILED: what the service said */
-    size_t bytes;               /* what it weighs in the queue */
-    struct wb_part *part;
-    struct wb_op *prev, *next;  /* the partition's queue, or the failed list */
+    uint64_t seq;               /* its journal record; its token's number: set when
+                                 * it is made */
+    enum wb_kind kind;          /* set when it is made */
+    enum wb_state state;        /* guarded by writeback.mu */
+    json_t *entity;             /* wire form without keys; NULL for a delete: set when
+                                 * it is made */
+    char *if_match;             /* real ETag, or the token of DEP; guarded by
+                                 * writeback.mu (fixed once WS_SENDING) */
+    char *path, *table, *pk, *rk;   /* set when it is made */
+    uint64_t group;             /* nonzero: sent in one batch with its group; set when
+                                 * it is made */
+    struct wb_op *dep;          /* the earlier change of this entity it waits for;
+                                 * guarded by writeback.mu */
+    struct wb_op *succ;         /* the later change waiting for this one; guarded by
+                                 * writeback.mu */
+    struct timespec sent_at;    /* first handed to the network (0: never); guarded by
+                                 * writeback.mu (written by its sender only) */
+    int done;                   /* WS_SENDING: applied, being settled (done_etag);
+                                 * guarded by writeback.mu */
+    char *done_etag;            /* the ETag the service gave (NULL: none, a delete);
+                                 * guarded by writeback.mu */
+    struct timespec queued_at;  /* monotonic, for the delay; set when it is queued */
+    int err;                    /* WS_FAILED: the positive errno; guarded by
+                                 * writeback.mu */
+    char *why;                  /* WS_FAILED: what the service said; guarded by
+                                 * writeback.mu */
+    size_t bytes;               /* what it weighs in the queue: set when it is made */
+    struct wb_part *part;       /* set when it is queued */
+    struct wb_op *prev, *next;  /* the partition's queue, or the failed list; guarded
+                                 * by writeback.mu */
 };
 
 /* The changes of one partition, in the order they were made. */
 struct wb_part {
-    char *dir;                  /* "/table/partition" as the mount shows it */
-    char *table, *pk;
-    struct wb_op *head, *tail;  /* queued (not sending) changes */
-    size_t n;                   /* how many */
-    int gave_up;                /* closing: a transient failure; left for the next mount */
-    int sending;                /* a batch of it is out */
-    int flush;                  /* asked to go now (fsync, sync, unmount) */
-    struct timespec not_before; /* monotonic: backoff after a transient failure */
-    unsigned backoff;           /* seconds of the next backoff */
-    struct wb_part *hnext;      /* the parts hash chain */
+    char *dir;                  /* "/table/partition" as the mount shows it: set when
+                                 * it is made */
+    char *table, *pk;           /* set with its first change; guarded by writeback.mu */
+    struct wb_op *head, *tail;  /* queued (not sending) changes; guarded by
+                                 * writeback.mu */
+    size_t n;                   /* how many; guarded by writeback.mu */
+    int gave_up;                /* closing: a transient failure; left for the next
+                                 * mount; guarded by writeback.mu */
+    int sending;                /* a batch of it is out; guarded by writeback.mu */
+    int flush;                  /* asked to go now (fsync, sync, unmount); guarded by
+                                 * writeback.mu */
+    struct timespec not_before; /* monotonic: backoff after a transient failure;
+                                 * guarded by writeback.mu */
+    unsigned backoff;           /* seconds of the next backoff; guarded by writeback.mu */
+    struct wb_part *hnext;      /* the parts hash chain; guarded by writeback.mu */
 };
 
 /* An entity with a queued, sending or failed change. */
 struct wb_ent {
-    char *path;
-    struct wb_op *last;         /* its latest queued or sending change */
-    struct wb_op *failed;       /* its failed change */
-    struct wb_ent *hnext;
+    char *path;                 /* set when it is made */
+    struct wb_op *last;         /* its latest queued or sending change; guarded by
+                                 * writeback.mu */
+    struct wb_op *failed;       /* its failed change; guarded by writeback.mu */
+    struct wb_ent *hnext;       /* guarded by writeback.mu */
 };
 
 /* A token whose change was sent, with the ETag the service gave. */
 struct wb_done {
-    char *token, *etag;
-    struct wb_done *hnext;
+    char *token, *etag;         /* set when it is made */
+    struct wb_done *hnext;      /* guarded by writeback.mu */
 };
 
 struct writeback {
     pthread_mutex_t mu;
-    pthread_cond_t work_cv;     /* senders: something to send */
-    pthread_cond_t done_cv;     /* flushers, waiting writers: something was sent */
-    struct wb_config cfg;
+    pthread_cond_t work_cv;     /* senders: something to send; waited on with mu */
+    pthread_cond_t done_cv;     /* flushers, waiting writers: something was sent;
+                                 * waited on with mu */
+    struct wb_config cfg;       /* set before the threads start (wb_open: fit_queue
+                                 * bounds max_bytes) */
     struct table_client *tc;    /* owned: write-behind's own connections, cut
-                                 * short at the stop deadline (wb_aborted) */
-    struct logger *lg;          /* borrowed */
-    struct wb_hooks hooks;
-    struct journal *j;
-    char *journal_name;
-    uint64_t next_seq;
-    size_t bytes;               /* queued and sending */
-    size_t n_queued, n_sending, n_failed;
-    size_t n_applied;           /* changes applied since the mount */
-    unsigned n_damaged;         /* journal stretches skipped at the mount (damaged, refused) */
-    struct wb_ent **ents;       /* hash by path */
-    size_t n_ent_buckets, n_ents;
-    struct wb_part **parts;     /* hash by directory */
-    size_t n_part_buckets, n_parts;
-    struct wb_done **dones;     /* ring-bounded map token -> ETag */
-    size_t n_done_buckets, n_dones;
-    struct wb_op *failed_head;  /* the failed changes, oldest first */
-    int stopping, urgent;       /* closing; queue full: send everything */
+                                 * short at the stop deadline (wb_aborted); set by
+                                 * wb_open */
+    struct logger *lg;          /* borrowed; set by wb_open */
+    struct wb_hooks hooks;      /* set by wb_open */
+    struct journal *j;          /* set by wb_open (NULL while wb_replay reads it);
+                                 * the journal has its own lock */
+    char *journal_name;         /* unused */
+    uint64_t next_seq;          /* guarded by mu */
+    size_t bytes;               /* queued and sending; guarded by mu */
+    size_t n_queued, n_sending, n_failed;   /* guarded by mu */
+    size_t n_applied;           /* changes applied since the mount; guarded by mu */
+    unsigned n_damaged;         /* journal stretches skipped at the mount (damaged,
+                                 * refused): set by wb_open (wb_replay) */
+    struct wb_ent **ents;       /* hash by path: the array set by wb_open, its chains
+                                 * guarded by mu */
+    size_t n_ent_buckets;       /* set by wb_open */
+    size_t n_ents;              /* guarded by mu */
+    struct wb_part **parts;     /* hash by directory: the array set by wb_open, its
+                                 * chains guarded by mu */
+    size_t n_part_buckets;      /* set by wb_open */
+    size_t n_parts;             /* guarded by mu */
+    struct wb_done **dones;     /* ring-bounded map token -> ETag: the array set by
+                                 * wb_open, its chains guarded by mu */
+    size_t n_done_buckets;      /* set by wb_open */
+    size_t n_dones;             /* guarded by mu */
+    struct wb_op *failed_head;  /* the failed changes, oldest first; guarded by mu */
+    int stopping, urgent;       /* closing; queue full: send everything; guarded by mu */
     atomic_llong stop_ms;       /* closing: the monotonic ms when sending ends (0: not) */
-    struct workers senders;     /* the sending threads (util/worker.c) */
-    int n_threads;              /* how many were started (stays after they are joined) */
+    struct workers senders;     /* the sending threads (util/worker.c): started and
+                                 * joined by the thread that opens and closes WB */
+    int n_threads;              /* how many were started (stays after they are joined);
+                                 * guarded by mu (wb_start, its only writer, and
+                                 * wb_close read it unlocked) */
 };
 
 /* --- writeback/maps.c, writeback/ops.c and writeback/outcome.c, for the
- * others (lock held unless said) --- */
+ * others (lock held unless said). "Or replaying": also called by
+ * wb_replay, at wb_open, without the lock (nobody else has WB yet); those
+ * do not assert it. --- */
 
-/* The entity entry of PATH (creating it when CREATE), or NULL. */
+/* The entity entry of PATH (creating it when CREATE), or NULL. Or
+ * replaying. */
 struct wb_ent *wb_ent_get(struct writeback *wb, const char *path, int create);
 
-/* The entity entry of PATH freed when it holds no change any more. */
+/* The entity entry of PATH freed when it holds no change any more. Or
+ * replaying. */
 void wb_ent_release(struct writeback *wb, struct wb_ent *e);
 
-/* The partition entry of directory DIR (created when CREATE), or NULL. */
+/* The partition entry of directory DIR (created when CREATE), or NULL. Or
+ * replaying. */
 struct wb_part *wb_part_get(struct writeback *wb, const char *dir, int create);
 
-/* Remember that TOKEN's change was sent and the service gave ETAG. */
+/* Remember that TOKEN's change was sent and the service gave ETAG. Or
+ * replaying. */
 void wb_done_put(struct writeback *wb, const char *token, const char *etag);
 
 /* The ETag the service gave TOKEN's change: 1 with *etag malloc'd, 0
@@ -131,17 +176,19 @@ const char *wb_kind_name(enum wb_kind k);
 
 void wb_op_free(struct wb_op *op);
 
-/* Put NEW where OLD is (queue, entity chain) and free OLD. */
+/* Put NEW where OLD is (queue, entity chain) and free OLD. Or replaying. */
 void wb_op_swap(struct writeback *wb, struct wb_op *old, struct wb_op *new);
 
 /* OP's journal record (a new reference or NULL); REPLACES: the seq of
  * the change it was merged into (0: none). */
 json_t *wb_op_record(const struct wb_op *op, uint64_t replaces);
 
-/* Take failed change F off the failed list (and its entity's). */
+/* Take failed change F off the failed list (and its entity's). Or
+ * replaying. */
 void wb_failed_unlink(struct writeback *wb, struct wb_op *f);
 
-/* Keep OP as its entity's failed change (replacing an older one). */
+/* Keep OP as its entity's failed change (replacing an older one). Or
+ * replaying. */
 void wb_failed_keep(struct writeback *wb, struct wb_op *op, int rc, const char *why);
 
 /* Queue a hook call (applied or failed) for OP on *CALLS. */
@@ -149,10 +196,11 @@ struct wb_call;
 void wb_call_add(struct wb_call **calls, int applied, const struct wb_op *op,
                  const char *etag);
 
-/* Append OP to its partition's queue. */
+/* Append OP to its partition's queue. Or replaying. (These three are not
+ * given WB: nothing to assert the lock of.) */
 void wb_part_push_back(struct wb_op *op);
 
-/* Remove OP from its partition's queue. */
+/* Remove OP from its partition's queue. Or replaying. */
 void wb_part_unlink(struct wb_op *op);
 
 /* Put OP back at the head of its partition's queue. */
@@ -170,7 +218,10 @@ void wb_op_failed(struct writeback *wb, struct wb_op *op, int rc, const char *wh
 /* Make the hook calls of CALLS (lock not held) and free them. */
 void wb_calls_run(struct writeback *wb, struct wb_call *calls);
 
-/* Append REC (stolen) to the journal and flush it. 0 or -EIO. */
+/* Append REC (stolen) to the journal and flush it. 0 or -EIO. With the
+ * lock held or not: the senders call it unlocked (mark_sent,
+ * batch_applied), the others locked; it touches only WB->j, which has its
+ * own lock. */
 int wb_journal(struct writeback *wb, json_t *rec);
 
 /* The ops of SEQS as a JSON array of numbers (new reference), or NULL. */
@@ -193,7 +244,9 @@ int wb_wait_sent(struct writeback *wb);
 /* Read the journal back into WB's queue (nothing sent; failed changes stay
  * failed), counting what was damaged or refused (wb->n_damaged) and setting
  * next_seq past every seq read. The caller then compacts the journal (an
- * append after a torn end would join it). Returns 0 or -errno. */
+ * append after a torn end would join it). Lock not held: called by wb_open
+ * before anyone else has WB (it takes the lock in wb_resolve). Returns 0
+ * or -errno. */
 int wb_replay(struct writeback *wb);
 
 /* --- writeback/ops.c: compaction --- */
