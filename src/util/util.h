@@ -344,12 +344,13 @@ int utf8_char(const char *s, size_t len, unsigned long *cp);
  * pthread_mutexattr_init / pthread_mutex_init. */
 int lock_init(pthread_mutex_t *m);
 
-/* Does the calling thread hold M, a mutex made by lock_init? In a debug
- * build: 1 when it does; 0 when nobody holds M or another thread does. M is
- * left as it was either way (hence const: a function given a const
- * struct may assert the lock of it), and the call never blocks. In other
- * builds it cannot tell and returns 1, so that an assert of it holds.
- * Meant for asserts (LOCK_HELD), never to decide what to do. */
+/* Does the calling thread hold M, an error-checking mutex (what lock_init
+ * makes in a debug build)? 1 when it does; 0 when nobody holds M or another
+ * thread does. M is left as it was either way (hence const: a function
+ * given a const struct may assert the lock of it), and the call never
+ * blocks. Of a default mutex (lock_init's in other builds) it cannot tell:
+ * LOCK_HELD asks it only in debug builds. Meant for asserts, never to
+ * decide what to do. */
 int lock_held(const pthread_mutex_t *m);
 
 /* Assert that the calling thread holds M (a pthread_mutex_t *): the first
