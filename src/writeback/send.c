@@ -256,10 +256,9 @@ static void batch_later(struct writeback *wb, struct wb_op **ops, size_t n, int 
     pthread_mutex_unlock(&wb->mu);
 }
 
-/* OPS[I] (and the other half of its rename) failed for good: settle them
- * and remove them from OPS. Returns the new count. */
-static size_t batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t n, size_t i,
-                                int rc, const char *why)
+/* See wb_int.h (exposed for the unit tests). */
+size_t wb_batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t n, size_t i,
+                            int rc, const char *why)
 {
     struct wb_call *calls = NULL;
     uint64_t group = ops[i]->group;
@@ -279,9 +278,8 @@ static size_t batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t
     return m;
 }
 
-/* Where to split a batch of N with no failing operation named: in the
- * middle, moved so as not to cut a rename. */
-static size_t split_at(struct wb_op **ops, size_t n)
+/* See wb_int.h (exposed for the unit tests). */
+size_t wb_split_at(struct wb_op **ops, size_t n)
 {
     size_t h = n / 2;
 
@@ -340,13 +338,13 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
         }
         idx = table_batch_failed_index(&st);
         if (idx >= 0 && (size_t)idx < n) {
-            n = batch_drop_failed(wb, ops, n, (size_t)idx, rc,
-                                  st.message[0] ? st.message : NULL);
+            n = wb_batch_drop_failed(wb, ops, n, (size_t)idx, rc,
+                                     st.message[0] ? st.message : NULL);
         } else if (n == 1 || st.http_status == 401 || st.http_status == 403) {
             while (n > 0)
-                n = batch_drop_failed(wb, ops, n, 0, rc, st.message[0] ? st.message : NULL);
+                n = wb_batch_drop_failed(wb, ops, n, 0, rc, st.message[0] ? st.message : NULL);
         } else {
-            size_t h = split_at(ops, n);
+            size_t h = wb_split_at(ops, n);
 
             wb_send_batch(wb, ops, h);
             pthread_mutex_lock(&wb->mu);

@@ -276,4 +276,18 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n);
 /* The sending threads' body (ARG a struct writeback). */
 void *wb_sender(void *arg);
 
+/* OPS[I] (and the other half of its rename) failed for good with -RC and
+ * WHY: settle them (wb_op_failed, the hooks called) and remove them from
+ * OPS (N, taken by wb_take_batch), the others kept in their order, still
+ * sending. Returns the new count. Called without the lock. Exposed for the
+ * unit tests (otherwise wb_send_batch's own). */
+size_t wb_batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t n, size_t i,
+                            int rc, const char *why);
+
+/* Where to split a batch of N (> 1) with no failing operation named: in
+ * the middle, moved so as not to cut a rename (when the rename ends the
+ * batch: the middle). Exposed for the unit tests (otherwise wb_send_batch's
+ * own). */
+size_t wb_split_at(struct wb_op **ops, size_t n);
+
 #endif
