@@ -285,9 +285,9 @@ size_t wb_batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t n, 
                             int rc, const char *why);
 
 /* Where to split a batch of N (> 1) with no failing operation named: in
- * the middle, moved so as not to cut a rename (when the rename ends the
- * batch: the middle). Exposed for the unit tests (otherwise wb_send_batch's
- * own). */
+ * the middle, moved so as not to cut a rename (after it, else before it);
+ * 0 when the batch is one rename, which is never cut. Exposed for the unit
+ * tests (otherwise wb_send_batch's own). */
 size_t wb_split_at(struct wb_op **ops, size_t n);
 
 #endif

@@ -362,8 +362,9 @@ static size_t split_of(const char *groups)
 }
 
 /* Where a batch that failed with no operation named is split: the middle,
- * moved past a rename it would cut; when the rename is the batch's end,
- * the middle. */
+ * moved past a rename it would cut, else before it; a rename alone is
+ * never cut (sent apart, its delete could go through where its write did
+ * not). */
 static void test_split_at(void)
 {
     char hundred[101];
@@ -377,7 +378,7 @@ static void test_split_at(void)
     is_int(split_of("...aa."), 3, "6 with a rename starting at the middle: the middle");
     is_int(split_of("....aa"), 3, "single changes together are no rename");
     is_int(split_of(".aa"), 1, "3, a rename at the end: before it");
-    is_int(split_of("aa"), 1, "a rename alone: the middle");
+    is_int(split_of("aa"), 0, "a rename alone: not cut (0: failed as a whole)");
     memset(hundred, '.', 100);
     hundred[100] = '\0';
     hundred[49] = hundred[50] = 'c';

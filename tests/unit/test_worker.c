@@ -11,6 +11,7 @@
 
 /* What a thread saw of itself. */
 struct seen {
+    pthread_mutex_t lock;       /* NAME is written by every thread */
     atomic_int runs;
     atomic_int all_blocked;     /* every run found SIGTERM, SIGINT, SIGUSR1 blocked */
     char name[16];
@@ -24,7 +25,9 @@ static void look(struct seen *s)
     if (!sigismember(&cur, SIGTERM) || !sigismember(&cur, SIGINT) ||
         !sigismember(&cur, SIGUSR1))
         atomic_store(&s->all_blocked, 0);
+    pthread_mutex_lock(&s->lock);
     pthread_getname_np(pthread_self(), s->name, sizeof(s->name));
+    pthread_mutex_unlock(&s->lock);
     atomic_fetch_add(&s->runs, 1);
 }
 
@@ -39,7 +42,7 @@ static void *group_main(void *p)
 static void test_group(void)
 {
     struct workers w = { .n = 0 };
-    struct seen s = { .all_blocked = 1 };
+    struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER, .all_blocked = 1 };
     sigset_t before, after;
 
     pthread_sigmask(SIG_SETMASK, NULL, &before);
@@ -60,7 +63,7 @@ static void test_group(void)
 static void test_group_bound(void)
 {
     struct workers w = { .n = 0 };
-    struct seen s = { .all_blocked = 1 };
+    struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER, .all_blocked = 1 };
 
     is_int(workers_start(&w, "t", WORKERS_MAX + 3, group_main, &s), WORKERS_MAX,
            "group: at most WORKERS_MAX threads");
