@@ -278,15 +278,20 @@ static size_t batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t
     return m;
 }
 
-/* Where to split a batch of N with no failing operation named: in the
- * middle, moved so as not to cut a rename. */
+/* Where to split a batch of N (> 1) with no failing operation named: in
+ * the middle, moved so as not to cut a rename (after it, else before it);
+ * 0 when the batch is one rename, which is never cut. */
 static size_t split_at(struct wb_op **ops, size_t n)
 {
     size_t h = n / 2;
 
     while (h < n && ops[h]->group && ops[h]->group == ops[h - 1]->group)
         h++;
-    return h < n ? h : n / 2;
+    if (h < n)
+        return h;
+    for (h = n / 2; h > 0 && ops[h]->group && ops[h]->group == ops[h - 1]->group; h--)
+        ;
+    return h;               /* 0: the batch is one rename, which is never cut */
 }
 
 /* See wb_int.h. */
@@ -297,6 +302,7 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
     struct az_status st = { 0 };
     struct timespec first;
     struct wb_part *p = ops[0]->part;
+    size_t h;
     int rc, again, idx;
 
     while (n > 0) {
@@ -341,12 +347,14 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
         if (idx >= 0 && (size_t)idx < n) {
             n = batch_drop_failed(wb, ops, n, (size_t)idx, rc,
                                   st.message[0] ? st.message : NULL);
-        } else if (n == 1 || st.http_status == 401 || st.http_status == 403) {
+        } else if (n == 1 || st.http_status == 401 || st.http_status == 403 ||
+                   (h = split_at(ops, n)) == 0) {
+            /* refused as a whole: one change, or a rename alone (its halves
+             * stand or fall together: sent apart, the delete could go
+             * through where the write did not) */
             while (n > 0)
                 n = batch_drop_failed(wb, ops, n, 0, rc, st.message[0] ? st.message : NULL);
         } else {
-            size_t h = split_at(ops, n);
-
             wb_send_batch(wb, ops, h);
             pthread_mutex_lock(&wb->mu);
             ops[h]->part->sending = 1;      /* the first half's end released it */
