@@ -14,6 +14,9 @@ of the requests (seeded RNG, so a run can be replayed), injects one fault:
                                             service's not-found code (only
                                             when asked for: not in the default
                                             mix, it is not transient)
+  400             before forwarding         400 whose error names no operation
+                                            (a batch refused as a whole; only
+                                            when asked for, as 404)
   reset           before forwarding         connection closed (RST) with no answer
   stall           before forwarding         no answer for STALL seconds, then close
   reset_after     after forwarding          request applied, connection reset
@@ -62,11 +65,11 @@ import sys
 import threading
 import time
 
-BEFORE_KINDS = ("500", "503", "503_retry", "reset", "stall", "404")
+BEFORE_KINDS = ("500", "503", "503_retry", "reset", "stall", "404", "400")
 AFTER_KINDS = ("reset_after", "503_after", "stall_after", "truncate_after")
 ALL_KINDS = BEFORE_KINDS + AFTER_KINDS
 # What a client can retry its way through (the mix when no kinds are named).
-DEFAULT_KINDS = tuple(k for k in ALL_KINDS if k != "404")
+DEFAULT_KINDS = tuple(k for k in ALL_KINDS if k not in ("404", "400"))
 
 FAULTED_KEPT = 16      # faulted requests faulted() remembers (the latest)
 
@@ -76,7 +79,8 @@ DEFAULT_WEIGHTS = {
     "reset_after": 2, "503_after": 2, "stall_after": 1, "truncate_after": 2,
 }
 
-REASONS = {404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"}
+REASONS = {400: "Bad Request", 404: "Not Found", 500: "Internal Server Error",
+           503: "Service Unavailable"}
 
 
 class _BadRequest(Exception):
@@ -362,7 +366,7 @@ class FaultProxy:
                         self._faulted.append(seen)
                     self._count(kind)
                     self._log("%s %s -> %s" % (method, target, kind))
-                if kind in ("500", "503", "503_retry", "404"):
+                if kind in ("500", "503", "503_retry", "404", "400"):
                     status = int(kind[:3])
                     extra = (["Retry-After: %s" % self.retry_after]
                              if kind == "503_retry" else [])

@@ -585,3 +585,38 @@ def test_o_excl_create_has_one_winner_across_mounts(sdk, seed, mounter, tmp_path
     sync_all(m2)
     assert t.get_entity("p", "gone")["v"] == 5
     assert pending(m1)["failed"] == 0 and pending(m2)["failed"] == 0
+
+
+def test_a_rename_refused_whole_is_never_cut_in_two(sdk, seed, mounter, azurite, tmp_path):
+    """Found after issue 29's items (a unit test of the batch split): a
+    batch that is one rename, refused by the service as a whole (a 400 that
+    names no operation), was cut between its halves to find the culprit.
+    The write then went alone and failed (its target created meanwhile),
+    the delete went alone and was applied: the renamed entity was gone from
+    the service, the rename reported failed. Now the rename fails as a
+    whole: both names reported, the source kept."""
+    t = seed.table(sdk, "wbRenameWhole")
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "s", "v": 1})
+    opts, _ = wb_options(tmp_path)
+    with FaultProxy(azurite.port, rate=0.0) as px:
+        mnt = mounter.mount(conn_str=conn_str_for(px.port), options=opts)
+        pdir = os.path.join(str(mnt), "wbRenameWhole", "p")
+        assert os.listdir(pdir) == ["s.json"]
+        os.rename(os.path.join(pdir, "s.json"), os.path.join(pdir, "t.json"))
+        t.create_entity({"PartitionKey": "p", "RowKey": "t", "v": 2})   # someone else
+        px.set_faults(rate=1.0, kinds=["400"], methods=["POST"], limit=1)
+        with pytest.raises(OSError) as ei:
+            sync_all(mnt)
+        assert ei.value.errno == errno.EIO
+        assert px.counts().get("400") == 1, px.counts()
+        assert entities(t) == {"s": 1, "t": 2}, mnt.stderr()[-3000:]
+        p = pending(mnt)
+        assert sorted(f["path"] for f in p["failures"]) == \
+            ["/wbRenameWhole/p/s.json", "/wbRenameWhole/p/t.json"], p
+        assert "the other half of its rename failed" in mnt.stderr()
+        subprocess.run(["setfattr", "-n", "user.aztfs.discard", "-v", "*", str(mnt)],
+                       check=True)
+        assert pending(mnt)["failed"] == 0
+        assert sorted(os.listdir(pdir)) == ["s.json", "t.json"]
+        assert json.load(open(os.path.join(pdir, "s.json")))["v"] == 1
+        mnt.unmount()
