@@ -57,8 +57,7 @@ static const char *config_setting(void *ctx, const char *name)
  * the sign-in settings into *CS; then scrub the secret variables (see
  * scrub_env_secret) either way.
  * Returns 0 or -errno after printing one line that says what to fix. */
-static int load_account(const struct aztfs_opts *o, struct account *acct,
-                        struct cred_settings *cs)
+static int load_account(const struct aztfs_opts *o, struct account *acct, struct cred_settings *cs)
 {
     char err[256] = "";
     const char *env = getenv("AZURE_STORAGE_CONNECTION_STRING");
@@ -70,7 +69,8 @@ static int load_account(const struct aztfs_opts *o, struct account *acct,
         if (rc < 0)
             fprintf(stderr, "aztfs: %s\n", err);
     } else if (!env || !*env) {
-        fprintf(stderr, "aztfs: no account given: use -o config=FILE or set "
+        fprintf(stderr,
+                "aztfs: no account given: use -o config=FILE or set "
                 "AZURE_STORAGE_CONNECTION_STRING (see aztfs --help)\n");
         rc = -EINVAL;
     } else {
@@ -128,8 +128,10 @@ static int sign_in(struct account *acct, const char *auth, const struct cred_set
     if (!auth && (acct->key || acct->sas))
         return 0;
     if (auth && cred_kind_parse(auth, &kind) < 0) {
-        fprintf(stderr, "aztfs: unknown auth=%s (key, sas, secret, certificate, workload, "
-                "managed, cli)\n", auth);
+        fprintf(stderr,
+                "aztfs: unknown auth=%s (key, sas, secret, certificate, workload, "
+                "managed, cli)\n",
+                auth);
         return -1;
     }
     if (!auth)
@@ -138,8 +140,8 @@ static int sign_in(struct account *acct, const char *auth, const struct cred_set
              (rc = credential_token(cred, &tok, &exp, &e)) < 0)
         credential_free(cred);
     if (rc < 0) {
-        fprintf(stderr, "aztfs: %s%s%s\n", auth ? cred_kind_describe(kind) : "",
-                auth ? ": " : "", e.msg);
+        fprintf(stderr, "aztfs: %s%s%s\n", auth ? cred_kind_describe(kind) : "", auth ? ": " : "",
+                e.msg);
         return -1;
     }
     if (token_cache_new(&acct->tokens, cred, tok, exp, lg) < 0) {
@@ -162,28 +164,30 @@ static int probe_account(struct aztfs *a, const struct account *acct)
     if (rc == 0)
         return 0;
     if (st.http_status == 0)
-        fprintf(stderr, "aztfs: cannot reach the table endpoint %s: %s\n",
-                acct->endpoint, st.message);
+        fprintf(stderr, "aztfs: cannot reach the table endpoint %s: %s\n", acct->endpoint,
+                st.message);
     else if (acct->tokens && st.http_status == 403 &&
              strncmp(st.code, "AuthorizationPermission", 23) == 0)
-        fprintf(stderr, "aztfs: the signed-in identity has no data role on account '%s' "
+        fprintf(stderr,
+                "aztfs: the signed-in identity has no data role on account '%s' "
                 "(HTTP 403 %s): assign it Storage Table Data Reader (read only) or Storage "
                 "Table Data Contributor on the storage account, then wait a few minutes\n",
                 acct->name ? acct->name : "?", st.code);
     else if (acct->tokens && (st.http_status == 403 || st.http_status == 401))
-        fprintf(stderr, "aztfs: the service refused the bearer token for account '%s' "
+        fprintf(stderr,
+                "aztfs: the service refused the bearer token for account '%s' "
                 "(HTTP %ld %s: %s): check that the token's tenant and audience fit the "
-                "account\n", acct->name ? acct->name : "?", st.http_status, st.code,
-                st.message);
+                "account\n",
+                acct->name ? acct->name : "?", st.http_status, st.code, st.message);
     else if (st.http_status == 403 || st.http_status == 401)
-        fprintf(stderr, "aztfs: the service refused the credentials for account '%s' "
+        fprintf(stderr,
+                "aztfs: the service refused the credentials for account '%s' "
                 "(HTTP %ld %s): check AccountKey or SharedAccessSignature%s\n",
-                acct->name ? acct->name : "?", st.http_status,
-                st.code[0] ? st.code : "",
+                acct->name ? acct->name : "?", st.http_status, st.code[0] ? st.code : "",
                 a->store.tables ? "" : "; a SAS scoped to some tables needs -o tables=A:B");
     else
-        fprintf(stderr, "aztfs: listing tables at %s failed: HTTP %ld %s %s\n",
-                acct->endpoint, st.http_status, st.code, st.message);
+        fprintf(stderr, "aztfs: listing tables at %s failed: HTTP %ld %s %s\n", acct->endpoint,
+                st.http_status, st.code, st.message);
     return rc;
 }
 
@@ -222,7 +226,8 @@ static void *usr1_main(void *p)
  * log that lasts: syslog for a daemon). */
 static void warn_unchecked(struct aztfs *a)
 {
-    log_warn(&a->store.log, "allow_other with no_default_permissions: the kernel checks no "
+    log_warn(&a->store.log,
+             "allow_other with no_default_permissions: the kernel checks no "
              "permissions, so every local user can read, change and delete entities and "
              "tables with the mounter's credentials");
 }
@@ -268,24 +273,24 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         goto out_signals;
     }
     if (cmd->singlethread) {
-        rc = fuse_loop(f) < 0 ? 1 : 0;   /* > 0: ended by a signal: clean */
+        rc = fuse_loop(f) < 0 ? 1 : 0; /* > 0: ended by a signal: clean */
     } else {
         lc = fuse_loop_cfg_create();
         if (!lc)
             goto out_signals;
         fuse_loop_cfg_set_clone_fd(lc, cmd->clone_fd);
         /* libfuse 3.14 leaves max_threads at UINT_MAX when not given */
-        fuse_loop_cfg_set_max_threads(lc, cmd->max_threads > 0 && cmd->max_threads <= 1000
-                                              ? cmd->max_threads : 10);
-        if (cmd->max_idle_threads <= 1000)    /* UINT_MAX: not given */
+        fuse_loop_cfg_set_max_threads(
+            lc, cmd->max_threads > 0 && cmd->max_threads <= 1000 ? cmd->max_threads : 10);
+        if (cmd->max_idle_threads <= 1000) /* UINT_MAX: not given */
             fuse_loop_cfg_set_idle_threads(lc, cmd->max_idle_threads);
         rc = fuse_loop_mt(f, lc) < 0 ? 1 : 0;
         fuse_loop_cfg_destroy(lc);
     }
 out_signals:
-    fs_handles_close_all(a->handles);   /* no callback runs any more; they use the store */
-    prefetch_free(a->prefetch);     /* before fuse_destroy: its requests ask the */
-    a->prefetch = NULL;             /* session whether to stop */
+    fs_handles_close_all(a->handles); /* no callback runs any more; they use the store */
+    prefetch_free(a->prefetch);       /* before fuse_destroy: its requests ask the */
+    a->prefetch = NULL;               /* session whether to stop */
     fs_end_session(a);
     /* unmounted before the queue's send, so that nothing waits on a mount
      * nobody serves; libfuse's signal handlers stay until the send ends
@@ -293,14 +298,14 @@ out_signals:
     fuse_unmount(f);
     unmounted = 1;
     if (store_writeback_close(&a->store) > 0 && rc == 0)
-        rc = 1;                     /* changes left in the journal: said in the log */
+        rc = 1; /* changes left in the journal: said in the log */
     if (have_usr1) {
         atomic_store(&u.stop, 1);
         pthread_kill(usr1_thread.tids[0], SIGUSR1);
         workers_join(&usr1_thread);
     }
     fuse_remove_signal_handlers(fuse_get_session(f));
-    signal(SIGTERM, SIG_IGN);       /* exiting: a late signal changes nothing */
+    signal(SIGTERM, SIG_IGN); /* exiting: a late signal changes nothing */
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
 out_unmount:
@@ -315,8 +320,8 @@ out_destroy:
  * /var/lib/aztfs for root, else $XDG_STATE_HOME/aztfs or
  * ~/.local/state/aztfs), its queue loaded and sent before the mount
  * serves. Returns 0 or -1 after printing why. */
-static int open_writeback(struct aztfs *a, const struct aztfs_opts *o,
-                          const struct account *acct, const struct http_config *hc)
+static int open_writeback(struct aztfs *a, const struct aztfs_opts *o, const struct account *acct,
+                          const struct http_config *hc)
 {
     unsigned char md[SHA256_DIGEST_LENGTH];
     const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
@@ -334,15 +339,18 @@ static int open_writeback(struct aztfs *a, const struct aztfs_opts *o,
         rc = asprintf(&dir, "%s/aztfs", xdg) < 0 ? (dir = NULL, -1) : 0;
     else if (home && *home == '/')
         rc = asprintf(&dir, "%s/.local/state/aztfs", home) < 0 ? (dir = NULL, -1) : 0;
-    if (!dir || asprintf(&name, "%s-%s.journal", acct->name ? acct->name : "account",
-                         hex) < 0) {
+    if (!dir || asprintf(&name, "%s-%s.journal", acct->name ? acct->name : "account", hex) < 0) {
         fprintf(stderr, "aztfs: no journal directory (give -o journal_dir=)\n");
         free(dir);
         return -1;
     }
-    struct wb_config cfg = { dir, name, o->writeback_ms / 1000.0,
-                             (size_t)o->writeback_queue_mb * 1024 * 1024, 4,
-                             o->writeback_stop, o->allow_shared_dirs };
+    struct wb_config cfg = { dir,
+                             name,
+                             o->writeback_ms / 1000.0,
+                             (size_t)o->writeback_queue_mb * 1024 * 1024,
+                             4,
+                             o->writeback_stop,
+                             o->allow_shared_dirs };
     rc = store_writeback_open(&a->store, &cfg, acct, hc);
     if (rc < 0)
         fprintf(stderr, "aztfs: the write-behind journal in %s cannot be used: %s\n", dir,
@@ -442,13 +450,13 @@ int main(int argc, char *argv[])
         goto out;
     }
     if (!cmd.mountpoint) {
-        fprintf(stderr, "aztfs: no mount point given (usage: aztfs [options] MOUNTPOINT; "
+        fprintf(stderr,
+                "aztfs: no mount point given (usage: aztfs [options] MOUNTPOINT; "
                 "see --help)\n");
         goto out;
     }
     if (o.loglevel && log_level_parse(o.loglevel, &a.store.log.level) < 0) {
-        fprintf(stderr, "aztfs: unknown loglevel '%s' (error, warn, info, debug)\n",
-                o.loglevel);
+        fprintf(stderr, "aztfs: unknown loglevel '%s' (error, warn, info, debug)\n", o.loglevel);
         goto out;
     }
     /* checked here, before the mount detaches: a refused place fails it */
@@ -459,7 +467,8 @@ int main(int argc, char *argv[])
     if (load_account(&o, &acct, &cs) < 0)
         goto out;
     if (strcmp(acct.scheme, "http") == 0 && !account_is_loopback(&acct) && !o.allow_http) {
-        fprintf(stderr, "aztfs: refusing plain http to %s: requests and keys would cross the "
+        fprintf(stderr,
+                "aztfs: refusing plain http to %s: requests and keys would cross the "
                 "network unencrypted; use https, or add -o allow_http if you mean it\n",
                 acct.host);
         goto out;
@@ -472,15 +481,15 @@ int main(int argc, char *argv[])
         goto out;
     }
     rc = open_mount(&a, &o, &acct, &cs) < 0 ? 1 : run_fuse(&args, &a, &cmd, &o, metrics);
-    metrics_stop(metrics);          /* the last write, with the final counts */
+    metrics_stop(metrics); /* the last write, with the final counts */
     metrics = NULL;
-    prefetch_free(a.prefetch);      /* its workers use the store */
-    view_pending_free(a.views);     /* its queries use the store's client */
-    store_writeback_close(&a.store);    /* a failed start: what is queued is sent */
+    prefetch_free(a.prefetch);       /* its workers use the store */
+    view_pending_free(a.views);      /* its queries use the store's client */
+    store_writeback_close(&a.store); /* a failed start: what is queued is sent */
     store_free(&a.store);
     token_cache_free(acct.tokens);
     scratch_free(a.scratch);
-    fs_handles_free(a.handles);     /* (closed at the loop's end, or never used) */
+    fs_handles_free(a.handles); /* (closed at the loop's end, or never used) */
     curl_global_cleanup();
 out:
     metrics_stop(metrics);

@@ -11,75 +11,56 @@
 #include "names/names.h"
 #include "options.h"
 
-#define OPT(t, p) { t, offsetof(struct aztfs_opts, p), 1 }
+#define OPT(t, p)                            \
+    {                                        \
+        t, offsetof(struct aztfs_opts, p), 1 \
+    }
 
-enum { KEY_HELP, KEY_VERSION, KEY_ALLOW_OTHER, KEY_DEFAULT_PERMISSIONS, KEY_MANAGED,
-       KEY_UMASK, KEY_FILE_MODE, KEY_DIR_MODE };
+enum {
+    KEY_HELP,
+    KEY_VERSION,
+    KEY_ALLOW_OTHER,
+    KEY_DEFAULT_PERMISSIONS,
+    KEY_MANAGED,
+    KEY_UMASK,
+    KEY_FILE_MODE,
+    KEY_DIR_MODE
+};
 
-#define SCRATCH_SIZE_MAX_MB (1024UL * 1024)   /* 1 TiB: any bigger is a typo */
+#define SCRATCH_SIZE_MAX_MB (1024UL * 1024) /* 1 TiB: any bigger is a typo */
 
 static const struct fuse_opt opt_spec[] = {
-    OPT("config=%s", config),
-    OPT("loglevel=%s", loglevel),
-    OPT("cache_timeout=%lf", cache_timeout),
-    OPT("negative_timeout=%lf", negative_timeout),
-    OPT("attr_timeout=%lf", attr_timeout),
-    OPT("cache_size=%lu", cache_size_mb),
-    OPT("scan_parallel=%d", scan_parallel),
-    OPT("scratch_size=%lu", scratch_size_mb),
-    OPT("connect_timeout=%ld", connect_timeout),
-    OPT("timeout=%ld", timeout),
-    OPT("retries=%d", retries),
-    OPT("retry_time=%ld", retry_time),
-    OPT("cafile=%s", cafile),
-    OPT("merge", merge),
-    OPT("allow_http", allow_http),
-    OPT("tables=%s", tables),
-    OPT("auth=%s", auth),
-    OPT("client_id=%s", client_id),
-    OPT("no_default_permissions", no_default_permissions),
-    OPT("logfile=%s", logfile),
-    OPT("metrics_file=%s", metrics_file),
-    OPT("metrics_interval=%u", metrics_interval),
-    OPT("allow_shared_dirs", allow_shared_dirs),
-    FUSE_OPT_KEY("umask=", KEY_UMASK),
-    FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE),
-    FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
-    OPT("ino32", ino32),
-    OPT("writeback", writeback),
-    OPT("writeback=%u", writeback_ms),
-    OPT("journal_dir=%s", journal_dir),
-    OPT("writeback_queue=%lu", writeback_queue_mb),
+    OPT("config=%s", config), OPT("loglevel=%s", loglevel), OPT("cache_timeout=%lf", cache_timeout),
+    OPT("negative_timeout=%lf", negative_timeout), OPT("attr_timeout=%lf", attr_timeout),
+    OPT("cache_size=%lu", cache_size_mb), OPT("scan_parallel=%d", scan_parallel),
+    OPT("scratch_size=%lu", scratch_size_mb), OPT("connect_timeout=%ld", connect_timeout),
+    OPT("timeout=%ld", timeout), OPT("retries=%d", retries), OPT("retry_time=%ld", retry_time),
+    OPT("cafile=%s", cafile), OPT("merge", merge), OPT("allow_http", allow_http),
+    OPT("tables=%s", tables), OPT("auth=%s", auth), OPT("client_id=%s", client_id),
+    OPT("no_default_permissions", no_default_permissions), OPT("logfile=%s", logfile),
+    OPT("metrics_file=%s", metrics_file), OPT("metrics_interval=%u", metrics_interval),
+    OPT("allow_shared_dirs", allow_shared_dirs), FUSE_OPT_KEY("umask=", KEY_UMASK),
+    FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE), FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
+    OPT("ino32", ino32), OPT("writeback", writeback), OPT("writeback=%u", writeback_ms),
+    OPT("journal_dir=%s", journal_dir), OPT("writeback_queue=%lu", writeback_queue_mb),
     OPT("writeback_stop=%u", writeback_stop),
     /* libfuse's, but aztfs sets them itself (fs/ops.c: aztfs_init) */
-    FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED),
-    FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
-    FUSE_OPT_KEY("kernel_cache", KEY_MANAGED),
-    FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
-    FUSE_OPT_KEY("noauto_cache", KEY_MANAGED),
-    FUSE_OPT_KEY("direct_io", KEY_MANAGED),
-    FUSE_OPT_KEY("use_ino", KEY_MANAGED),
-    FUSE_OPT_KEY("readdir_ino", KEY_MANAGED),
-    FUSE_OPT_KEY("hard_remove", KEY_MANAGED),
-    FUSE_OPT_KEY("nullpath_ok", KEY_MANAGED),
-    FUSE_OPT_KEY("modules=", KEY_MANAGED),
-    FUSE_OPT_KEY("subdir=", KEY_MANAGED),
+    FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED), FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
+    FUSE_OPT_KEY("kernel_cache", KEY_MANAGED), FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
+    FUSE_OPT_KEY("noauto_cache", KEY_MANAGED), FUSE_OPT_KEY("direct_io", KEY_MANAGED),
+    FUSE_OPT_KEY("use_ino", KEY_MANAGED), FUSE_OPT_KEY("readdir_ino", KEY_MANAGED),
+    FUSE_OPT_KEY("hard_remove", KEY_MANAGED), FUSE_OPT_KEY("nullpath_ok", KEY_MANAGED),
+    FUSE_OPT_KEY("modules=", KEY_MANAGED), FUSE_OPT_KEY("subdir=", KEY_MANAGED),
     /* libfuse's: seen here, and kept for it */
     FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
-    FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
-    FUSE_OPT_KEY("-h", KEY_HELP),
-    FUSE_OPT_KEY("--help", KEY_HELP),
-    FUSE_OPT_KEY("-V", KEY_VERSION),
+    FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS), FUSE_OPT_KEY("-h", KEY_HELP),
+    FUSE_OPT_KEY("--help", KEY_HELP), FUSE_OPT_KEY("-V", KEY_VERSION),
     FUSE_OPT_KEY("--version", KEY_VERSION),
     /* fstab options that mean something to mount(8) or systemd only */
-    FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
-    FUSE_OPT_KEY("comment=", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+    FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("comment=", FUSE_OPT_KEY_DISCARD),
     FUSE_OPT_END
 };
 
@@ -108,7 +89,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     switch (key) {
     case KEY_HELP:
         o->show_help = 1;
-        return 1;            /* keep: libfuse prints its own part */
+        return 1; /* keep: libfuse prints its own part */
     case KEY_VERSION:
         o->show_version = 1;
         return 1;
@@ -125,8 +106,10 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     case KEY_DIR_MODE:
         return parse_mode(arg, 07777, &o->dir_mode);
     case KEY_MANAGED:
-        fprintf(stderr, "aztfs: -o %s: aztfs sets this itself; see aztfs --help for the "
-                "options that apply\n", arg);
+        fprintf(stderr,
+                "aztfs: -o %s: aztfs sets this itself; see aztfs --help for the "
+                "options that apply\n",
+                arg);
         return -1;
     case FUSE_OPT_KEY_NONOPT:
         if (o->n_positional == 2) {
@@ -137,7 +120,7 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
         if (!o->positional[o->n_positional])
             return -1;
         o->n_positional++;
-        return 0;            /* put back below, once we know which it is */
+        return 0; /* put back below, once we know which it is */
     case FUSE_OPT_KEY_OPT:
         /* x-* options (x-systemd.*, x-gvfs-*) are for other readers of fstab */
         return strncmp(arg, "x-", 2) == 0 ? 0 : 1;
@@ -151,7 +134,8 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 static int permission_checks(struct fuse_args *args, struct aztfs_opts *o)
 {
     if (o->no_default_permissions && o->default_permissions) {
-        fprintf(stderr, "aztfs: default_permissions and no_default_permissions "
+        fprintf(stderr,
+                "aztfs: default_permissions and no_default_permissions "
                 "contradict each other: give one\n");
         return -EINVAL;
     }
@@ -180,7 +164,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
 
     memset(o, 0, sizeof(*o));
     o->cache_timeout = 30.0;
-    o->attr_timeout = NAN;    /* unset: 1, or cache_timeout when smaller */
+    o->attr_timeout = NAN; /* unset: 1, or cache_timeout when smaller */
     o->negative_timeout = NAN;
     o->cache_size_mb = 32;
     o->scan_parallel = SCAN_PARALLEL_DEFAULT;
@@ -205,8 +189,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
         o->config = o->positional[0];
         o->positional[0] = NULL;
     }
-    if (o->n_positional > 0 &&
-        fuse_opt_add_arg(args, o->positional[o->n_positional - 1]) == -1)
+    if (o->n_positional > 0 && fuse_opt_add_arg(args, o->positional[o->n_positional - 1]) == -1)
         return -ENOMEM;
     if ((rc = permission_checks(args, o)) < 0)
         return rc;
@@ -228,10 +211,8 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
         fprintf(stderr, "aztfs: attr_timeout must be between 0 and 86400 seconds\n");
         return -EINVAL;
     }
-    if (o->scratch_size_mb > SCRATCH_SIZE_MAX_MB ||
-        o->scratch_size_mb > SIZE_MAX / (1024 * 1024)) {
-        fprintf(stderr, "aztfs: scratch_size must be between 0 and %lu MiB\n",
-                SCRATCH_SIZE_MAX_MB);
+    if (o->scratch_size_mb > SCRATCH_SIZE_MAX_MB || o->scratch_size_mb > SIZE_MAX / (1024 * 1024)) {
+        fprintf(stderr, "aztfs: scratch_size must be between 0 and %lu MiB\n", SCRATCH_SIZE_MAX_MB);
         return -EINVAL;
     }
     if (o->scan_parallel < 1 || o->scan_parallel > SCAN_PARALLEL_MAX) {
@@ -247,14 +228,14 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
         o->writeback = 1;
     else
         o->writeback_ms = WRITEBACK_MS_DEFAULT;
-    if (o->writeback_ms > 60000 || o->writeback_queue_mb < 1 ||
-        o->writeback_queue_mb > 4096 || o->writeback_stop > 3600) {
-        fprintf(stderr, "aztfs: writeback= must be at most 60000 ms, writeback_queue "
+    if (o->writeback_ms > 60000 || o->writeback_queue_mb < 1 || o->writeback_queue_mb > 4096 ||
+        o->writeback_stop > 3600) {
+        fprintf(stderr,
+                "aztfs: writeback= must be at most 60000 ms, writeback_queue "
                 "between 1 and 4096 MiB and writeback_stop at most 3600 s\n");
         return -EINVAL;
     }
-    if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retry_time <= 0 ||
-        o->retries < 0) {
+    if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retry_time <= 0 || o->retries < 0) {
         fprintf(stderr, "aztfs: timeouts must be positive and retries not negative\n");
         return -EINVAL;
     }
@@ -290,8 +271,10 @@ int options_split_tables(const char *spec, char ***out)
         goto fail;
     for (tok = strtok_r(copy, ":", &save); tok; tok = strtok_r(NULL, ":", &save)) {
         if (!fspath_valid_table_name(tok)) {
-            fprintf(stderr, "aztfs: tables=: '%s' is not a table name (3-63 letters and "
-                    "digits, starting with a letter)\n", tok);
+            fprintf(stderr,
+                    "aztfs: tables=: '%s' is not a table name (3-63 letters and "
+                    "digits, starting with a letter)\n",
+                    tok);
             rc = -EINVAL;
             goto fail;
         }
@@ -334,7 +317,8 @@ void options_usage(const char *progname)
            "                            how old a copy may be when a file is opened (1)\n"
            "    -o cache_size=MIB       memory for cached listings and entities (32)\n"
            "    -o scan_parallel=N      partition listings fetched ahead of a walk, at\n"
-           "                            most N at a time; 1: one after another (" SCAN_PARALLEL_DEFAULT_STR ")\n"
+           "                            most N at a time; 1: one after another "
+           "(" SCAN_PARALLEL_DEFAULT_STR ")\n"
            "    -o scratch_size=MIB     memory for all scratch files together (64)\n"
            "    -o connect_timeout=SECS TCP/TLS connect timeout (10)\n"
            "    -o timeout=SECS         timeout of one request (60)\n"

@@ -11,43 +11,43 @@
 #include <fuse.h>
 
 struct aztfs_opts {
-    char *config;             /* -o config=FILE, or the first of two positionals */
-    char *loglevel;           /* -o loglevel=error|warn|info|debug */
-    double cache_timeout;     /* -o cache_timeout=SECONDS */
-    double attr_timeout;      /* -o attr_timeout=SECONDS (NAN until given) */
-    double negative_timeout;  /* -o negative_timeout=SECONDS (NAN until given) */
-    unsigned long cache_size_mb;  /* -o cache_size=MiB */
-    int scan_parallel;        /* -o scan_parallel=N: listing fetches in flight ahead */
+    char *config;                  /* -o config=FILE, or the first of two positionals */
+    char *loglevel;                /* -o loglevel=error|warn|info|debug */
+    double cache_timeout;          /* -o cache_timeout=SECONDS */
+    double attr_timeout;           /* -o attr_timeout=SECONDS (NAN until given) */
+    double negative_timeout;       /* -o negative_timeout=SECONDS (NAN until given) */
+    unsigned long cache_size_mb;   /* -o cache_size=MiB */
+    int scan_parallel;             /* -o scan_parallel=N: listing fetches in flight ahead */
     unsigned long scratch_size_mb; /* -o scratch_size=MiB: all scratch files together */
-    long connect_timeout;     /* -o connect_timeout=SECONDS */
-    long timeout;             /* -o timeout=SECONDS (whole request) */
-    int retries;              /* -o retries=N */
-    long retry_time;          /* -o retry_time=SECONDS: no retry starts later */
-    char *cafile;             /* -o cafile=FILE */
-    int merge;                /* -o merge */
-    int allow_http;           /* -o allow_http: plain http beyond loopback */
-    char *tables;             /* -o tables=A:B:C (as given) */
-    char *auth;               /* -o auth=key|sas|secret|certificate|workload|managed|cli */
-    char *client_id;          /* -o client_id=ID: a user-assigned managed identity */
-    int allow_other;          /* -o allow_other seen (kept for libfuse) */
-    int default_permissions;  /* -o default_permissions seen (kept for libfuse) */
-    int no_default_permissions;   /* -o no_default_permissions: the opt-out */
-    int unchecked;            /* allow_other without permission checks: warn */
-    char *logfile;            /* -o logfile=PATH */
-    char *metrics_file;       /* -o metrics_file=PATH */
-    int allow_shared_dirs;    /* -o allow_shared_dirs: the files above (and the
+    long connect_timeout;          /* -o connect_timeout=SECONDS */
+    long timeout;                  /* -o timeout=SECONDS (whole request) */
+    int retries;                   /* -o retries=N */
+    long retry_time;               /* -o retry_time=SECONDS: no retry starts later */
+    char *cafile;                  /* -o cafile=FILE */
+    int merge;                     /* -o merge */
+    int allow_http;                /* -o allow_http: plain http beyond loopback */
+    char *tables;                  /* -o tables=A:B:C (as given) */
+    char *auth;                    /* -o auth=key|sas|secret|certificate|workload|managed|cli */
+    char *client_id;               /* -o client_id=ID: a user-assigned managed identity */
+    int allow_other;               /* -o allow_other seen (kept for libfuse) */
+    int default_permissions;       /* -o default_permissions seen (kept for libfuse) */
+    int no_default_permissions;    /* -o no_default_permissions: the opt-out */
+    int unchecked;                 /* allow_other without permission checks: warn */
+    char *logfile;                 /* -o logfile=PATH */
+    char *metrics_file;            /* -o metrics_file=PATH */
+    int allow_shared_dirs;         /* -o allow_shared_dirs: the files above (and the
                                  journal) may be in a directory others may write */
-    unsigned metrics_interval;    /* -o metrics_interval=SECONDS */
-    unsigned umask;           /* -o umask=OCTAL (UINT_MAX: not given) */
-    unsigned file_mode;       /* -o file_mode=OCTAL; after parsing, the mode of files */
-    unsigned dir_mode;        /* -o dir_mode=OCTAL; after parsing, the mode of directories */
-    int ino32;                /* -o ino32: inode numbers below 2^32 */
-    int writeback;            /* -o writeback[=MS]: write-behind */
-    unsigned writeback_ms;    /* its delay (UINT_MAX until given) */
-    char *journal_dir;        /* -o journal_dir=DIR */
+    unsigned metrics_interval;     /* -o metrics_interval=SECONDS */
+    unsigned umask;                /* -o umask=OCTAL (UINT_MAX: not given) */
+    unsigned file_mode;            /* -o file_mode=OCTAL; after parsing, the mode of files */
+    unsigned dir_mode;             /* -o dir_mode=OCTAL; after parsing, the mode of directories */
+    int ino32;                     /* -o ino32: inode numbers below 2^32 */
+    int writeback;                 /* -o writeback[=MS]: write-behind */
+    unsigned writeback_ms;         /* its delay (UINT_MAX until given) */
+    char *journal_dir;             /* -o journal_dir=DIR */
     unsigned long writeback_queue_mb; /* -o writeback_queue=MiB: writers wait beyond it */
-    unsigned writeback_stop;  /* -o writeback_stop=SECONDS: the send at the stop, at most */
-    char *positional[2];      /* non-option arguments, in order */
+    unsigned writeback_stop;          /* -o writeback_stop=SECONDS: the send at the stop, at most */
+    char *positional[2];              /* non-option arguments, in order */
     int n_positional;
     int show_help;
     int show_version;

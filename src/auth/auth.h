@@ -12,16 +12,24 @@
 /* ---- auth/connstr.c: Azure connection strings and aztfs config files -> an account description. */
 
 /* Well-known development storage (Azurite) account. */
-#define DEVSTORE_ACCOUNT  "devstoreaccount1"
-#define DEVSTORE_KEY      "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+#define DEVSTORE_ACCOUNT "devstoreaccount1"
+#define DEVSTORE_KEY \
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 #define DEVSTORE_ENDPOINT "http://127.0.0.1:10002/devstoreaccount1"
 
 /* Sign-in settings a config file may hold besides a connection string's
  * fields, named as the environment variables they stand for ("Auth" is
  * -o auth=). AS_CLIENT_SECRET and AS_CERTIFICATE_PASSWORD are secrets. */
 enum auth_setting {
-    AS_AUTH, AS_TENANT_ID, AS_CLIENT_ID, AS_CLIENT_SECRET, AS_CERTIFICATE_PATH,
-    AS_CERTIFICATE_PASSWORD, AS_FEDERATED_TOKEN_FILE, AS_AUTHORITY_HOST, AS_COUNT
+    AS_AUTH,
+    AS_TENANT_ID,
+    AS_CLIENT_ID,
+    AS_CLIENT_SECRET,
+    AS_CERTIFICATE_PATH,
+    AS_CERTIFICATE_PASSWORD,
+    AS_FEDERATED_TOKEN_FILE,
+    AS_AUTHORITY_HOST,
+    AS_COUNT
 };
 
 /* Their names: "Auth", "AZURE_TENANT_ID", "AZURE_CLIENT_ID", ... */
@@ -32,22 +40,22 @@ struct token_cache;
 /* One storage account, as needed to address and sign requests.
  * Every string is owned by the struct (malloc'd); release with account_free(). */
 struct account {
-    char *name;            /* account name, e.g. "devstoreaccount1" */
-    unsigned char *key;    /* base64-decoded AccountKey, NULL when none */
+    char *name;         /* account name, e.g. "devstoreaccount1" */
+    unsigned char *key; /* base64-decoded AccountKey, NULL when none */
     size_t key_len;
-    char *sas;             /* SAS token without a leading '?', NULL when none */
-    char *endpoint;        /* table endpoint URL, no trailing '/', e.g.
+    char *sas;                  /* SAS token without a leading '?', NULL when none */
+    char *endpoint;             /* table endpoint URL, no trailing '/', e.g.
                               "https://acct.table.core.windows.net" or
                               "http://127.0.0.1:10002/devstoreaccount1" */
-    char *scheme;          /* "http" or "https" (from endpoint) */
-    char *host;            /* host[:port] part of endpoint */
-    char *base_path;       /* path part of endpoint, "" for host-style,
+    char *scheme;               /* "http" or "https" (from endpoint) */
+    char *host;                 /* host[:port] part of endpoint */
+    char *base_path;            /* path part of endpoint, "" for host-style,
                               "/devstoreaccount1" for path-style */
-    int devstore;          /* from UseDevelopmentStorage=true: the key is
+    int devstore;               /* from UseDevelopmentStorage=true: the key is
                               the emulator's published one, no secret */
-    char *auth[AS_COUNT];  /* sign-in settings of the config file, by
+    char *auth[AS_COUNT];       /* sign-in settings of the config file, by
                               enum auth_setting; NULL when not given */
-    struct token_cache *tokens;   /* Microsoft Entra ID bearer tokens, when
+    struct token_cache *tokens; /* Microsoft Entra ID bearer tokens, when
                               requests carry one instead of the key or
                               SAS: set and freed by the mount, not by
                               account_free */
@@ -87,11 +95,11 @@ void account_free(struct account *acct);
 struct credential;
 
 enum cred_kind {
-    CRED_SECRET,        /* AZURE_TENANT_ID + AZURE_CLIENT_ID + AZURE_CLIENT_SECRET */
-    CRED_CERTIFICATE,   /* ... + AZURE_CLIENT_CERTIFICATE_PATH [+ _PASSWORD] */
-    CRED_WORKLOAD,      /* ... + AZURE_FEDERATED_TOKEN_FILE */
-    CRED_MANAGED,       /* IDENTITY_ENDPOINT + IDENTITY_HEADER, else IMDS */
-    CRED_CLI,           /* az account get-access-token */
+    CRED_SECRET,      /* AZURE_TENANT_ID + AZURE_CLIENT_ID + AZURE_CLIENT_SECRET */
+    CRED_CERTIFICATE, /* ... + AZURE_CLIENT_CERTIFICATE_PATH [+ _PASSWORD] */
+    CRED_WORKLOAD,    /* ... + AZURE_FEDERATED_TOKEN_FILE */
+    CRED_MANAGED,     /* IDENTITY_ENDPOINT + IDENTITY_HEADER, else IMDS */
+    CRED_CLI,         /* az account get-access-token */
     CRED_KIND_COUNT
 };
 
@@ -123,9 +131,8 @@ extern const char *const cred_secret_env[];
  * environment variable's name, returning NULL when absent) and the
  * environment; CLIENT_ID (-o client_id=) wins over both. Returns 0 or
  * -ENOMEM. */
-int cred_settings_load(struct cred_settings *s,
-                       const char *(*config)(void *ctx, const char *name), void *ctx,
-                       const char *client_id);
+int cred_settings_load(struct cred_settings *s, const char *(*config)(void *ctx, const char *name),
+                       void *ctx, const char *client_id);
 
 /* Wipe the secrets of S and free every member; zeroes *S. */
 void cred_settings_free(struct cred_settings *s);
@@ -145,10 +152,10 @@ const char *cred_scope_for_host(const char *host);
 
 /* Why a credential failed (credential_new, credential_token). */
 struct cred_error {
-    int unavailable;        /* not set up here (settings missing, no az, no
+    int unavailable; /* not set up here (settings missing, no az, no
                                managed identity endpoint answering): the
                                DefaultAzureCredential order tries the next */
-    char msg[1024];         /* one line naming the fix; never a secret */
+    char msg[1024];  /* one line naming the fix; never a secret */
 };
 
 /* Make a credential of KIND for SCOPE (static, as cred_scope_for_host) from
@@ -176,8 +183,7 @@ enum cred_kind credential_kind(const struct credential *c);
  * -errno with E filled: -EHOSTUNREACH (the identity endpoint did not answer;
  * E names its address), -EACCES (refused: the service's reason and what to
  * check), -EPROTO (an answer that is no token), -ETIMEDOUT, -ENOMEM. */
-int credential_token(struct credential *c, char **token, time_t *expires_at,
-                     struct cred_error *e);
+int credential_token(struct credential *c, char **token, time_t *expires_at, struct cred_error *e);
 
 /* DefaultAzureCredential's order: environment (client secret, then
  * certificate), workload identity, managed identity, Azure CLI. The first
@@ -186,14 +192,13 @@ int credential_token(struct credential *c, char **token, time_t *expires_at,
  * secret) ends the search with its error; one that is unavailable is
  * skipped. Returns 0, or -errno with E saying what was tried and why each
  * failed (-ENOENT: none was available). */
-int credential_default(struct credential **out, const struct cred_settings *s,
-                       const char *scope, const struct http_config *hc,
-                       const struct logger *lg, char **token, time_t *expires_at,
-                       struct cred_error *e);
+int credential_default(struct credential **out, const struct cred_settings *s, const char *scope,
+                       const struct http_config *hc, const struct logger *lg, char **token,
+                       time_t *expires_at, struct cred_error *e);
 
 /* ---- auth/sharedkey.c: SharedKey request signing for the Table service (HMAC-SHA256). */
 
-#define RFC1123_LEN 30   /* "Sun, 22 Nov 2026 08:26:34 GMT" + NUL */
+#define RFC1123_LEN 30 /* "Sun, 22 Nov 2026 08:26:34 GMT" + NUL */
 
 /* Format T as an RFC 1123 GMT date into OUT (at least RFC1123_LEN bytes). */
 void sharedkey_rfc1123(time_t t, char out[RFC1123_LEN]);
@@ -204,9 +209,8 @@ void sharedkey_rfc1123(time_t t, char out[RFC1123_LEN]);
  * PATH is the URL path exactly as sent (percent-encoded, no query string).
  * CONTENT_MD5, CONTENT_TYPE and COMP may be NULL (empty).
  * Returns a malloc'd string (caller frees) or NULL on allocation failure. */
-char *sharedkey_string_to_sign(const char *verb, const char *content_md5,
-                               const char *content_type, const char *date,
-                               const char *account, const char *path,
+char *sharedkey_string_to_sign(const char *verb, const char *content_md5, const char *content_type,
+                               const char *date, const char *account, const char *path,
                                const char *comp);
 
 /* Compute the Authorization header value
@@ -216,7 +220,6 @@ char *sharedkey_string_to_sign(const char *verb, const char *content_md5,
 int sharedkey_authorization(const char *account, const unsigned char *key, size_t key_len,
                             const char *verb, const char *content_type, const char *date,
                             const char *path, const char *comp, char **out);
-
 
 /* ---- auth/token.c: the bearer token of a mount: one token cached in memory,
  * refreshed before it expires and at once when the service says it has;
@@ -245,8 +248,8 @@ void token_cache_free(struct token_cache *c);
  * a few seconds: meanwhile callers get its error at once.
  * Returns 0, or -errno of the refresh (credential_token's), with its
  * message in ERR (ERRLEN bytes) when ERR is not NULL. */
-int token_cache_header(struct token_cache *c, char **line, unsigned long *gen,
-                       char *err, size_t errlen);
+int token_cache_header(struct token_cache *c, char **line, unsigned long *gen, char *err,
+                       size_t errlen);
 
 /* The service refused the token of generation GEN as expired or invalid:
  * drop it (if it is still the current one), so the next

@@ -37,8 +37,8 @@ struct jwt_signer;
  * with jwt_signer_free), or -errno with one line in ERR that names the file:
  * -ENOENT and other open errors, -EINVAL (no certificate, no key, a key that
  * is not RSA or does not match the certificate, a wrong password), -ENOMEM. */
-int jwt_signer_load(const char *path, const char *password, struct jwt_signer **out,
-                    char *err, size_t errlen);
+int jwt_signer_load(const char *path, const char *password, struct jwt_signer **out, char *err,
+                    size_t errlen);
 
 /* The certificate's x5t: base64url (no padding) of the SHA-1 of its DER form. */
 const char *jwt_signer_x5t(const struct jwt_signer *s);
@@ -52,8 +52,8 @@ void jwt_signer_free(struct jwt_signer *s);
  * JWT_ASSERTION_LIFETIME)}, signed with RSASSA-PKCS1-v1_5 SHA-256.
  * Returns 0 and *OUT (malloc'd; wipe and free), -ENOMEM or -EIO (OpenSSL
  * failed). */
-int jwt_client_assertion(const struct jwt_signer *s, const char *client_id,
-                         const char *audience, time_t now, char **out);
+int jwt_client_assertion(const struct jwt_signer *s, const char *client_id, const char *audience,
+                         time_t now, char **out);
 
 /* Base64url without padding of IN (LEN bytes): malloc'd, NULL on ENOMEM. */
 char *jwt_b64url(const unsigned char *in, size_t len);
@@ -77,7 +77,7 @@ char *jwt_b64url(const unsigned char *in, size_t len);
  * why: -EACCES when the body is an error answer ("error" and
  * "error_description", or "message"; the service's text, first line), -EINVAL
  * when it is no JSON object, or lacks a usable token or expiry, -ENOMEM. */
-int token_response_parse(const char *body, size_t len, time_t now, char **token,
-                         time_t *expires_at, char *err, size_t errlen);
+int token_response_parse(const char *body, size_t len, time_t now, char **token, time_t *expires_at,
+                         char *err, size_t errlen);
 
 #endif

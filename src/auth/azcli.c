@@ -75,7 +75,7 @@ static int collect(int fds[2], struct buf *out, struct buf *errb, long deadline)
             } else if (buf_add(sink[i], chunk, (size_t)n) < 0 && i == 0) {
                 return out->err;
             } else if (i == 1) {
-                buf_clearerr(errb);     /* keep the start of the error output */
+                buf_clearerr(errb); /* keep the start of the error output */
             }
         }
     }
@@ -127,7 +127,7 @@ static int spawn(const char *path, char *const argv[], pid_t *pid, int fds[2])
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&fa, po[1], 1);
     posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
-    sigemptyset(&none);                 /* the daemon blocks SIGUSR1: az need not */
+    sigemptyset(&none); /* the daemon blocks SIGUSR1: az need not */
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
     posix_spawnattr_setpgroup(&at, 0);
@@ -167,8 +167,8 @@ int azcli_get_token(const char *resource, const char *tenant, long timeout_ms, c
                     char *err, size_t errlen)
 {
     char path[4096];
-    char *argv[] = { "az", "account", "get-access-token", "--output", "json",
-                     "--resource", (char *)resource, tenant ? "--tenant" : NULL,
+    char *argv[] = { "az",           "account",    "get-access-token", "--output",
+                     "json",         "--resource", (char *)resource,   tenant ? "--tenant" : NULL,
                      (char *)tenant, NULL };
     struct buf ob = BUF_INIT(OUT_MAX), eb = BUF_INIT(ERR_MAX);
     long deadline = now_ms() + timeout_ms;

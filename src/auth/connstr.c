@@ -15,7 +15,6 @@
 #include <curl/curl.h>
 #include <openssl/crypto.h>
 
-
 /* Largest config file connstr_load_file accepts. */
 #define CONFIG_MAX (64 * 1024)
 
@@ -33,15 +32,20 @@ struct fields {
 };
 
 const char *const auth_setting_names[AS_COUNT] = {
-    "Auth", "AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET",
-    "AZURE_CLIENT_CERTIFICATE_PATH", "AZURE_CLIENT_CERTIFICATE_PASSWORD",
-    "AZURE_FEDERATED_TOKEN_FILE", "AZURE_AUTHORITY_HOST",
+    "Auth",
+    "AZURE_TENANT_ID",
+    "AZURE_CLIENT_ID",
+    "AZURE_CLIENT_SECRET",
+    "AZURE_CLIENT_CERTIFICATE_PATH",
+    "AZURE_CLIENT_CERTIFICATE_PASSWORD",
+    "AZURE_FEDERATED_TOKEN_FILE",
+    "AZURE_AUTHORITY_HOST",
 };
 
 /* printf into ERRBUF (if any); always returns RC so callers can
  * "return seterr(...)". */
-__attribute__((format(printf, 4, 5)))
-static int seterr(int rc, char *errbuf, size_t errlen, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int seterr(int rc, char *errbuf, size_t errlen,
+                                                        const char *fmt, ...)
 {
     va_list ap;
 
@@ -110,8 +114,8 @@ static char *dup_n(const char *s, size_t n)
 
 /* Store VALUE for the recognised KEY in F. Returns 0, 1 if KEY is not one
  * we know (ignored), or -EINVAL if the key was already given. */
-static int set_field(struct fields *f, const char *key, const char *value,
-                     char *errbuf, size_t errlen)
+static int set_field(struct fields *f, const char *key, const char *value, char *errbuf,
+                     size_t errlen)
 {
     static const struct {
         const char *name;
@@ -134,8 +138,7 @@ static int set_field(struct fields *f, const char *key, const char *value,
             continue;
         slot = (const char **)((char *)f + known[i].off);
         if (*slot)
-            return seterr(-EINVAL, errbuf, errlen, "%s is given more than once",
-                          known[i].name);
+            return seterr(-EINVAL, errbuf, errlen, "%s is given more than once", known[i].name);
         *slot = value;
         return 0;
     }
@@ -203,8 +206,8 @@ static int valid_account_name(const char *name)
  * (no whitespace or control characters, a numeric port). Trailing '/' are
  * dropped. The stored endpoint is rebuilt from the parts with the scheme
  * in lower case. Returns 0, -EINVAL or -ENOMEM. */
-static int set_endpoint(struct account *acct, const char *ep, const char *what,
-                        char *errbuf, size_t errlen)
+static int set_endpoint(struct account *acct, const char *ep, const char *what, char *errbuf,
+                        size_t errlen)
 {
     CURLU *u = curl_url();
     char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *extra = NULL;
@@ -229,28 +232,29 @@ static int set_endpoint(struct account *acct, const char *ep, const char *what,
                     curl_url_strerror(uc));
     else if (curl_url_get(u, CURLUPART_QUERY, &extra, 0) == CURLUE_OK ||
              curl_url_get(u, CURLUPART_FRAGMENT, &extra, 0) == CURLUE_OK)
-        rc = seterr(-EINVAL, errbuf, errlen,
-                    "%s must not carry a query string or fragment", what);
+        rc = seterr(-EINVAL, errbuf, errlen, "%s must not carry a query string or fragment", what);
     else if (curl_url_get(u, CURLUPART_USER, &extra, 0) == CURLUE_OK)
         rc = seterr(-EINVAL, errbuf, errlen, "%s must not contain user information", what);
     else if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
              curl_url_get(u, CURLUPART_PATH, &path, 0) != CURLUE_OK)
         rc = seterr(-ENOMEM, errbuf, errlen, "out of memory");
     else {
-        curl_url_get(u, CURLUPART_PORT, &port, 0);      /* only when given */
+        curl_url_get(u, CURLUPART_PORT, &port, 0); /* only when given */
         for (plen = strlen(path); plen > 0 && path[plen - 1] == '/'; plen--)
             ;
         acct->scheme = strdup(scheme);
         acct->base_path = dup_n(path, plen);
         if (asprintf(&extra, "%s%s%s", host, port ? ":" : "", port ? port : "") < 0)
             extra = NULL;
-        acct->host = extra;     /* taken */
-        if (extra && asprintf(&acct->endpoint, "%s://%s%s", scheme, extra,
-                              acct->base_path ? acct->base_path : "") < 0)
+        acct->host = extra; /* taken */
+        if (extra &&
+            asprintf(&acct->endpoint, "%s://%s%s", scheme, extra,
+                     acct->base_path ? acct->base_path : "") < 0)
             acct->endpoint = NULL;
         extra = NULL;
-        rc = acct->scheme && acct->base_path && acct->endpoint ? 0 :
-             seterr(-ENOMEM, errbuf, errlen, "out of memory");
+        rc = acct->scheme && acct->base_path && acct->endpoint ?
+            0 :
+            seterr(-ENOMEM, errbuf, errlen, "out of memory");
     }
     curl_free(scheme);
     curl_free(host);
@@ -284,7 +288,7 @@ static char *derive_name(const struct account *acct, int *rc)
         for (p = s; *p && *p != ':'; p++)
             if (!isdigit((unsigned char)*p) && *p != '.')
                 break;
-        if (!*p || *p == ':') {         /* dotted IPv4 address */
+        if (!*p || *p == ':') { /* dotted IPv4 address */
             *rc = -EINVAL;
             return NULL;
         }
@@ -303,8 +307,7 @@ static char *derive_name(const struct account *acct, int *rc)
 }
 
 /* Set up the well-known development storage account. Returns 0, -EINVAL or -ENOMEM. */
-static int use_devstore(const struct fields *f, struct account *acct,
-                        char *errbuf, size_t errlen)
+static int use_devstore(const struct fields *f, struct account *acct, char *errbuf, size_t errlen)
 {
     int rc;
 
@@ -321,15 +324,15 @@ static int use_devstore(const struct fields *f, struct account *acct,
     rc = b64_decode(DEVSTORE_KEY, &acct->key, &acct->key_len);
     if (rc < 0)
         return seterr(rc, errbuf, errlen, "cannot decode the development storage key");
-    return set_endpoint(acct, DEVSTORE_ENDPOINT, "the development storage endpoint",
-                        errbuf, errlen);
+    return set_endpoint(acct, DEVSTORE_ENDPOINT, "the development storage endpoint", errbuf,
+                        errlen);
 }
 
 /* Check and store the credentials (AccountKey or SharedAccessSignature, at
  * most one: with neither, requests are signed in with Microsoft Entra ID).
  * Returns 0, -EINVAL or -ENOMEM; never quotes a secret. */
-static int set_credentials(const struct fields *f, struct account *acct,
-                           char *errbuf, size_t errlen)
+static int set_credentials(const struct fields *f, struct account *acct, char *errbuf,
+                           size_t errlen)
 {
     const char *sas, *p;
     int rc;
@@ -363,8 +366,7 @@ static int set_credentials(const struct fields *f, struct account *acct,
 }
 
 /* Build the endpoint and account name for a non-devstore string. */
-static int set_address(const struct fields *f, struct account *acct,
-                       char *errbuf, size_t errlen)
+static int set_address(const struct fields *f, struct account *acct, char *errbuf, size_t errlen)
 {
     const char *proto = f->protocol ? f->protocol : "https";
     const char *suffix = f->suffix ? f->suffix : "core.windows.net";
@@ -396,8 +398,10 @@ static int set_address(const struct fields *f, struct account *acct,
                           "AccountName is required with AccountKey (it is part of the signature)");
         acct->name = derive_name(acct, &rc);
         if (!acct->name)
-            return seterr(rc, errbuf, errlen, rc == -ENOMEM ? "out of memory" :
-                          "cannot derive the account name from TableEndpoint; set AccountName");
+            return seterr(rc, errbuf, errlen,
+                          rc == -ENOMEM ?
+                              "out of memory" :
+                              "cannot derive the account name from TableEndpoint; set AccountName");
         return 0;
     }
 
@@ -414,8 +418,8 @@ static int set_address(const struct fields *f, struct account *acct,
     if (!url)
         return seterr(-ENOMEM, errbuf, errlen, "out of memory");
     snprintf(url, len, "%s://%s.table.%s", proto, f->name, suffix);
-    rc = set_endpoint(acct, url, "the endpoint built from AccountName and EndpointSuffix",
-                      errbuf, errlen);
+    rc = set_endpoint(acct, url, "the endpoint built from AccountName and EndpointSuffix", errbuf,
+                      errlen);
     free(url);
     if (rc < 0)
         return rc;
@@ -489,7 +493,7 @@ fail:
 static int holds_secret(const struct account *acct)
 {
     return acct->sas || (acct->key && !acct->devstore) || acct->auth[AS_CLIENT_SECRET] ||
-           acct->auth[AS_CERTIFICATE_PASSWORD];
+        acct->auth[AS_CERTIFICATE_PASSWORD];
 }
 
 /* Read all of FD (a regular file) into a malloc'd NUL-terminated buffer of
@@ -550,7 +554,7 @@ static char *join_lines(char *text, size_t len)
         next = strchr(line, '\n');
         if (next)
             *next++ = '\0';
-        line = trim(line);              /* also drops a '\r' */
+        line = trim(line); /* also drops a '\r' */
         if (!*line || *line == '#')
             continue;
         len = strlen(line);
@@ -619,7 +623,8 @@ int connstr_load_file(const char *path, struct account *acct, char *errbuf, size
     if ((st.st_mode & 077) && holds_secret(acct)) {
         rc = seterr(-EACCES, errbuf, errlen,
                     "config file %s is readable or writable by group or others"
-                    " and holds a secret; run chmod 600 %s", path, path);
+                    " and holds a secret; run chmod 600 %s",
+                    path, path);
         goto fail;
     }
     rc = 0;
@@ -648,14 +653,14 @@ int account_is_loopback(const struct account *acct)
 
     if (!h)
         return 0;
-    if (h[0] == '[')                            /* [::1] or [::1]:port */
+    if (h[0] == '[') /* [::1] or [::1]:port */
         return strncmp(h, "[::1]", 5) == 0 && (h[5] == '\0' || h[5] == ':');
-    n = strcspn(h, ":");                        /* drop the port */
+    n = strcspn(h, ":"); /* drop the port */
     if (n == 9 && strncasecmp(h, "localhost", 9) == 0)
         return 1;
     if (strncmp(h, "127.", 4) != 0)
         return 0;
-    for (size_t i = 4; i < n; i++)              /* 127.a.b.c: digits and dots */
+    for (size_t i = 4; i < n; i++) /* 127.a.b.c: digits and dots */
         if (!isdigit((unsigned char)h[i]) && h[i] != '.')
             return 0;
     return 1;

@@ -18,11 +18,11 @@
 #include "auth/auth_i.h"
 #include "util/util.h"
 
-#define ANSWER_MAX (64 * 1024)          /* largest token answer read */
-#define ASSERTION_FILE_MAX (64 * 1024)  /* largest federated token file */
-#define TOKEN_TIMEOUT_MS 30000          /* cap of one token request, and of az */
-#define TOKEN_RETRIES 2                 /* cap of the retries of one */
-#define TOKEN_DEADLINE_MS 60000         /* no retry starts later than this */
+#define ANSWER_MAX (64 * 1024)         /* largest token answer read */
+#define ASSERTION_FILE_MAX (64 * 1024) /* largest federated token file */
+#define TOKEN_TIMEOUT_MS 30000         /* cap of one token request, and of az */
+#define TOKEN_RETRIES 2                /* cap of the retries of one */
+#define TOKEN_DEADLINE_MS 60000        /* no retry starts later than this */
 #define DEFAULT_AUTHORITY "https://login.microsoftonline.com"
 #define DEFAULT_IMDS "http://169.254.169.254"
 #define STORAGE_SCOPE "https://storage.azure.com/.default"
@@ -32,27 +32,25 @@ struct credential {
     enum cred_kind kind;
     struct cred_settings s;
     const char *scope;
-    char *resource;             /* SCOPE without "/.default" (managed, cli) */
-    char *url;                  /* the token endpoint (GET/POST target) */
-    struct jwt_signer *signer;  /* CRED_CERTIFICATE */
+    char *resource;            /* SCOPE without "/.default" (managed, cli) */
+    char *url;                 /* the token endpoint (GET/POST target) */
+    struct jwt_signer *signer; /* CRED_CERTIFICATE */
     struct http_pool *pool;
     struct http_stats stats;
     const struct logger *lg;
-    long timeout_ms;            /* of one request, and of az */
+    long timeout_ms; /* of one request, and of az */
 };
 
-const char *const cred_secret_env[] = {
-    "AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PASSWORD", "IDENTITY_HEADER", NULL
-};
+const char *const cred_secret_env[] = { "AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PASSWORD",
+                                        "IDENTITY_HEADER", NULL };
 
-static const char *const kind_names[CRED_KIND_COUNT] = {
-    "secret", "certificate", "workload", "managed", "cli"
-};
+static const char *const kind_names[CRED_KIND_COUNT] = { "secret", "certificate", "workload",
+                                                         "managed", "cli" };
 
-static const char *const kind_text[CRED_KIND_COUNT] = {
-    "service principal with a client secret", "service principal with a certificate",
-    "workload identity", "managed identity", "Azure CLI"
-};
+static const char *const kind_text[CRED_KIND_COUNT] = { "service principal with a client secret",
+                                                        "service principal with a certificate",
+                                                        "workload identity", "managed identity",
+                                                        "Azure CLI" };
 
 /* See credential.h. */
 int cred_kind_parse(const char *name, enum cred_kind *kind)
@@ -82,8 +80,9 @@ static int host_ends(const char *host, const char *suffix)
 /* See credential.h. */
 const char *cred_scope_for_host(const char *host)
 {
-    if (host && (host_ends(host, ".table.cosmos.azure.com") ||
-                 host_ends(host, ".table.cosmosdb.azure.com")))
+    if (host &&
+        (host_ends(host, ".table.cosmos.azure.com") ||
+         host_ends(host, ".table.cosmosdb.azure.com")))
         return COSMOS_SCOPE;
     return STORAGE_SCOPE;
 }
@@ -97,8 +96,7 @@ static const struct {
     { "AZURE_CLIENT_ID", offsetof(struct cred_settings, client_id) },
     { "AZURE_CLIENT_SECRET", offsetof(struct cred_settings, client_secret) },
     { "AZURE_CLIENT_CERTIFICATE_PATH", offsetof(struct cred_settings, certificate_path) },
-    { "AZURE_CLIENT_CERTIFICATE_PASSWORD",
-      offsetof(struct cred_settings, certificate_password) },
+    { "AZURE_CLIENT_CERTIFICATE_PASSWORD", offsetof(struct cred_settings, certificate_password) },
     { "AZURE_FEDERATED_TOKEN_FILE", offsetof(struct cred_settings, federated_token_file) },
     { "AZURE_AUTHORITY_HOST", offsetof(struct cred_settings, authority_host) },
     { "IDENTITY_ENDPOINT", offsetof(struct cred_settings, identity_endpoint) },
@@ -113,9 +111,8 @@ static char **setting_slot(struct cred_settings *s, size_t i)
 }
 
 /* See credential.h. */
-int cred_settings_load(struct cred_settings *s,
-                       const char *(*config)(void *ctx, const char *name), void *ctx,
-                       const char *client_id)
+int cred_settings_load(struct cred_settings *s, const char *(*config)(void *ctx, const char *name),
+                       void *ctx, const char *client_id)
 {
     memset(s, 0, sizeof(*s));
     for (size_t i = 0; i < N_SETTINGS; i++) {
@@ -163,8 +160,8 @@ static int settings_copy(struct cred_settings *b, const struct cred_settings *a)
     return 0;
 }
 
-__attribute__((format(printf, 3, 4)))
-static int fail(struct cred_error *e, int rc, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(struct cred_error *e, int rc, const char *fmt,
+                                                      ...)
 {
     va_list ap;
 
@@ -197,8 +194,10 @@ static int check_url(const char *url, const char *what, int any_http, struct cre
         return fail(e, -EINVAL, "%s has no host, or user information", what);
     a.host = host;
     if (!https && !any_http && !account_is_loopback(&a))
-        return fail(e, -EINVAL, "%s must use https (plain http is accepted for loopback "
-                    "addresses only): %s", what, url);
+        return fail(e, -EINVAL,
+                    "%s must use https (plain http is accepted for loopback "
+                    "addresses only): %s",
+                    what, url);
     return 0;
 }
 
@@ -240,8 +239,8 @@ static int entra_url(struct credential *c, struct cred_error *e)
 /* The managed identity endpoint URL with RESOURCE and the client ID. */
 static int managed_url(struct credential *c, struct cred_error *e)
 {
-    char *res = http_escape(c->resource), *cid = c->s.client_id ? http_escape(c->s.client_id)
-                                                                 : NULL;
+    char *res = http_escape(c->resource),
+         *cid = c->s.client_id ? http_escape(c->s.client_id) : NULL;
     const char *base = c->s.imds_endpoint ? c->s.imds_endpoint : DEFAULT_IMDS;
     int rc = 0, app = c->s.identity_endpoint && c->s.identity_header;
 
@@ -253,10 +252,9 @@ static int managed_url(struct credential *c, struct cred_error *e)
         rc = check_url(base, "AZTFS_IMDS_ENDPOINT", 1, e);
     if (rc == 0 &&
         asprintf(&c->url, "%s%s?api-version=%s&resource=%s%s%s",
-                 app ? c->s.identity_endpoint : base,
-                 app ? "" : "/metadata/identity/oauth2/token",
-                 app ? "2019-08-01" : "2018-02-01", res,
-                 cid ? "&client_id=" : "", cid ? cid : "") < 0) {
+                 app ? c->s.identity_endpoint : base, app ? "" : "/metadata/identity/oauth2/token",
+                 app ? "2019-08-01" : "2018-02-01", res, cid ? "&client_id=" : "",
+                 cid ? cid : "") < 0) {
         c->url = NULL;
         rc = fail(e, -ENOMEM, "out of memory");
     }
@@ -281,8 +279,8 @@ static int setup(struct credential *c, struct cred_error *e)
             return fail(e, -ENODATA, "AZURE_CLIENT_CERTIFICATE_PATH is not set");
         if ((rc = entra_url(c, e)) < 0)
             return rc;
-        rc = jwt_signer_load(c->s.certificate_path, c->s.certificate_password, &c->signer,
-                             err, sizeof(err));
+        rc = jwt_signer_load(c->s.certificate_path, c->s.certificate_password, &c->signer, err,
+                             sizeof(err));
         return rc < 0 ? fail(e, rc == -ENOMEM ? rc : -EINVAL, "%s", err) : 0;
     case CRED_WORKLOAD:
         if (!c->s.federated_token_file)
@@ -396,7 +394,7 @@ static void form_add(struct buf *b, const char *name, const char *value)
     char *v = http_escape(value);
 
     if (!v) {
-        buf_setlen(b, (size_t)-1);      /* fails: -ENOMEM or -EFBIG, sticky */
+        buf_setlen(b, (size_t)-1); /* fails: -ENOMEM or -EFBIG, sticky */
         return;
     }
     buf_addf(b, "&%s=%s", name, v);
@@ -417,13 +415,15 @@ static int form_body(struct credential *c, struct buf *b, struct cred_error *e)
         form_add(b, "client_secret", c->s.client_secret);
     } else {
         if (c->kind == CRED_CERTIFICATE)
-            rc = jwt_client_assertion(c->signer, c->s.client_id, c->url, time(NULL),
-                                      &assertion);
+            rc = jwt_client_assertion(c->signer, c->s.client_id, c->url, time(NULL), &assertion);
         else
             rc = read_assertion_file(c->s.federated_token_file, &assertion, e);
         if (rc < 0)
-            return c->kind == CRED_CERTIFICATE ? fail(e, rc, "cannot sign the client "
-                                                      "assertion: %s", strerror(-rc)) : rc;
+            return c->kind == CRED_CERTIFICATE ? fail(e, rc,
+                                                      "cannot sign the client "
+                                                      "assertion: %s",
+                                                      strerror(-rc)) :
+                                                 rc;
         form_add(b, "client_assertion_type",
                  "urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
         form_add(b, "client_assertion", assertion);
@@ -439,22 +439,29 @@ static const char *hint(const struct credential *c, long status, const char *des
     static const struct {
         const char *code, *hint;
     } known[] = {
-        { "AADSTS90002", "the tenant is unknown: check AZURE_TENANT_ID (and "
-                         "AZURE_AUTHORITY_HOST for a national cloud)" },
+        { "AADSTS90002",
+          "the tenant is unknown: check AZURE_TENANT_ID (and "
+          "AZURE_AUTHORITY_HOST for a national cloud)" },
         { "AADSTS900023", "the tenant is unknown: check AZURE_TENANT_ID" },
-        { "AADSTS700016", "the application (client) is unknown in this tenant: check "
-                          "AZURE_CLIENT_ID and AZURE_TENANT_ID" },
-        { "AADSTS7000215", "the client secret is wrong: check AZURE_CLIENT_SECRET (the "
-                           "secret's value, not its ID)" },
+        { "AADSTS700016",
+          "the application (client) is unknown in this tenant: check "
+          "AZURE_CLIENT_ID and AZURE_TENANT_ID" },
+        { "AADSTS7000215",
+          "the client secret is wrong: check AZURE_CLIENT_SECRET (the "
+          "secret's value, not its ID)" },
         { "AADSTS7000222", "the client secret has expired: create a new one" },
-        { "AADSTS700027", "the certificate is not registered for this application: upload "
-                          "it to the app registration (Certificates & secrets)" },
-        { "AADSTS70021", "no federated credential of the application matches the token in "
-                         "AZURE_FEDERATED_TOKEN_FILE: check its issuer and subject" },
-        { "AADSTS700211", "the issuer of the federated token is not registered: check the "
-                          "application's federated credentials" },
-        { "AADSTS700213", "no federated credential matches the subject of the federated "
-                          "token: check the application's federated credentials" },
+        { "AADSTS700027",
+          "the certificate is not registered for this application: upload "
+          "it to the app registration (Certificates & secrets)" },
+        { "AADSTS70021",
+          "no federated credential of the application matches the token in "
+          "AZURE_FEDERATED_TOKEN_FILE: check its issuer and subject" },
+        { "AADSTS700211",
+          "the issuer of the federated token is not registered: check the "
+          "application's federated credentials" },
+        { "AADSTS700213",
+          "no federated credential matches the subject of the federated "
+          "token: check the application's federated credentials" },
     };
 
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
@@ -464,7 +471,8 @@ static const char *hint(const struct credential *c, long status, const char *des
         return "check that a managed identity is assigned to this machine (a user-assigned "
                "one needs -o client_id=)";
     return status == 401 || status == 400 ? "check AZURE_TENANT_ID, AZURE_CLIENT_ID and the "
-                                            "secret or certificate" : "see the message";
+                                            "secret or certificate" :
+                                            "see the message";
 }
 
 /* E for an answer of STATUS that brought no token (PERR: the parser's
@@ -475,13 +483,13 @@ static int refused(struct credential *c, long status, int prc, const char *perr,
     char desc[220];
     const char *trace = strstr(perr, " Trace ID:");
 
-    snprintf(desc, sizeof(desc), "%.*s", trace ? (int)(trace - perr) : (int)strlen(perr),
-             perr);
+    snprintf(desc, sizeof(desc), "%.*s", trace ? (int)(trace - perr) : (int)strlen(perr), perr);
     if (prc != -EACCES && status < 400)
-        return fail(e, -EPROTO, "the identity endpoint %s answered HTTP %ld with no usable "
-                    "token: %s", c->url, status, desc);
-    fail(e, -EACCES, "sign-in refused (HTTP %ld): %s; %s", status, desc,
-         hint(c, status, desc));
+        return fail(e, -EPROTO,
+                    "the identity endpoint %s answered HTTP %ld with no usable "
+                    "token: %s",
+                    c->url, status, desc);
+    fail(e, -EACCES, "sign-in refused (HTTP %ld): %s; %s", status, desc, hint(c, status, desc));
     /* managed identity: IMDS answers 400 when no identity is assigned */
     e->unavailable = c->kind == CRED_MANAGED && status == 400;
     return -EACCES;
@@ -496,8 +504,12 @@ static int request_token(struct credential *c, const char *body, size_t len, cha
     char *idh = NULL, perr[400];
     struct http_response resp;
     struct http_request req = {
-        .method = body ? "POST" : "GET", .url = c->url, .headers = hdrs, .body = body,
-        .body_len = len, .log_what = "token request",
+        .method = body ? "POST" : "GET",
+        .url = c->url,
+        .headers = hdrs,
+        .body = body,
+        .body_len = len,
+        .log_what = "token request",
     };
     time_t now = time(NULL);
     int rc;
@@ -518,22 +530,24 @@ static int request_token(struct credential *c, const char *body, size_t len, cha
     if (rc == -ENOMEM)
         rc = fail(e, rc, "out of memory");
     else if (rc < 0 && strstr(resp.transport_error, "response body over"))
-        rc = fail(e, -EPROTO, "the identity endpoint %s answered more than %d bytes: no "
-                  "token", c->url, ANSWER_MAX);
+        rc = fail(e, -EPROTO,
+                  "the identity endpoint %s answered more than %d bytes: no "
+                  "token",
+                  c->url, ANSWER_MAX);
     else if (rc < 0)
         rc = fail(e, -EHOSTUNREACH, "cannot reach the identity endpoint %s: %s", c->url,
                   resp.transport_error);
     else if ((rc = token_response_parse(resp.body, resp.body_len, now, token, exp, perr,
-                                        sizeof(perr))) == 0 && resp.status == 200)
+                                        sizeof(perr))) == 0 &&
+             resp.status == 200)
         rc = 0;
     else {
-        if (rc == 0) {                  /* a token in an answer that is no success */
+        if (rc == 0) { /* a token in an answer that is no success */
             OPENSSL_cleanse(*token, strlen(*token));
             free(*token);
             *token = NULL;
         }
-        rc = rc == -ENOMEM ? fail(e, rc, "out of memory")
-                           : refused(c, resp.status, rc, perr, e);
+        rc = rc == -ENOMEM ? fail(e, rc, "out of memory") : refused(c, resp.status, rc, perr, e);
     }
     if (resp.body)
         OPENSSL_cleanse(resp.body, resp.body_len);
@@ -559,14 +573,15 @@ static int cli_token(struct credential *c, char **token, time_t *exp, struct cre
     OPENSSL_cleanse(out, strlen(out));
     free(out);
     if (rc < 0)
-        return fail(e, rc == -ENOMEM ? rc : -EPROTO, "Azure CLI: unusable answer of "
-                    "`az account get-access-token`: %s", err);
+        return fail(e, rc == -ENOMEM ? rc : -EPROTO,
+                    "Azure CLI: unusable answer of "
+                    "`az account get-access-token`: %s",
+                    err);
     return 0;
 }
 
 /* See credential.h. */
-int credential_token(struct credential *c, char **token, time_t *expires_at,
-                     struct cred_error *e)
+int credential_token(struct credential *c, char **token, time_t *expires_at, struct cred_error *e)
 {
     struct buf b = BUF_INIT(ASSERTION_FILE_MAX * 4);
     int rc;
@@ -592,14 +607,14 @@ int credential_token(struct credential *c, char **token, time_t *expires_at,
 
 /* Try KIND for credential_default. Returns 0 (*OUT, *TOKEN), or -errno. */
 static int try_kind(enum cred_kind kind, struct credential **out, const struct cred_settings *s,
-                    const char *scope, const struct http_config *hc,
-                    const struct logger *lg, char **token, time_t *exp, struct cred_error *e)
+                    const char *scope, const struct http_config *hc, const struct logger *lg,
+                    char **token, time_t *exp, struct cred_error *e)
 {
     struct http_config probe = *hc;
     struct credential *c;
     int rc;
 
-    if (kind == CRED_MANAGED) {         /* off Azure, IMDS does not answer: ask briefly */
+    if (kind == CRED_MANAGED) { /* off Azure, IMDS does not answer: ask briefly */
         if (probe.connect_timeout_ms <= 0 || probe.connect_timeout_ms > 2000)
             probe.connect_timeout_ms = 2000;
         probe.max_retries = -1;
@@ -620,14 +635,12 @@ static int try_kind(enum cred_kind kind, struct credential **out, const struct c
 }
 
 /* See credential.h. */
-int credential_default(struct credential **out, const struct cred_settings *s,
-                       const char *scope, const struct http_config *hc,
-                       const struct logger *lg, char **token, time_t *expires_at,
-                       struct cred_error *e)
+int credential_default(struct credential **out, const struct cred_settings *s, const char *scope,
+                       const struct http_config *hc, const struct logger *lg, char **token,
+                       time_t *expires_at, struct cred_error *e)
 {
-    static const enum cred_kind order[] = {
-        CRED_SECRET, CRED_CERTIFICATE, CRED_WORKLOAD, CRED_MANAGED, CRED_CLI
-    };
+    static const enum cred_kind order[] = { CRED_SECRET, CRED_CERTIFICATE, CRED_WORKLOAD,
+                                            CRED_MANAGED, CRED_CLI };
     char tried[sizeof(e->msg)] = "";
     size_t n = 0;
 
@@ -636,25 +649,26 @@ int credential_default(struct credential **out, const struct cred_settings *s,
         int rc;
 
         if (order[i] == CRED_CERTIFICATE && s->client_secret)
-            continue;               /* the environment credential took the secret */
+            continue; /* the environment credential took the secret */
         rc = try_kind(order[i], out, s, scope, hc, lg, token, expires_at, e);
         if (rc == 0) {
             log_info(lg, "signed in with the %s (DefaultAzureCredential order)",
                      cred_kind_describe(order[i]));
             return 0;
         }
-        if (!e->unavailable) {          /* set up, but failed: say which */
+        if (!e->unavailable) { /* set up, but failed: say which */
             char msg[sizeof(e->msg)];
 
             snprintf(msg, sizeof(msg), "%s", e->msg);
-            snprintf(e->msg, sizeof(e->msg), "%.64s: %.900s", cred_kind_describe(order[i]),
-                     msg);
+            snprintf(e->msg, sizeof(e->msg), "%.64s: %.900s", cred_kind_describe(order[i]), msg);
             return rc;
         }
         if (n < sizeof(tried))
-            n += (size_t)snprintf(tried + n, sizeof(tried) - n, "%s%s (%.160s)",
-                                  n ? "; " : "", kind_names[order[i]], e->msg);
+            n += (size_t)snprintf(tried + n, sizeof(tried) - n, "%s%s (%.160s)", n ? "; " : "",
+                                  kind_names[order[i]], e->msg);
     }
-    return fail(e, -ENOENT, "no credential found: give AccountKey or SharedAccessSignature, "
-                "or set up a sign-in (aztfs(1), AUTHENTICATION). Tried: %s", tried);
+    return fail(e, -ENOENT,
+                "no credential found: give AccountKey or SharedAccessSignature, "
+                "or set up a sign-in (aztfs(1), AUTHENTICATION). Tried: %s",
+                tried);
 }

@@ -112,8 +112,8 @@ static int parse_pem(const struct buf *b, const char *path, const char *password
     s->key = PEM_read_bio_PrivateKey(bio, NULL, pem_password, (void *)password);
     if (!s->key) {
         snprintf(err, errlen, "%s holds no private key that can be read%s", path,
-                 password ? " with the password given (AZURE_CLIENT_CERTIFICATE_PASSWORD)"
-                          : " (an encrypted key needs AZURE_CLIENT_CERTIFICATE_PASSWORD)");
+                 password ? " with the password given (AZURE_CLIENT_CERTIFICATE_PASSWORD)" :
+                            " (an encrypted key needs AZURE_CLIENT_CERTIFICATE_PASSWORD)");
         goto out;
     }
     if (EVP_PKEY_base_id(s->key) != EVP_PKEY_RSA) {
@@ -138,8 +138,8 @@ out:
 }
 
 /* See jwt.h. */
-int jwt_signer_load(const char *path, const char *password, struct jwt_signer **out,
-                    char *err, size_t errlen)
+int jwt_signer_load(const char *path, const char *password, struct jwt_signer **out, char *err,
+                    size_t errlen)
 {
     struct buf b = BUF_INIT(PEM_MAX);
     struct jwt_signer *s = calloc(1, sizeof(*s));
@@ -202,8 +202,8 @@ static char *b64_json(json_t *obj)
 }
 
 /* "HEADER.CLAIMS" of the assertion: malloc'd, or NULL. */
-static char *signing_input(const struct jwt_signer *s, const char *client_id,
-                           const char *audience, time_t now)
+static char *signing_input(const struct jwt_signer *s, const char *client_id, const char *audience,
+                           time_t now)
 {
     unsigned char rnd[16];
     char *jti, *h, *c, *out = NULL;
@@ -212,11 +212,11 @@ static char *signing_input(const struct jwt_signer *s, const char *client_id,
         return NULL;
     jti = jwt_b64url(rnd, sizeof(rnd));
     h = b64_json(json_pack("{s:s, s:s, s:s}", "alg", "RS256", "typ", "JWT", "x5t", s->x5t));
-    c = jti ? b64_json(json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "aud", audience,
-                                 "iss", client_id, "sub", client_id, "jti", jti,
-                                 "nbf", (json_int_t)now, "iat", (json_int_t)now,
-                                 "exp", (json_int_t)(now + JWT_ASSERTION_LIFETIME)))
-            : NULL;
+    c = jti ?
+        b64_json(json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "aud", audience, "iss", client_id,
+                           "sub", client_id, "jti", jti, "nbf", (json_int_t)now, "iat",
+                           (json_int_t)now, "exp", (json_int_t)(now + JWT_ASSERTION_LIFETIME))) :
+        NULL;
     if (h && c && asprintf(&out, "%s.%s", h, c) < 0)
         out = NULL;
     free(jti);
@@ -226,8 +226,8 @@ static char *signing_input(const struct jwt_signer *s, const char *client_id,
 }
 
 /* See jwt.h. */
-int jwt_client_assertion(const struct jwt_signer *s, const char *client_id,
-                         const char *audience, time_t now, char **out)
+int jwt_client_assertion(const struct jwt_signer *s, const char *client_id, const char *audience,
+                         time_t now, char **out)
 {
     char *in = signing_input(s, client_id, audience, now), *sig64 = NULL;
     EVP_MD_CTX *md = EVP_MD_CTX_new();

@@ -34,9 +34,8 @@ void sharedkey_rfc1123(time_t t, char out[RFC1123_LEN])
  * ACCOUNT and PATH are required (NULL -> NULL result); CONTENT_MD5,
  * CONTENT_TYPE and COMP may be NULL and then count as empty (an empty COMP
  * adds no "?comp="). Returns a malloc'd string or NULL. */
-char *sharedkey_string_to_sign(const char *verb, const char *content_md5,
-                               const char *content_type, const char *date,
-                               const char *account, const char *path,
+char *sharedkey_string_to_sign(const char *verb, const char *content_md5, const char *content_type,
+                               const char *date, const char *account, const char *path,
                                const char *comp)
 {
     const char *md5 = content_md5 ? content_md5 : "";
@@ -48,14 +47,14 @@ char *sharedkey_string_to_sign(const char *verb, const char *content_md5,
 
     if (!verb || !date || !account || !path)
         return NULL;
-    len = strlen(verb) + strlen(md5) + strlen(ctype) + strlen(date) +
-          strlen(account) + strlen(path) + (with_comp ? strlen(comp) + 6 : 0) +
-          4 /* newlines */ + 1 /* '/' */ + 1 /* NUL */;
+    len = strlen(verb) + strlen(md5) + strlen(ctype) + strlen(date) + strlen(account) +
+        strlen(path) + (with_comp ? strlen(comp) + 6 : 0) + 4 /* newlines */ + 1 /* '/' */ +
+        1 /* NUL */;
     s = malloc(len);
     if (!s)
         return NULL;
-    n = snprintf(s, len, "%s\n%s\n%s\n%s\n/%s%s%s%s", verb, md5, ctype, date,
-                 account, path, with_comp ? "?comp=" : "", with_comp ? comp : "");
+    n = snprintf(s, len, "%s\n%s\n%s\n%s\n/%s%s%s%s", verb, md5, ctype, date, account, path,
+                 with_comp ? "?comp=" : "", with_comp ? comp : "");
     if (n < 0 || (size_t)n >= len) {
         free(s);
         return NULL;
@@ -81,8 +80,8 @@ int sharedkey_authorization(const char *account, const unsigned char *key, size_
     if (!out)
         return -EINVAL;
     *out = NULL;
-    if (!account || !*account || !key || key_len == 0 || key_len > INT32_MAX ||
-        !verb || !date || !path)
+    if (!account || !*account || !key || key_len == 0 || key_len > INT32_MAX || !verb || !date ||
+        !path)
         return -EINVAL;
 
     sts = sharedkey_string_to_sign(verb, NULL, content_type, date, account, path, comp);
@@ -90,9 +89,9 @@ int sharedkey_authorization(const char *account, const unsigned char *key, size_
         rc = -ENOMEM;
         goto out;
     }
-    if (!HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)sts,
-              strlen(sts), mac, &mac_len)) {
-        rc = -ENOMEM;                   /* arguments are valid: a resource failure */
+    if (!HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)sts, strlen(sts), mac,
+              &mac_len)) {
+        rc = -ENOMEM; /* arguments are valid: a resource failure */
         goto out;
     }
     sig = b64_encode(mac, mac_len);

@@ -10,24 +10,23 @@
 
 #include <openssl/crypto.h>
 
-
-#define MARGIN_MAX 300          /* refresh at most this long before expiry */
-#define FAILURE_HOLD 5          /* seconds a failed refresh answers for */
+#define MARGIN_MAX 300 /* refresh at most this long before expiry */
+#define FAILURE_HOLD 5 /* seconds a failed refresh answers for */
 
 struct token_cache {
     pthread_mutex_t lock;
-    pthread_cond_t done;            /* a refresh ended; waited on with lock */
-    struct credential *cred;        /* set by token_cache_new; used unlocked, by one
+    pthread_cond_t done;             /* a refresh ended; waited on with lock */
+    struct credential *cred;         /* set by token_cache_new; used unlocked, by one
                                        refresh at a time (REFRESHING) */
-    const struct logger *lg;        /* set by token_cache_new */
-    char *token;                    /* NULL: none (or rejected); guarded by lock */
-    time_t obtained, expires_at;    /* guarded by lock */
-    unsigned long gen;              /* bumped with each new token; guarded by lock */
-    int refreshing;                 /* one thread is fetching; guarded by lock */
-    time_t failed_at;               /* last failed refresh, 0: none; guarded by lock */
-    int failed_rc;                  /* guarded by lock */
-    char failed_msg[1024];          /* guarded by lock */
-    unsigned long fetched, failures;    /* guarded by lock */
+    const struct logger *lg;         /* set by token_cache_new */
+    char *token;                     /* NULL: none (or rejected); guarded by lock */
+    time_t obtained, expires_at;     /* guarded by lock */
+    unsigned long gen;               /* bumped with each new token; guarded by lock */
+    int refreshing;                  /* one thread is fetching; guarded by lock */
+    time_t failed_at;                /* last failed refresh, 0: none; guarded by lock */
+    int failed_rc;                   /* guarded by lock */
+    char failed_msg[1024];           /* guarded by lock */
+    unsigned long fetched, failures; /* guarded by lock */
 };
 
 /* Wipe and free the current token. Lock held, or C shared with no one
@@ -161,8 +160,8 @@ static int header_line(const struct token_cache *c, char **line, unsigned long *
 }
 
 /* See token.h. */
-int token_cache_header(struct token_cache *c, char **line, unsigned long *gen,
-                       char *err, size_t errlen)
+int token_cache_header(struct token_cache *c, char **line, unsigned long *gen, char *err,
+                       size_t errlen)
 {
     int rc;
 
@@ -171,12 +170,12 @@ int token_cache_header(struct token_cache *c, char **line, unsigned long *gen,
     for (;;) {
         time_t now = time(NULL);
 
-        if (fresh(c, now) || (usable(c, now) && (c->refreshing ||
-                                                  now - c->failed_at < FAILURE_HOLD))) {
+        if (fresh(c, now) ||
+            (usable(c, now) && (c->refreshing || now - c->failed_at < FAILURE_HOLD))) {
             rc = header_line(c, line, gen);
             break;
         }
-        if (c->refreshing) {            /* no usable token: wait for that refresh */
+        if (c->refreshing) { /* no usable token: wait for that refresh */
             pthread_cond_wait(&c->done, &c->lock);
             continue;
         }
@@ -186,7 +185,7 @@ int token_cache_header(struct token_cache *c, char **line, unsigned long *gen,
                 snprintf(err, errlen, "%s", c->failed_msg);
             break;
         }
-        if (refresh(c) == 0) {          /* ours, even if already near its end */
+        if (refresh(c) == 0) { /* ours, even if already near its end */
             rc = header_line(c, line, gen);
             break;
         }

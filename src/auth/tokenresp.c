@@ -72,11 +72,10 @@ static int expiry(const json_t *root, time_t now, time_t *out)
             return -EINVAL;
         *out = now + (time_t)n;
     } else if ((v = json_object_get(root, "expires_on")) != NULL) {
-        if (json_number(v, &n) < 0 || n > 253402300799LL)      /* 9999-12-31 */
+        if (json_number(v, &n) < 0 || n > 253402300799LL) /* 9999-12-31 */
             return -EINVAL;
         *out = (time_t)n;
-    } else if (local_datetime(json_string_value(json_object_get(root, "expiresOn")),
-                              out) < 0) {
+    } else if (local_datetime(json_string_value(json_object_get(root, "expiresOn")), out) < 0) {
         return -EINVAL;
     }
     return *out > now ? 0 : -EINVAL;
@@ -102,7 +101,7 @@ static int error_answer(const json_t *root, char *err, size_t errlen)
     const json_t *eo = json_object_get(root, "error");
     char prefix[96];
 
-    if (json_is_object(eo)) {           /* {"error": {"code":..,"message":..}} */
+    if (json_is_object(eo)) { /* {"error": {"code":..,"message":..}} */
         e = json_string_value(json_object_get(eo, "code"));
         d = json_string_value(json_object_get(eo, "message"));
     }
@@ -121,8 +120,8 @@ static int error_answer(const json_t *root, char *err, size_t errlen)
 }
 
 /* Parse a token answer; see tokenresp.h. */
-int token_response_parse(const char *body, size_t len, time_t now, char **token,
-                         time_t *expires_at, char *err, size_t errlen)
+int token_response_parse(const char *body, size_t len, time_t now, char **token, time_t *expires_at,
+                         char *err, size_t errlen)
 {
     json_t *root = json_loadb(body ? body : "", body ? len : 0, 0, NULL);
     const json_t *t;
@@ -165,7 +164,7 @@ out:
         json_t *v;
         const char *k;
 
-        json_object_foreach(root, k, v)
+        json_object_foreach (root, k, v)
             if (json_is_string(v))
                 OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
     }

@@ -241,8 +241,9 @@ struct entry *cache_fetch(struct cache *c, const char *path, enum entry_kind kin
 int cache_put_file(struct cache *c, const char *path, const char *data, size_t len,
                    const char *etag, struct timespec mtime, unsigned flags)
 {
-    struct cache_file f = { .data = (char *)data, .len = len, .etag = (char *)etag,
-                            .mtime = mtime };
+    struct cache_file f = {
+        .data = (char *)data, .len = len, .etag = (char *)etag, .mtime = mtime
+    };
 
     return cache_put(c, path, &f, flags);
 }
@@ -349,8 +350,12 @@ void cache_get_stats(struct cache *c, struct cache_stats *out)
 {
     pthread_mutex_lock(&c->lock);
     *out = (struct cache_stats){
-        .hits = c->hits, .misses = c->misses, .evictions = c->evictions,
-        .expirations = c->expirations, .bytes = c->bytes, .entries = c->n_entries,
+        .hits = c->hits,
+        .misses = c->misses,
+        .evictions = c->evictions,
+        .expirations = c->expirations,
+        .bytes = c->bytes,
+        .entries = c->n_entries,
         .max_bytes = c->max_bytes,
     };
     pthread_mutex_unlock(&c->lock);

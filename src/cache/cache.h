@@ -15,20 +15,20 @@
 
 /* A cached entity file (all members malloc'd copies owned by the holder). */
 struct cache_file {
-    char *data;               /* rendered JSON */
+    char *data; /* rendered JSON */
     size_t len;
-    char *etag;               /* may be NULL */
-    struct timespec mtime;    /* entity Timestamp */
-    double age;               /* cache_get_file: seconds since it was current */
-    int listed;               /* cache_get_file: it came with its directory's listing */
-    int has_digest;           /* DIGEST holds what the service holds (entity.h) */
+    char *etag;            /* may be NULL */
+    struct timespec mtime; /* entity Timestamp */
+    double age;            /* cache_get_file: seconds since it was current */
+    int listed;            /* cache_get_file: it came with its directory's listing */
+    int has_digest;        /* DIGEST holds what the service holds (entity.h) */
     unsigned char digest[CACHE_DIGEST_LEN];
 };
 
 /* Flags of cache_put_file and cache_put_listing. */
-#define CACHE_LISTED 1u       /* a file that came with its directory's listing */
-#define CACHE_OWNED  2u       /* a listing of a directory the mount made (below) */
-#define CACHE_SHORT  4u       /* a listing kept only for the negative lifetime */
+#define CACHE_LISTED 1u /* a file that came with its directory's listing */
+#define CACHE_OWNED 2u  /* a listing of a directory the mount made (below) */
+#define CACHE_SHORT 4u  /* a listing kept only for the negative lifetime */
 
 /* ---- cache/listing.c: compact, refcounted directory listings: names, keys and file attributes. */
 
@@ -41,10 +41,10 @@ struct listing;
 /* A view of entry I (pointers borrowed from the listing; valid while the
  * caller holds a reference and, before sealing, until the next add). */
 struct listing_ent {
-    const char *name;          /* name as shown in the directory */
-    const char *key;           /* the key it stands for (NOT NUL-terminated) */
+    const char *name; /* name as shown in the directory */
+    const char *key;  /* the key it stands for (NOT NUL-terminated) */
     size_t key_len;
-    int has_attr;              /* SIZE and MTIME are known (entity files) */
+    int has_attr; /* SIZE and MTIME are known (entity files) */
     uint64_t size;
     struct timespec mtime;
 };
@@ -54,8 +54,8 @@ struct listing *listing_new(void);
 
 /* Append an entry (strings copied). HAS_ATTR says whether SIZE/MTIME mean
  * anything. Only before sealing. Returns 0, -ENOMEM, or -EFBIG past 4 GiB. */
-int listing_add(struct listing *l, const char *name, const char *key, int has_attr,
-                uint64_t size, struct timespec mtime);
+int listing_add(struct listing *l, const char *name, const char *key, int has_attr, uint64_t size,
+                struct timespec mtime);
 
 /* Freeze L and build its name index. Returns 0 or -ENOMEM (L stays usable
  * unsealed; listing_find then scans). Sealing twice is harmless. */

@@ -26,43 +26,43 @@ enum entry_kind { ENTRY_FILE, ENTRY_DIR, ENTRY_MARK, ENTRY_ABSENT, ENTRY_MADE };
  * reached only through its cache, with the cache's lock held (another
  * thread may evict and free it the moment the lock is released). */
 struct entry {
-    char *path;                     /* guarded by cache.lock */
-    uint64_t hash;                  /* guarded by cache.lock */
-    enum entry_kind kind;           /* guarded by cache.lock */
-    double expires;                 /* CLOCK_MONOTONIC seconds; guarded by cache.lock */
-    double born;                    /* when its content was current (monotonic);
+    char *path;                /* guarded by cache.lock */
+    uint64_t hash;             /* guarded by cache.lock */
+    enum entry_kind kind;      /* guarded by cache.lock */
+    double expires;            /* CLOCK_MONOTONIC seconds; guarded by cache.lock */
+    double born;               /* when its content was current (monotonic);
                                      * guarded by cache.lock */
-    double neg_until;               /* ENTRY_DIR: lacking a name means absent until;
+    double neg_until;          /* ENTRY_DIR: lacking a name means absent until;
                                      * guarded by cache.lock */
-    double touched;                 /* ENTRY_DIR, ENTRY_MARK: last cache_dir_touch;
+    double touched;            /* ENTRY_DIR, ENTRY_MARK: last cache_dir_touch;
                                      * guarded by cache.lock */
-    uint64_t last_open;             /* ENTRY_DIR, ENTRY_MARK: hash of the last name
+    uint64_t last_open;        /* ENTRY_DIR, ENTRY_MARK: hash of the last name
                                      * cache_dir_walk saw (0: none); guarded by
                                      * cache.lock */
-    unsigned flags;                 /* CACHE_LISTED (files), CACHE_OWNED (listings);
+    unsigned flags;            /* CACHE_LISTED (files), CACHE_OWNED (listings);
                                      * guarded by cache.lock */
-    size_t charge;                  /* bytes accounted to this entry; guarded by
+    size_t charge;             /* bytes accounted to this entry; guarded by
                                      * cache.lock */
-    struct cache_file file;         /* ENTRY_FILE; guarded by cache.lock */
-    struct listing *dir;            /* ENTRY_DIR (one reference; the listing itself is
+    struct cache_file file;    /* ENTRY_FILE; guarded by cache.lock */
+    struct listing *dir;       /* ENTRY_DIR (one reference; the listing itself is
                                      * sealed); guarded by cache.lock */
-    struct entry *hnext;            /* hash chain; guarded by cache.lock */
-    struct entry *prev, *next;      /* LRU list, head = most recent; guarded by
+    struct entry *hnext;       /* hash chain; guarded by cache.lock */
+    struct entry *prev, *next; /* LRU list, head = most recent; guarded by
                                      * cache.lock */
 };
 
 struct cache {
     pthread_mutex_t lock;
-    struct entry **buckets;         /* guarded by lock */
-    size_t n_buckets, n_entries;    /* guarded by lock */
-    size_t bytes;                   /* charged to all entries; guarded by lock */
-    size_t max_bytes;               /* set by cache_new */
-    size_t dir_bytes;               /* charged to ENTRY_DIR entries; guarded by lock */
-    double ttl;                     /* set by cache_new */
-    double neg_ttl;                 /* the negative lifetime: set by cache_new and
+    struct entry **buckets;      /* guarded by lock */
+    size_t n_buckets, n_entries; /* guarded by lock */
+    size_t bytes;                /* charged to all entries; guarded by lock */
+    size_t max_bytes;            /* set by cache_new */
+    size_t dir_bytes;            /* charged to ENTRY_DIR entries; guarded by lock */
+    double ttl;                  /* set by cache_new */
+    double neg_ttl;              /* the negative lifetime: set by cache_new and
                                      * cache_set_negative_ttl, before concurrent use */
-    struct entry *head, *tail;      /* guarded by lock */
-    uint64_t hits, misses, evictions, expirations;  /* guarded by lock */
+    struct entry *head, *tail;   /* guarded by lock */
+    uint64_t hits, misses, evictions, expirations; /* guarded by lock */
 };
 
 /* CLOCK_MONOTONIC seconds. */

@@ -50,8 +50,7 @@ struct listing *cache_get_listing(struct cache *c, const char *path)
 /* The fresh listing of DIRPATH (bumped in the LRU: a listing in use is
  * recently used) and NAME's index in it (*idx, -1 when absent); NULL when
  * no fresh listing is cached. Lock held. */
-static struct entry *find_listed(struct cache *c, const char *dirpath, const char *name,
-                                 long *idx)
+static struct entry *find_listed(struct cache *c, const char *dirpath, const char *name, long *idx)
 {
     struct entry *e;
 
@@ -140,7 +139,7 @@ int cache_put_exists(struct cache *c, const char *path)
     cur = cache_find(c, path);
     if (cur && cur->kind == ENTRY_DIR) {
         pthread_mutex_unlock(&c->lock);
-        cache_entry_free(e);          /* a listing says more: keep it */
+        cache_entry_free(e); /* a listing says more: keep it */
         return 0;
     }
     cache_insert(c, e, c->ttl);
@@ -178,7 +177,7 @@ int cache_dir_edit(struct cache *c, const char *dirpath, const char *name, const
         rc = -EAGAIN;
     } else if (listing_count(e->dir) >= DIR_EDIT_MAX ||
                !(edited = listing_edit(e->dir, name, key, has_attr, size, mtime, remove))) {
-        cache_remove_entry(c, e);             /* too big to copy, or no memory: ask again */
+        cache_remove_entry(c, e); /* too big to copy, or no memory: ask again */
         rc = -EAGAIN;
     } else {
         c->bytes -= e->charge;
@@ -188,10 +187,10 @@ int cache_dir_edit(struct cache *c, const char *dirpath, const char *name, const
         e->charge = ENTRY_OVERHEAD + strlen(e->path) + listing_bytes(edited);
         c->bytes += e->charge;
         c->dir_bytes += e->charge;
-        if (e->flags & CACHE_OWNED)     /* the mount keeps it complete: renewed */
+        if (e->flags & CACHE_OWNED) /* the mount keeps it complete: renewed */
             e->expires = e->neg_until = cache_now() + c->ttl;
         for (struct entry *v; c->bytes > c->max_bytes && (v = cache_victim(c)) != e;) {
-            c->evictions++;             /* it grew: make room as insert does */
+            c->evictions++; /* it grew: make room as insert does */
             cache_remove_entry(c, v);
         }
     }
@@ -296,7 +295,7 @@ static struct entry *touch_locked(struct cache *c, const char *dirpath, double n
             free(mark);
         } else {
             mark->charge = ENTRY_OVERHEAD + strlen(dirpath);
-            cache_insert(c, mark, c->ttl);      /* may not keep it */
+            cache_insert(c, mark, c->ttl); /* may not keep it */
             e = cache_find(c, dirpath);
         }
     }
@@ -330,7 +329,7 @@ void cache_dir_touch(struct cache *c, const char *dirpath)
  * judged before this open's own note. */
 int cache_dir_walk(struct cache *c, const char *dirpath, const char *name)
 {
-    uint64_t h = hash_fnv1a(name) | 1;      /* never 0 */
+    uint64_t h = hash_fnv1a(name) | 1; /* never 0 */
     double now = cache_now();
     struct entry *e;
     int walk;

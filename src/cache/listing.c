@@ -12,11 +12,11 @@
 /* One entry: offsets into the arena (32 bytes). */
 struct rec {
     uint32_t name_off;
-    uint32_t key_off;          /* == name_off when the name begins with the key */
+    uint32_t key_off; /* == name_off when the name begins with the key */
     uint32_t key_len;
     uint32_t mtime_nsec;
     int64_t mtime_sec;
-    uint64_t size;             /* NO_ATTR: attributes unknown */
+    uint64_t size; /* NO_ATTR: attributes unknown */
 };
 
 struct listing {
@@ -26,8 +26,8 @@ struct listing {
     size_t n, cap;
     char *arena;
     size_t alen, acap;
-    uint32_t *index;           /* open addressing: entry index + 1, 0 = empty */
-    size_t index_size;         /* a power of two, or 0 */
+    uint32_t *index;   /* open addressing: entry index + 1, 0 = empty */
+    size_t index_size; /* a power of two, or 0 */
 };
 
 /* A new listing; see listing.h. */
@@ -72,8 +72,8 @@ static int arena_put(struct listing *l, const char *s, size_t len, uint32_t *off
 }
 
 /* Append an entry; see listing.h. */
-int listing_add(struct listing *l, const char *name, const char *key, int has_attr,
-                uint64_t size, struct timespec mtime)
+int listing_add(struct listing *l, const char *name, const char *key, int has_attr, uint64_t size,
+                struct timespec mtime)
 {
     size_t nlen = strlen(name), klen = strlen(key);
     struct rec r = { 0 };
@@ -235,8 +235,7 @@ char *listing_key_dup(const struct listing *l, size_t i)
 
 size_t listing_bytes(const struct listing *l)
 {
-    return sizeof(*l) + l->cap * sizeof(*l->recs) + l->acap +
-           l->index_size * sizeof(*l->index);
+    return sizeof(*l) + l->cap * sizeof(*l->recs) + l->acap + l->index_size * sizeof(*l->index);
 }
 
 struct listing *listing_ref(struct listing *l)

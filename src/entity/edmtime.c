@@ -10,9 +10,9 @@
 
 /* A DateTime as written, split by dt_parse(). */
 struct dt_fields {
-    struct tm tm;       /* date and time as written (local to OFFSET) */
-    int offset;         /* the time zone, minutes east of UTC */
-    char frac[8];       /* the fraction digits kept (0 to 7), NUL-terminated */
+    struct tm tm; /* date and time as written (local to OFFSET) */
+    int offset;   /* the time zone, minutes east of UTC */
+    char frac[8]; /* the fraction digits kept (0 to 7), NUL-terminated */
 };
 
 /* Read exactly N decimal digits at *P into *val and advance *P. */
@@ -42,10 +42,10 @@ static int dt_scan_fields(const char **p, struct tm *tm)
 {
     int y, mo;
 
-    if (read_digits(p, 4, &y) || expect(p, "-") || read_digits(p, 2, &mo) ||
-        expect(p, "-") || read_digits(p, 2, &tm->tm_mday) || expect(p, "Tt") ||
-        read_digits(p, 2, &tm->tm_hour) || expect(p, ":") || read_digits(p, 2, &tm->tm_min) ||
-        expect(p, ":") || read_digits(p, 2, &tm->tm_sec))
+    if (read_digits(p, 4, &y) || expect(p, "-") || read_digits(p, 2, &mo) || expect(p, "-") ||
+        read_digits(p, 2, &tm->tm_mday) || expect(p, "Tt") || read_digits(p, 2, &tm->tm_hour) ||
+        expect(p, ":") || read_digits(p, 2, &tm->tm_min) || expect(p, ":") ||
+        read_digits(p, 2, &tm->tm_sec))
         return -EINVAL;
     tm->tm_year = y - 1900;
     tm->tm_mon = mo - 1;
@@ -95,8 +95,8 @@ static int dt_scan_zone(const char *p, int *offset, const char **why)
     if ((*p == 'Z' || *p == 'z') && p[1] == '\0')
         return 0;
     sign = *p == '-' ? -1 : 1;
-    if (expect(&p, "+-") || read_digits(&p, 2, &h) || expect(&p, ":") ||
-        read_digits(&p, 2, &m) || *p != '\0') {
+    if (expect(&p, "+-") || read_digits(&p, 2, &h) || expect(&p, ":") || read_digits(&p, 2, &m) ||
+        *p != '\0') {
         *why = "bad time zone";
         return -EINVAL;
     }
@@ -123,13 +123,12 @@ static int dt_to_utc(const struct dt_fields *f, time_t *t, struct tm *utc, const
         return -EINVAL;
     }
     errno = 0;
-    *t = timegm(&tm);           /* normalises TM: a day that does not exist moves */
+    *t = timegm(&tm); /* normalises TM: a day that does not exist moves */
     if (*t == (time_t)-1 && errno == EOVERFLOW) {
         *why = "year out of range";
         return -EINVAL;
     }
-    if (tm.tm_year != f->tm.tm_year || tm.tm_mon != f->tm.tm_mon ||
-        tm.tm_mday != f->tm.tm_mday) {
+    if (tm.tm_year != f->tm.tm_year || tm.tm_mon != f->tm.tm_mon || tm.tm_mday != f->tm.tm_mday) {
         *why = "no such date";
         return -EINVAL;
     }
@@ -144,8 +143,7 @@ static int dt_to_utc(const struct dt_fields *f, time_t *t, struct tm *utc, const
 /* Parse the DateTime S into F and convert it to UTC (*t, *utc): the common
  * part of entity_datetime_canonical() and entity_parse_datetime().
  * Returns 0 or -EINVAL with *why. */
-static int dt_parse(const char *s, struct dt_fields *f, time_t *t, struct tm *utc,
-                    const char **why)
+static int dt_parse(const char *s, struct dt_fields *f, time_t *t, struct tm *utc, const char **why)
 {
     const char *p = s;
 
@@ -176,7 +174,7 @@ int entity_datetime_canonical(const char *s, char out[ENTITY_DATETIME_SIZE], con
                  utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min,
                  utc.tm_sec, f.frac[0] ? "." : "", f.frac);
     if (n < 0 || n >= ENTITY_DATETIME_SIZE) {
-        *why = "cannot be formatted";   /* not reached: every field is in range */
+        *why = "cannot be formatted"; /* not reached: every field is in range */
         return -EINVAL;
     }
     return 0;

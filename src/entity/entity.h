@@ -14,22 +14,28 @@
 
 /* The eight Edm types of the Table service. */
 enum edm_type {
-    EDM_STRING, EDM_INT32, EDM_INT64, EDM_DOUBLE,
-    EDM_BOOLEAN, EDM_DATETIME, EDM_GUID, EDM_BINARY
+    EDM_STRING,
+    EDM_INT32,
+    EDM_INT64,
+    EDM_DOUBLE,
+    EDM_BOOLEAN,
+    EDM_DATETIME,
+    EDM_GUID,
+    EDM_BINARY
 };
 
 /* Service limits enforced by the client (see TABLE-PROTOCOL-NOTES). */
-#define ENTITY_MAX_PROPERTIES   252
-#define ENTITY_MAX_BYTES        (1024 * 1024)
-#define ENTITY_MAX_PROPNAME     255
-#define ENTITY_MAX_STRING_BYTES (64 * 1024)   /* UTF-16 code units * 2 */
+#define ENTITY_MAX_PROPERTIES 252
+#define ENTITY_MAX_BYTES (1024 * 1024)
+#define ENTITY_MAX_PROPNAME 255
+#define ENTITY_MAX_STRING_BYTES (64 * 1024) /* UTF-16 code units * 2 */
 #define ENTITY_MAX_BINARY_BYTES (64 * 1024)
 
 /* Details of a parse/validation failure, like jansson's json_error_t. */
 struct entity_error {
-    int line;             /* 1-based line in the input, 0 when unknown */
-    char property[256];   /* property concerned, "" when none */
-    char text[200];       /* human-readable reason */
+    int line;           /* 1-based line in the input, 0 when unknown */
+    char property[256]; /* property concerned, "" when none */
+    char text[200];     /* human-readable reason */
 };
 
 /* Room for a canonical DateTime "YYYY-MM-DDThh:mm:ss.fffffffZ" and its NUL. */
@@ -112,9 +118,8 @@ int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
  * KEYS_OUT (may be NULL): when non-NULL and the text carries string
  * PartitionKey/RowKey members, *pk_out and *rk_out receive malloc'd copies
  * (else NULL); needed only for keys too long for a file name. */
-int entity_parse(const char *text, size_t len, json_t **wire_out,
-                 char **pk_out, char **rk_out, struct entity_error *err);
-
+int entity_parse(const char *text, size_t len, json_t **wire_out, char **pk_out, char **rk_out,
+                 struct entity_error *err);
 
 /* Normalise the DateTime S to the canonical UTC form written to files and
  * sent to the service, "YYYY-MM-DDThh:mm:ss[.f]Z" (doc/FORMAT.md):

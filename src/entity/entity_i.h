@@ -18,15 +18,15 @@ struct prop {
     const char *name;
     const json_t *value;
     enum edm_type type;
-    long long i;        /* Int32 and Int64 value */
-    double d;           /* Double value (may be NaN or infinite) */
-    char dt[ENTITY_DATETIME_SIZE];  /* DateTime value, canonical UTC form */
+    long long i;                   /* Int32 and Int64 value */
+    double d;                      /* Double value (may be NaN or infinite) */
+    char dt[ENTITY_DATETIME_SIZE]; /* DateTime value, canonical UTC form */
 };
 
 /* How entity_collect_props() treats its input. */
 enum mode {
-    MODE_WIRE,          /* entity_render: trust names, no size limits */
-    MODE_FILE,          /* entity_parse: check names, annotations and limits */
+    MODE_WIRE, /* entity_render: trust names, no size limits */
+    MODE_FILE, /* entity_parse: check names, annotations and limits */
 };
 
 /* Fill ERR (which may be NULL) with PROP and a formatted reason; return RC. */

@@ -13,16 +13,17 @@
 #include "util/util.h"
 
 static const char *const edm_names[] = {
-    [EDM_STRING] = "Edm.String",     [EDM_INT32] = "Edm.Int32",
-    [EDM_INT64] = "Edm.Int64",       [EDM_DOUBLE] = "Edm.Double",
-    [EDM_BOOLEAN] = "Edm.Boolean",   [EDM_DATETIME] = "Edm.DateTime",
-    [EDM_GUID] = "Edm.Guid",         [EDM_BINARY] = "Edm.Binary",
+    [EDM_STRING] = "Edm.String", [EDM_INT32] = "Edm.Int32",     [EDM_INT64] = "Edm.Int64",
+    [EDM_DOUBLE] = "Edm.Double", [EDM_BOOLEAN] = "Edm.Boolean", [EDM_DATETIME] = "Edm.DateTime",
+    [EDM_GUID] = "Edm.Guid",     [EDM_BINARY] = "Edm.Binary",
 };
 #define EDM_COUNT (sizeof(edm_names) / sizeof(edm_names[0]))
 
 static const char *const sys_names[] = {
-    [ENTITY_PK] = "PartitionKey", [ENTITY_RK] = "RowKey",
-    [ENTITY_TIMESTAMP] = "Timestamp", [ENTITY_ETAG] = "odata.etag",
+    [ENTITY_PK] = "PartitionKey",
+    [ENTITY_RK] = "RowKey",
+    [ENTITY_TIMESTAMP] = "Timestamp",
+    [ENTITY_ETAG] = "odata.etag",
 };
 
 /* entity_wire_sys: see entity.h. */
@@ -32,11 +33,11 @@ const char *entity_wire_sys(const json_t *e, enum entity_sys which)
 }
 
 /* entity_wire_set_sys: see entity.h. */
-int entity_wire_set_sys(json_t *e, const char *pk, const char *rk, const char *ts,
-                        const char *etag)
+int entity_wire_set_sys(json_t *e, const char *pk, const char *rk, const char *ts, const char *etag)
 {
-    const char *v[] = { [ENTITY_PK] = pk, [ENTITY_RK] = rk, [ENTITY_TIMESTAMP] = ts,
-                        [ENTITY_ETAG] = etag };
+    const char *v[] = {
+        [ENTITY_PK] = pk, [ENTITY_RK] = rk, [ENTITY_TIMESTAMP] = ts, [ENTITY_ETAG] = etag
+    };
 
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
         if (v[i] && json_object_set_new(e, sys_names[i], json_string(v[i])) < 0)
@@ -87,7 +88,7 @@ void entity_clear_err(struct entity_error *err)
 static int str_is(const json_t *v, const char *lit)
 {
     return json_string_length(v) == strlen(lit) &&
-           memcmp(json_string_value(v), lit, strlen(lit)) == 0;
+        memcmp(json_string_value(v), lit, strlen(lit)) == 0;
 }
 
 /* Parse the N bytes of S as a decimal Int64 ("-" and digits only). */
@@ -133,7 +134,7 @@ static int b64_check(const char *s, size_t n, size_t *decoded)
     int rc;
 
     if (strlen(s) != n)
-        return -EINVAL;         /* an embedded NUL */
+        return -EINVAL; /* an embedded NUL */
     rc = b64_decode(s, &bytes, decoded);
     free(bytes);
     return rc == -ENOMEM ? rc : rc < 0 ? -EINVAL : 0;
@@ -185,7 +186,7 @@ static void describe_value(const json_t *v, char *out, size_t size)
         n = json_string_length(v);
         k = n < 40 ? n : 40;
         while (k < n && k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
-            k--;   /* do not cut a UTF-8 sequence */
+            k--; /* do not cut a UTF-8 sequence */
         for (size_t i = 0; i < k; i++)
             tmp[i] = ((unsigned char)s[i] < 0x20) ? '?' : s[i];
         tmp[k] = '\0';
@@ -212,29 +213,36 @@ static void describe_value(const json_t *v, char *out, size_t size)
  * (string: String, boolean: Boolean, integer: Int32 or, outside its range,
  * Int64, real: Double). Returns 0, or -EINVAL (err filled) for a nested
  * value, a bad annotation or a name too long to annotate. */
-static int prop_type(const json_t *obj, const char *name, const json_t *v,
-                     enum edm_type *type, struct entity_error *err)
+static int prop_type(const json_t *obj, const char *name, const json_t *v, enum edm_type *type,
+                     struct entity_error *err)
 {
     char akey[ANNOTATION_KEY_MAX];
     size_t nlen = strlen(name);
     const json_t *ann;
 
     if (json_is_object(v) || json_is_array(v))
-        return entity_set_err(err, -EINVAL, name, "property '%.60s': nested objects and arrays "
-                       "are not supported", name);
+        return entity_set_err(err, -EINVAL, name,
+                              "property '%.60s': nested objects and arrays "
+                              "are not supported",
+                              name);
     if (nlen > ENTITY_MAX_PROPNAME)
-        return entity_set_err(err, -EINVAL, name, "property name '%.40s...' is longer than %d characters",
-                       name, ENTITY_MAX_PROPNAME);
-    memcpy(akey, name, nlen);       /* fits: checked just above */
+        return entity_set_err(err, -EINVAL, name,
+                              "property name '%.40s...' is longer than %d characters", name,
+                              ENTITY_MAX_PROPNAME);
+    memcpy(akey, name, nlen); /* fits: checked just above */
     memcpy(akey + nlen, TYPE_SUFFIX, sizeof(TYPE_SUFFIX));
     ann = json_object_get(obj, akey);
     if (ann) {
         if (!json_is_string(ann))
-            return entity_set_err(err, -EINVAL, name, "property '%.60s': its type annotation must be "
-                           "a string such as \"Edm.Int64\"", name);
+            return entity_set_err(err, -EINVAL, name,
+                                  "property '%.60s': its type annotation must be "
+                                  "a string such as \"Edm.Int64\"",
+                                  name);
         if (edm_type_parse(json_string_value(ann), type) < 0)
-            return entity_set_err(err, -EINVAL, name, "property '%.60s': \"%.40s\" is not an Edm type "
-                           "name", name, json_string_value(ann));
+            return entity_set_err(err, -EINVAL, name,
+                                  "property '%.60s': \"%.40s\" is not an Edm type "
+                                  "name",
+                                  name, json_string_value(ann));
         return 0;
     }
     switch (json_typeof(v)) {
@@ -246,11 +254,12 @@ static int prop_type(const json_t *obj, const char *name, const json_t *v,
         *type = EDM_BOOLEAN;
         return 0;
     case JSON_INTEGER:
-        *type = (json_integer_value(v) >= INT32_MIN && json_integer_value(v) <= INT32_MAX)
-                ? EDM_INT32 : EDM_INT64;
+        *type = (json_integer_value(v) >= INT32_MIN && json_integer_value(v) <= INT32_MAX) ?
+            EDM_INT32 :
+            EDM_INT64;
         return 0;
     default:
-        *type = EDM_DOUBLE;   /* JSON_REAL: objects, arrays and null never get here */
+        *type = EDM_DOUBLE; /* JSON_REAL: objects, arrays and null never get here */
         return 0;
     }
 }
@@ -270,9 +279,10 @@ static int check_datetime(struct prop *p, struct entity_error *err)
             return 0;
     }
     describe_value(v, desc, sizeof(desc));
-    return entity_set_err(err, -EINVAL, p->name, "property '%.40s': value %s is not an Edm.DateTime "
-                   "(%s); expected YYYY-MM-DDThh:mm:ss[.fffffff] then Z or +hh:mm",
-                   p->name, desc, why);
+    return entity_set_err(err, -EINVAL, p->name,
+                          "property '%.40s': value %s is not an Edm.DateTime "
+                          "(%s); expected YYYY-MM-DDThh:mm:ss[.fffffff] then Z or +hh:mm",
+                          p->name, desc, why);
 }
 
 /* Check P->value against P->type and fill P->i / P->d / P->dt. Values are accepted
@@ -291,15 +301,17 @@ static int prop_check(struct prop *p, int limits, struct entity_error *err)
     case EDM_STRING:
         good = s != NULL;
         if (good && limits && utf16_units(s, n) * 2 > ENTITY_MAX_STRING_BYTES)
-            return entity_set_err(err, -EFBIG, p->name, "property '%.60s': string is longer than "
-                           "64 KiB (UTF-16)", p->name);
+            return entity_set_err(err, -EFBIG, p->name,
+                                  "property '%.60s': string is longer than "
+                                  "64 KiB (UTF-16)",
+                                  p->name);
         break;
     case EDM_BOOLEAN:
         good = json_is_boolean(v);
         break;
     case EDM_INT32:
         good = json_is_integer(v) && json_integer_value(v) >= INT32_MIN &&
-               json_integer_value(v) <= INT32_MAX;
+            json_integer_value(v) <= INT32_MAX;
         p->i = good ? json_integer_value(v) : 0;
         break;
     case EDM_INT64:
@@ -333,22 +345,24 @@ static int prop_check(struct prop *p, int limits, struct entity_error *err)
     case EDM_BINARY:
         good = s && b64_check(s, n, &size) == 0;
         if (good && limits && size > ENTITY_MAX_BINARY_BYTES)
-            return entity_set_err(err, -EFBIG, p->name, "property '%.60s': binary value is larger "
-                           "than 64 KiB", p->name);
+            return entity_set_err(err, -EFBIG, p->name,
+                                  "property '%.60s': binary value is larger "
+                                  "than 64 KiB",
+                                  p->name);
         break;
     }
     if (good)
         return 0;
     describe_value(v, desc, sizeof(desc));
     return entity_set_err(err, -EINVAL, p->name, "property '%.60s': value %s is not an %s", p->name,
-                   desc, edm_type_name(p->type));
+                          desc, edm_type_name(p->type));
 }
 
 /* Is KEY one of the system properties that never become custom ones? */
 static int is_system(const char *key)
 {
     return strcmp(key, "PartitionKey") == 0 || strcmp(key, "RowKey") == 0 ||
-           strcmp(key, "Timestamp") == 0;
+        strcmp(key, "Timestamp") == 0;
 }
 
 /* Check an annotation member KEY ("X@odata.type", KLEN bytes) of OBJ in file
@@ -361,14 +375,17 @@ static int check_annotation(const json_t *obj, const char *key, size_t klen,
     size_t blen = klen - TYPE_SUFFIX_LEN;
 
     if (blen == 0 || blen > ENTITY_MAX_PROPNAME)
-        return entity_set_err(err, -EINVAL, key, "'%.80s' does not annotate a valid property name", key);
+        return entity_set_err(err, -EINVAL, key, "'%.80s' does not annotate a valid property name",
+                              key);
     memcpy(base, key, blen);
     base[blen] = '\0';
     if (is_system(base))
         return 0;
     if (!json_object_get(obj, base))
-        return entity_set_err(err, -EINVAL, key, "'%.60s@odata.type' annotates a property '%.60s' "
-                       "that is not present", base, base);
+        return entity_set_err(err, -EINVAL, key,
+                              "'%.60s@odata.type' annotates a property '%.60s' "
+                              "that is not present",
+                              base, base);
     return 0;
 }
 
@@ -400,7 +417,7 @@ int entity_collect_props(const json_t *obj, enum mode mode, struct prop **out, s
         if (!props)
             return entity_set_err(err, -ENOMEM, NULL, "out of memory");
     }
-    json_object_foreach((json_t *)obj, key, v) {
+    json_object_foreach ((json_t *)obj, key, v) {
         size_t klen = strlen(key);
         struct prop *p;
 
@@ -418,8 +435,10 @@ int entity_collect_props(const json_t *obj, enum mode mode, struct prop **out, s
             continue;
         }
         if (mode == MODE_FILE && !valid_name(key)) {
-            rc = entity_set_err(err, -EINVAL, key, "property name '%.60s' is not valid: use at most "
-                         "255 letters, digits and '_', not starting with a digit", key);
+            rc = entity_set_err(err, -EINVAL, key,
+                                "property name '%.60s' is not valid: use at most "
+                                "255 letters, digits and '_', not starting with a digit",
+                                key);
             goto fail;
         }
         if (json_is_null(v))
@@ -540,8 +559,8 @@ static json_t *wire_from_props(const struct prop *props, size_t n)
 }
 
 /* entity_parse: see entity.h. A leading UTF-8 byte order mark is skipped. */
-int entity_parse(const char *text, size_t len, json_t **wire_out,
-                 char **pk_out, char **rk_out, struct entity_error *err)
+int entity_parse(const char *text, size_t len, json_t **wire_out, char **pk_out, char **rk_out,
+                 struct entity_error *err)
 {
     json_t *root = NULL, *wire = NULL;
     struct prop *props = NULL;
@@ -563,8 +582,7 @@ int entity_parse(const char *text, size_t len, json_t **wire_out,
         len -= 3;
     }
 
-    root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL,
-                      &jerr);
+    root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
     if (!root) {
         rc = entity_set_err(err, -EINVAL, NULL, "invalid JSON: %s", jerr.text);
         if (err)
@@ -582,8 +600,10 @@ int entity_parse(const char *text, size_t len, json_t **wire_out,
         goto out;
     }
     if (n > ENTITY_MAX_PROPERTIES) {
-        rc = entity_set_err(err, -EINVAL, NULL, "the entity has %zu properties, more than the %d "
-                     "allowed", n, ENTITY_MAX_PROPERTIES);
+        rc = entity_set_err(err, -EINVAL, NULL,
+                            "the entity has %zu properties, more than the %d "
+                            "allowed",
+                            n, ENTITY_MAX_PROPERTIES);
         goto out;
     }
 

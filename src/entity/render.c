@@ -35,7 +35,7 @@ static int digest_prop(EVP_MD_CTX *md, const struct prop *p)
     case EDM_BOOLEAN:
         v = json_is_true(p->value) ? "true" : "false";
         break;
-    default:        /* may hold NUL bytes: its length goes first */
+    default: /* may hold NUL bytes: its length goes first */
         v = json_string_value(p->value);
     }
     if (!v)
@@ -43,9 +43,8 @@ static int digest_prop(EVP_MD_CTX *md, const struct prop *p)
     vlen = v == num || p->type == EDM_BOOLEAN ? strlen(v) : json_string_length(p->value);
     type = (unsigned char)p->type;
     return EVP_DigestUpdate(md, p->name, strlen(p->name) + 1) == 1 &&
-           EVP_DigestUpdate(md, &type, 1) == 1 &&
-           EVP_DigestUpdate(md, &vlen, sizeof(vlen)) == 1 &&
-           EVP_DigestUpdate(md, v, vlen) == 1;
+        EVP_DigestUpdate(md, &type, 1) == 1 && EVP_DigestUpdate(md, &vlen, sizeof(vlen)) == 1 &&
+        EVP_DigestUpdate(md, v, vlen) == 1;
 }
 
 /* Put in OUT the digest of the N typed properties PROPS (sorted by name).
@@ -95,7 +94,7 @@ static int add_dumped(const char *bytes, size_t size, void *data)
 static void sb_add_json(struct buf *sb, const json_t *v)
 {
     if ((!v || json_dump_callback(v, add_dumped, sb, JSON_ENCODE_ANY) < 0) && !sb->err)
-        sb->err = -ENOMEM;      /* sticky, as buf.h's own failures are */
+        sb->err = -ENOMEM; /* sticky, as buf.h's own failures are */
 }
 
 /* Is S (N bytes) printable ASCII with nothing JSON escapes ('"', '\\')? */
@@ -180,7 +179,7 @@ static void render_prop(struct buf *sb, int *first, const struct prop *p)
     case EDM_BINARY:
         sb_add_string_value(sb, p->value);
         break;
-    case EDM_DATETIME:     /* canonical: digits and "-:.TZ", nothing to escape */
+    case EDM_DATETIME: /* canonical: digits and "-:.TZ", nothing to escape */
         sb_add_string(sb, p->dt, strlen(p->dt), "");
         break;
     case EDM_BOOLEAN:
@@ -234,7 +233,8 @@ int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
     rk = json_object_get(wire, "RowKey");
     ts = json_object_get(wire, "Timestamp");
     if (!json_is_string(pk) || !json_is_string(rk))
-        return entity_set_err(err, -EINVAL, NULL, "the entity lacks a string PartitionKey or RowKey");
+        return entity_set_err(err, -EINVAL, NULL,
+                              "the entity lacks a string PartitionKey or RowKey");
     if (ts && !json_is_null(ts) && !json_is_string(ts))
         return entity_set_err(err, -EINVAL, "Timestamp", "the entity's Timestamp is not a string");
     rc = entity_collect_props(wire, MODE_WIRE, &props, &n, &bad_key, err);
@@ -259,7 +259,7 @@ int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
     rc = sb.err;
     if (!(*out = buf_take(&sb, out_len)))
         return rc == -EFBIG ? entity_set_err(err, rc, NULL, "the rendered entity is over %d bytes",
-                                      ENTITY_RENDER_MAX) :
+                                             ENTITY_RENDER_MAX) :
                               entity_set_err(err, -ENOMEM, NULL, "out of memory");
     return 0;
 }

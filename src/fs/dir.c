@@ -13,18 +13,18 @@
  * is open, so every offset handed out stays valid: telldir/seekdir work and
  * a second pass (rewinddir) sees the same snapshot. */
 struct dir_handle {
-    struct fs_open_link link;   /* first: the handle is its link (fs_dir_attach) */
+    struct fs_open_link link; /* first: the handle is its link (fs_dir_attach) */
     pthread_mutex_t lock;
-    enum fsp_kind kind;        /* set by fs_opendir */
-    struct scan_view *view;    /* remote names: complete, or growing page by page;
+    enum fsp_kind kind;         /* set by fs_opendir */
+    struct scan_view *view;     /* remote names: complete, or growing page by page;
                                   set by fs_opendir, used with lock held */
-    int err;                   /* a page failed: later calls fail the same; guarded by
+    int err;                    /* a page failed: later calls fail the same; guarded by
                                   lock */
-    struct listing *local;     /* local names not listed remotely, once known; guarded
+    struct listing *local;      /* local names not listed remotely, once known; guarded
                                   by lock */
-    struct prefetch_walk *walk;  /* a table's: its partitions fetched ahead (or NULL);
+    struct prefetch_walk *walk; /* a table's: its partitions fetched ahead (or NULL);
                                     set by fs_opendir, used with lock held */
-    int at_end;                /* the remote names were read to their end; guarded by
+    int at_end;                 /* the remote names were read to their end; guarded by
                                   lock */
 };
 
@@ -43,7 +43,7 @@ static void dir_close(struct fs_open_link *l)
 {
     struct dir_handle *h = (struct dir_handle *)l;
 
-    prefetch_walk_end(h->walk, h->at_end);    /* abandoned halfway: cancelled */
+    prefetch_walk_end(h->walk, h->at_end); /* abandoned halfway: cancelled */
     dir_handle_free(h);
 }
 
@@ -67,13 +67,13 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
         return -ENOMEM;
     }
     h->kind = fp.kind;
-    if (fp.kind == FSP_PARTITION)     /* a fetch ahead under way is joined */
+    if (fp.kind == FSP_PARTITION) /* a fetch ahead under way is joined */
         prefetch_claim(a->prefetch, path);
     rc = scan_view_open(&a->store, &fp, path, &h->view);
     if (rc == 0 && fp.kind == FSP_TABLE && a->prefetch)
         h->walk = prefetch_walk_new(a->prefetch, fp.table);
     if (rc == -ENOENT && fp.kind == FSP_PARTITION && scratch_is_dir(a->scratch, path))
-        rc = (h->view = scan_view_empty()) ? 0 : -ENOMEM;    /* mkdir'd, nothing remote */
+        rc = (h->view = scan_view_empty()) ? 0 : -ENOMEM; /* mkdir'd, nothing remote */
     fspath_free(&fp);
     if (rc < 0) {
         dir_handle_free(h);
@@ -96,7 +96,7 @@ static void fetch_ahead(struct dir_handle *h, const char *path, const struct lis
 {
     char *dir = fspath_join(path, e->name);
 
-    if (dir)          /* best effort: without it the walker lists it itself */
+    if (dir) /* best effort: without it the walker lists it itself */
         (void)prefetch_add(h->walk, e->key, e->key_len, dir);
     free(dir);
 }
@@ -132,7 +132,7 @@ static int list_local(struct aztfs *a, struct dir_handle *h, const char *path)
         scratch_list_dirs(a->scratch, path, on_local_name, h);
     else if (h->kind == FSP_PARTITION) {
         scratch_list(a->scratch, path, on_local_file, h);
-        fs_pending_list(a->handles, path, on_local_name, h);  /* new files not yet saved */
+        fs_pending_list(a->handles, path, on_local_name, h); /* new files not yet saved */
     }
     return 0;
 }
@@ -140,9 +140,8 @@ static int list_local(struct aztfs *a, struct dir_handle *h, const char *path)
 /* Attributes of entry E of a partition, at PATH. Returns 1 with *st filled
  * (*plus: complete enough for readdirplus), 0 to leave the entry out (a
  * local file removed since). */
-static int partition_entry_stat(struct aztfs *a, const char *path,
-                                const struct listing_ent *e, int local, struct stat *st,
-                                int *plus)
+static int partition_entry_stat(struct aztfs *a, const char *path, const struct listing_ent *e,
+                                int local, struct stat *st, int *plus)
 {
     struct scratch_attr sa;
     struct timespec mt;
@@ -150,7 +149,7 @@ static int partition_entry_stat(struct aztfs *a, const char *path,
 
     *plus = 1;
     if (fs_pending_size(a->handles, path, &len) == 0) {
-        clock_gettime(CLOCK_REALTIME, &mt);     /* open, with unsaved changes */
+        clock_gettime(CLOCK_REALTIME, &mt); /* open, with unsaved changes */
         fs_fill_file_stat(a, path, len, mt, st);
     } else if (local) {
         if (scratch_stat(a->scratch, path, &sa) < 0)
@@ -209,7 +208,7 @@ int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
     }
     pos = (size_t)off;
     if (h->kind == FSP_PARTITION || h->kind == FSP_TABLE)
-        store_dir_read(&a->store, path);    /* a walk: its reads take this snapshot */
+        store_dir_read(&a->store, path); /* a walk: its reads take this snapshot */
     if (pos == 0 && filler(buf, ".", NULL, ++pos, 0))
         goto out;
     if (pos == 1 && filler(buf, "..", NULL, ++pos, 0))
@@ -255,13 +254,17 @@ int fs_mkdir(const char *path, mode_t mode)
 
     if ((rc = fspath_parse(path, &fp)) < 0) {
         if (rc == -ENOENT && strchr(path + 1, '/') == NULL) {
-            log_error(&a->store.log, "%s: not a valid table name (a letter, then 2-62 "
-                      "letters or digits; 'Tables' is reserved)", path);
+            log_error(&a->store.log,
+                      "%s: not a valid table name (a letter, then 2-62 "
+                      "letters or digits; 'Tables' is reserved)",
+                      path);
             return -EINVAL;
         }
         if (rc == -ENOENT) {
-            log_error(&a->store.log, "%s: no directory can have this name here (see "
-                      "doc/NAMES.md)", path);
+            log_error(&a->store.log,
+                      "%s: no directory can have this name here (see "
+                      "doc/NAMES.md)",
+                      path);
             return -EINVAL;
         }
         return rc;
@@ -278,7 +281,8 @@ int fs_mkdir(const char *path, mode_t mode)
             rc = store_partition_made(&a->store, &fp);
         break;
     default:
-        rc = misplaced(a, path, "directories are tables (at the top) or partitions "
+        rc = misplaced(a, path,
+                       "directories are tables (at the top) or partitions "
                        "(inside a table), nothing deeper");
     }
     fspath_free(&fp);
@@ -298,7 +302,7 @@ static int rmdir_partition(struct aztfs *a, const char *path, struct fspath *fp)
     size_t local = 0;
     int rc;
 
-    fs_pending_list(a->handles, path, count_name, &local);   /* new files not yet saved */
+    fs_pending_list(a->handles, path, count_name, &local); /* new files not yet saved */
     if (local + scratch_count(a->scratch, path) > 0)
         return -ENOTEMPTY;
     rc = store_partition_exists(&a->store, fp, 1);
@@ -307,7 +311,7 @@ static int rmdir_partition(struct aztfs *a, const char *path, struct fspath *fp)
     if (rc == 0) {
         rc = scratch_rmdir(a->scratch, path);
         store_forget(&a->store, path);
-        store_forget(&a->store, fp->parent);    /* the table's listing */
+        store_forget(&a->store, fp->parent); /* the table's listing */
     }
     return rc;
 }
@@ -321,9 +325,9 @@ int fs_rmdir(const char *path)
 
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
-    if (fp.kind == FSP_TABLE)     /* a partition made with mkdir is not empty */
+    if (fp.kind == FSP_TABLE) /* a partition made with mkdir is not empty */
         rc = scratch_has_dirs(a->scratch, path) ? -ENOTEMPTY :
-             store_remove_table(&a->store, path, fp.table);
+                                                  store_remove_table(&a->store, path, fp.table);
     else if (fp.kind == FSP_PARTITION)
         rc = rmdir_partition(a, path, &fp);
     else

@@ -13,30 +13,29 @@
 
 #include "store/store.h"
 
-
 struct fs_handles;
 struct prefetch;
 struct view_pending;
 
 /* Everything one mount needs; handed to FUSE as private_data. */
 struct aztfs {
-    struct store store;          /* the service, the cache, the log */
-    pthread_mutex_t fuse_lock;   /* guards FUSE against the end of its session */
-    struct fuse *fuse;           /* the running mount: set at init, NULL once its
+    struct store store;         /* the service, the cache, the log */
+    pthread_mutex_t fuse_lock;  /* guards FUSE against the end of its session */
+    struct fuse *fuse;          /* the running mount: set at init, NULL once its
                                   * loop has ended (fs_end_session); guarded by
                                   * fuse_lock */
-    struct scratch *scratch;     /* owned: scratch files and local directories */
-    struct fs_handles *handles;  /* owned: open files (write handles also by path), conflicts */
-    struct view_pending *views;  /* owned: query views looked up, waiting for readdir */
-    struct prefetch *prefetch;   /* owned: partition listings fetched ahead (NULL: off) */
-    double attr_timeout;         /* seconds the kernel keeps a stat without asking */
-    time_t mount_time;           /* mtime of directories */
-    uid_t uid;                   /* owner of every file: set by open_mount, and by
+    struct scratch *scratch;    /* owned: scratch files and local directories */
+    struct fs_handles *handles; /* owned: open files (write handles also by path), conflicts */
+    struct view_pending *views; /* owned: query views looked up, waiting for readdir */
+    struct prefetch *prefetch;  /* owned: partition listings fetched ahead (NULL: off) */
+    double attr_timeout;        /* seconds the kernel keeps a stat without asking */
+    time_t mount_time;          /* mtime of directories */
+    uid_t uid;                  /* owner of every file: set by open_mount, and by
                                   * aztfs_init before any other callback */
-    gid_t gid;                   /* as uid */
-    mode_t file_mode;            /* permission bits of entity files (-o file_mode=, umask=) */
-    mode_t dir_mode;             /* and of directories (-o dir_mode=, umask=) */
-    int ino32;                   /* -o ino32: inode numbers folded to 32 bits */
+    gid_t gid;                  /* as uid */
+    mode_t file_mode;           /* permission bits of entity files (-o file_mode=, umask=) */
+    mode_t dir_mode;            /* and of directories (-o dir_mode=, umask=) */
+    int ino32;                  /* -o ino32: inode numbers folded to 32 bits */
 };
 
 /* The mount a callback serves. */

@@ -17,7 +17,7 @@
  * attributes a path is shown with. */
 
 #define FILE_MODE (S_IFREG | 0644)
-#define DIR_MODE  (S_IFDIR | 0755)
+#define DIR_MODE (S_IFDIR | 0755)
 /* Largest entity file text accepted in an open handle (the entity limit is
  * checked at commit; this only bounds memory). */
 #define OPEN_FILE_MAX (4 * 1024 * 1024)
@@ -29,42 +29,42 @@
  * come: an unmount drops the requests not yet read, and SIGTERM ends the
  * session with files open). */
 struct fs_open_link {
-    struct fs_open_link *prev, *next;   /* guarded by fs_handles.lock */
-    void (*close)(struct fs_open_link *l);    /* frees the whole handle: set before
+    struct fs_open_link *prev, *next;      /* guarded by fs_handles.lock */
+    void (*close)(struct fs_open_link *l); /* frees the whole handle: set before
                                                  it joins the list */
 };
 
 /* State of one open file (fi->fh). What is set before the handle is given
  * to the kernel (fs_attach) and never changes is read without a lock. */
 struct open_file {
-    struct fs_open_link link;  /* first: the handle is its link (fs_attach) */
+    struct fs_open_link link; /* first: the handle is its link (fs_attach) */
     pthread_mutex_t lock;
-    int scratch;              /* a scratch file: the bytes live in a->scratch; set
+    int scratch;             /* a scratch file: the bytes live in a->scratch; set
                                  before fs_attach */
-    struct buf data;          /* entity text (read: as opened; write: edited copy);
+    struct buf data;         /* entity text (read: as opened; write: edited copy);
                                  guarded by lock */
-    char *etag;               /* ETag of the entity as read at open, NULL if new;
+    char *etag;              /* ETag of the entity as read at open, NULL if new;
                                  guarded by lock */
-    int is_new;               /* created by this handle and not yet in the table;
+    int is_new;              /* created by this handle and not yet in the table;
                                  guarded by lock */
-    int written;              /* changed since the last commit; guarded by lock */
-    int ever_written;         /* write/truncate happened at all; guarded by lock */
-    int failed;               /* the last commit failed; guarded by lock */
-    int replace;              /* a new file renamed onto an entity: its saves
+    int written;             /* changed since the last commit; guarded by lock */
+    int ever_written;        /* write/truncate happened at all; guarded by lock */
+    int failed;              /* the last commit failed; guarded by lock */
+    int replace;             /* a new file renamed onto an entity: its saves
                                  replace it, even with -o merge; guarded by lock */
-    int append;               /* opened O_APPEND: writes go to the end of our copy;
+    int append;              /* opened O_APPEND: writes go to the end of our copy;
                                  set before fs_attach */
-    int trunc_open;           /* opened with O_TRUNC (bash's '>' flushes before
+    int trunc_open;          /* opened with O_TRUNC (bash's '>' flushes before
                                  writing); set before fs_attach */
-    uint64_t ino;             /* inode number of the name it was opened by; guarded
+    uint64_t ino;            /* inode number of the name it was opened by; guarded
                                  by fs_handles.lock and lock (written with both
                                  held: fs_pending_follow) */
-    int detached;             /* its name was removed or replaced (unlink, or a
+    int detached;            /* its name was removed or replaced (unlink, or a
                                  rename onto it) while it was open; guarded by lock */
-    char *path;               /* registered path of a write handle (pending list);
+    char *path;              /* registered path of a write handle (pending list);
                                  guarded by fs_handles.lock and lock (written with
                                  both held, read with either) */
-    struct open_file *pnext;  /* next in the pending list; guarded by
+    struct open_file *pnext; /* next in the pending list; guarded by
                                  fs_handles.lock */
 };
 
@@ -83,7 +83,6 @@ void fs_dir_attach(struct fuse_file_info *fi, struct fs_open_link *l,
 
 /* The kernel released directory handle L: out of the list, and closed. */
 void fs_dir_release(struct fs_handles *h, struct fs_open_link *l);
-
 
 /* A new handle (zeroed, empty text, lock initialised), or NULL on ENOMEM. */
 struct open_file *fs_open_file_new(void);
@@ -122,7 +121,6 @@ int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path, int wri
 
 /* --- the mount's handles, the pending list, the conflict ring --------------------- */
 
-
 /* Write handles are registered by path while open, so that a stat by path
  * (futimens, chmod, ls) sees a new or changed entity before it is saved.
  * A handle shows an unsaved file while it is new (and its save did not
@@ -142,8 +140,8 @@ int fs_pending_copy(struct fs_handles *h, const char *path, char **data, size_t 
 
 /* Call FN(CTX, NAME) for each new file open and not yet saved directly
  * inside directory DIR (the lock held: FN must not call back). */
-void fs_pending_list(struct fs_handles *h, const char *dir,
-                     void (*fn)(void *ctx, const char *name), void *ctx);
+void fs_pending_list(struct fs_handles *h, const char *dir, void (*fn)(void *ctx, const char *name),
+                     void *ctx);
 
 /* Mark the write handles open on PATH detached: the name now belongs to
  * another entity (or none), so they no longer speak for it. */
@@ -159,8 +157,8 @@ void fs_pending_detach(struct fs_handles *h, const char *path);
  * ETag) replaces TO at its close. Detach the handles on TO first. Returns
  * how many handles followed, or -ENOMEM when one could not (it keeps its
  * ETag, so its save is refused, never misplaced). */
-int fs_pending_follow(struct fs_handles *h, const char *from, const char *to,
-                      const char *old_etag, const char *new_etag);
+int fs_pending_follow(struct fs_handles *h, const char *from, const char *to, const char *old_etag,
+                      const char *new_etag);
 
 /* The kernel answers ESTALE from a path operation (unlink, rename,
  * truncate) by revalidating the path and running the operation once more;
@@ -181,10 +179,10 @@ void fs_fill_dir_stat(const struct aztfs *a, const char *path, struct stat *st);
  * 32-bit programs can stat every file. Two paths may then share a number. */
 uint64_t fs_ino(const struct aztfs *a, uint64_t ino);
 
-void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len,
-                       struct timespec mtime, struct stat *st);
-void fs_fill_scratch_stat(const struct aztfs *a, const char *path,
-                          const struct scratch_attr *sa, struct stat *st);
+void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len, struct timespec mtime,
+                       struct stat *st);
+void fs_fill_scratch_stat(const struct aztfs *a, const char *path, const struct scratch_attr *sa,
+                          struct stat *st);
 
 /* The store's hook (store_set_hooks) for a path it dropped: the kernel
  * drops its attributes and entries for PATH too. CTX unused. */
@@ -230,8 +228,7 @@ int fs_view_attr(struct aztfs *a, const char *path, struct fspath *fp, struct st
 /* open of PATH (FP: FSP_WHERE and deeper): an entity of the view, read as
  * the entity outside it is; -EROFS (logged) for writing, -EISDIR for a
  * directory. */
-int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp,
-                 struct fuse_file_info *fi);
+int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi);
 
 /* Directories: ".where" lists nothing, a view lists what its query
  * returned (complete at opendir); other paths go to fsdir. */
@@ -250,8 +247,7 @@ int fs_view_mkdir(const char *path, mode_t mode);
 int fs_view_rmdir(const char *path);
 int fs_view_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
 int fs_view_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
-int fs_view_utimens(const char *path, const struct timespec tv[2],
-                    struct fuse_file_info *fi);
+int fs_view_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
 
 /* ---- write.c: FUSE callbacks that change files: create, open for writing,
  * write, truncate, the commits at flush/fsync/release, unlink, rename,
@@ -271,13 +267,11 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi);
  * open and not yet saved (a new file of its own: the first to close
  * inserts it, as with two creates); O_TRUNC empties the copy but commits
  * nothing by itself. */
-int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
-                  struct fuse_file_info *fi);
+int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi);
 
 /* Write into the handle's copy (or the scratch file): SIZE, -EFBIG past
  * OPEN_FILE_MAX, -ESTALE on a removed scratch file. */
-int fs_write(const char *path, const char *buf, size_t size, off_t off,
-             struct fuse_file_info *fi);
+int fs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi);
 /* Truncate the handle's copy; by path, an entity is changed and saved at
  * once (guarded by its ETag). */
 int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi);
@@ -313,11 +307,11 @@ int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_i
 /* ---- xattr.c: FUSE extended-attribute callbacks: the mount's counters and
  * recent failures on the root, each entity's ETag and Timestamp. */
 
-#define XATTR_ERRORS "user.aztfs.errors"        /* root: failring_json */
-#define XATTR_PENDING "user.aztfs.pending"      /* root: write-behind's queue */
-#define XATTR_DISCARD "user.aztfs.discard"      /* root, set: drop a failed change */
-#define XATTR_ETAG "user.aztfs.etag"            /* entity: its ETag as the service gave it */
-#define XATTR_TIMESTAMP "user.aztfs.timestamp"  /* entity: its Timestamp, UTC, 100 ns */
+#define XATTR_ERRORS "user.aztfs.errors"       /* root: failring_json */
+#define XATTR_PENDING "user.aztfs.pending"     /* root: write-behind's queue */
+#define XATTR_DISCARD "user.aztfs.discard"     /* root, set: drop a failed change */
+#define XATTR_ETAG "user.aztfs.etag"           /* entity: its ETag as the service gave it */
+#define XATTR_TIMESTAMP "user.aztfs.timestamp" /* entity: its Timestamp, UTC, 100 ns */
 
 /* getxattr: on "/", user.aztfs.stats (stats_json) and user.aztfs.errors
  * (failring_json), neither listed; on an entity, user.aztfs.etag and
@@ -333,8 +327,7 @@ int fs_listxattr(const char *path, char *list, size_t size);
 /* setxattr and removexattr: ENOTSUP for every name. The mount stores no
  * extended attributes, and its own are read-only; ENOTSUP is what cp and mv
  * take quietly as "this file system keeps no xattrs". */
-int fs_setxattr(const char *path, const char *name, const char *value, size_t size,
-                int flags);
+int fs_setxattr(const char *path, const char *name, const char *value, size_t size, int flags);
 int fs_removexattr(const char *path, const char *name);
 
 #endif

@@ -12,14 +12,14 @@
 
 struct fs_handles {
     pthread_mutex_t lock;
-    struct fs_open_link *open;   /* every handle given to the kernel and not released;
+    struct fs_open_link *open; /* every handle given to the kernel and not released;
                                     guarded by lock */
-    struct open_file *pending;   /* entity handles open for writing, by path; guarded
+    struct open_file *pending; /* entity handles open for writing, by path; guarded
                                     by lock */
-    struct conflict {            /* recent ESTALE answers to path operations */
-        char *path;              /* guarded by fs_handles.lock */
-        struct timespec at;      /* CLOCK_MONOTONIC; guarded by fs_handles.lock */
-    } conflicts[CONFLICTS];      /* guarded by lock */
+    struct conflict {          /* recent ESTALE answers to path operations */
+        char *path;            /* guarded by fs_handles.lock */
+        struct timespec at;    /* CLOCK_MONOTONIC; guarded by fs_handles.lock */
+    } conflicts[CONFLICTS];    /* guarded by lock */
 };
 
 /* --- handles ------------------------------------------------------------------- */
@@ -33,7 +33,7 @@ struct open_file *fs_open_file_new(void)
         free(of);
         return NULL;
     }
-    if (of)     /* the bound is OPEN_FILE_MAX, checked by fs_handle_resize */
+    if (of) /* the bound is OPEN_FILE_MAX, checked by fs_handle_resize */
         buf_init(&of->data, SIZE_MAX);
     return of;
 }
@@ -65,7 +65,7 @@ int fs_handle_resize(struct open_file *of, size_t len)
     if (len > OPEN_FILE_MAX)
         return -EFBIG;
     rc = buf_setlen(&of->data, len);
-    if (rc < 0)             /* the text is as it was: a later write may fit */
+    if (rc < 0) /* the text is as it was: a later write may fit */
         buf_clearerr(&of->data);
     return rc;
 }
@@ -346,20 +346,20 @@ int fs_pending_is_new(struct fs_handles *h, const char *path)
 /* A rename that handles follow (fs_pending_follow). */
 struct follow {
     const char *to, *old_etag, *new_etag;
-    int n;                  /* handles that followed, or -ENOMEM */
+    int n; /* handles that followed, or -ENOMEM */
 };
 
 static int follow_one(struct open_file *of, void *ctx)
 {
     struct follow *f = ctx;
-    int take = f->new_etag && (of->is_new ? !f->old_etag :
-                               f->old_etag && of->etag && strcmp(of->etag, f->old_etag) == 0);
+    int take = f->new_etag &&
+        (of->is_new ? !f->old_etag : f->old_etag && of->etag && strcmp(of->etag, f->old_etag) == 0);
     char *path = strdup(f->to), *etag = take ? strdup(f->new_etag) : NULL;
 
     if (!path || (take && !etag)) {
         free(path);
         free(etag);
-        f->n = -ENOMEM;     /* this one keeps its name and ETag: ESTALE at its save */
+        f->n = -ENOMEM; /* this one keeps its name and ETag: ESTALE at its save */
         return 0;
     }
     if (f->n >= 0)
@@ -370,7 +370,7 @@ static int follow_one(struct open_file *of, void *ctx)
     if (take) {
         free(of->etag);
         of->etag = etag;
-        if (of->is_new) {   /* it replaces the entity TO at its close */
+        if (of->is_new) { /* it replaces the entity TO at its close */
             of->is_new = 0;
             of->written = 1;
             of->replace = 1;
@@ -380,8 +380,8 @@ static int follow_one(struct open_file *of, void *ctx)
 }
 
 /* See fscommon.h. */
-int fs_pending_follow(struct fs_handles *h, const char *from, const char *to,
-                      const char *old_etag, const char *new_etag)
+int fs_pending_follow(struct fs_handles *h, const char *from, const char *to, const char *old_etag,
+                      const char *new_etag)
 {
     struct follow f = { to, old_etag, new_etag, 0 };
 
@@ -390,8 +390,8 @@ int fs_pending_follow(struct fs_handles *h, const char *from, const char *to,
 }
 
 /* See fscommon.h. */
-void fs_pending_list(struct fs_handles *h, const char *dir,
-                     void (*fn)(void *ctx, const char *name), void *ctx)
+void fs_pending_list(struct fs_handles *h, const char *dir, void (*fn)(void *ctx, const char *name),
+                     void *ctx)
 {
     size_t dl = strlen(dir);
 
@@ -480,8 +480,8 @@ uint64_t fs_ino(const struct aztfs *a, uint64_t ino)
 }
 
 /* See fscommon.h. */
-void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len,
-                       struct timespec mtime, struct stat *st)
+void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len, struct timespec mtime,
+                       struct stat *st)
 {
     memset(st, 0, sizeof(*st));
     st->st_ino = fs_ino(a, fspath_ino(path));
@@ -507,8 +507,8 @@ void fs_fill_dir_stat(const struct aztfs *a, const char *path, struct stat *st)
 }
 
 /* See fscommon.h. */
-void fs_fill_scratch_stat(const struct aztfs *a, const char *path,
-                          const struct scratch_attr *sa, struct stat *st)
+void fs_fill_scratch_stat(const struct aztfs *a, const char *path, const struct scratch_attr *sa,
+                          struct stat *st)
 {
     fs_fill_file_stat(a, path, sa->size, sa->mtime, st);
     st->st_mode = S_IFREG | (sa->mode & 07777);

@@ -7,7 +7,7 @@
 #include <sys/statvfs.h>
 
 #include "fs/fs_i.h"
-#include <fuse_lowlevel.h>     /* fuse_session_exited */
+#include <fuse_lowlevel.h> /* fuse_session_exited */
 #include "store/store.h"
 
 /* Should a read stop? When the FUSE request it serves was interrupted (the
@@ -41,7 +41,7 @@ static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
     pthread_mutex_lock(&a->fuse_lock);
     a->fuse = fuse_get_context()->fuse;
     pthread_mutex_unlock(&a->fuse_lock);
-    if (cfg->set_uid)           /* -o uid=/gid=: chown to what is shown works */
+    if (cfg->set_uid) /* -o uid=/gid=: chown to what is shown works */
         a->uid = cfg->uid;
     if (cfg->set_gid)
         a->gid = cfg->gid;
@@ -55,7 +55,7 @@ static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
      * refreshes it, so rsync's lstat after a listing costs no round trip. */
     cfg->attr_timeout = a->attr_timeout;
     cfg->negative_timeout = a->store.negative_timeout;
-    cfg->direct_io = 1;       /* reads return the entity as opened: see doc/ */
+    cfg->direct_io = 1; /* reads return the entity as opened: see doc/ */
     cfg->nullpath_ok = 0;
     /* rm of a file whose release is still on its way (close(2) does not
      * wait for it) must delete the entity, not rename it to .fuse_hidden*:
@@ -85,8 +85,7 @@ static void fill_handle_stat(const struct aztfs *a, struct open_file *of, struct
 
 /* getattr through entity handle OF: unsaved changes show as they are (1,
  * *st filled); else 0 (the entity as stored is asked for by path). */
-static int handle_attr(struct aztfs *a, const char *path, struct open_file *of,
-                       struct stat *st)
+static int handle_attr(struct aztfs *a, const char *path, struct open_file *of, struct stat *st)
 {
     struct timespec mt;
     int unsaved;
@@ -124,7 +123,7 @@ static int path_attr(struct aztfs *a, const char *path, struct fspath *fp, struc
             fs_fill_dir_stat(a, path, st);
         break;
     case FSP_ENTITY:
-        if (fs_pending_size(a->handles, path, &len) == 0) {     /* open, unsaved */
+        if (fs_pending_size(a->handles, path, &len) == 0) { /* open, unsaved */
             clock_gettime(CLOCK_REALTIME, &mt);
             fs_fill_file_stat(a, path, len, mt, st);
         } else if ((rc = store_entity_attr(&a->store, fp, path, &len, &mt)) == 0) {
@@ -135,7 +134,7 @@ static int path_attr(struct aztfs *a, const char *path, struct fspath *fp, struc
         if ((rc = scratch_stat(a->scratch, path, &sa)) == 0)
             fs_fill_scratch_stat(a, path, &sa, st);
         break;
-    default:                /* FSP_WHERE and deeper: a query view */
+    default: /* FSP_WHERE and deeper: a query view */
         rc = fs_view_attr(a, path, fp, st);
         break;
     }
@@ -149,7 +148,7 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
     struct fspath fp;
     int rc;
 
-    if (!path) {            /* an open file whose name was removed (hard_remove) */
+    if (!path) { /* an open file whose name was removed (hard_remove) */
         if (!of)
             return -ESTALE;
         fill_handle_stat(a, of, st);
@@ -160,8 +159,7 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
     if ((rc = fspath_parse(path, &fp)) < 0) {
         /* the kernel looks a name up before it creates, makes or renames
          * onto it: a name no key can have is refused here, once */
-        const char *why = rc == -EINVAL || rc == -ENAMETOOLONG ?
-                          fspath_invalid_reason(path) : NULL;
+        const char *why = rc == -EINVAL || rc == -ENAMETOOLONG ? fspath_invalid_reason(path) : NULL;
 
         if (why)
             log_error(&a->store.log, "%s: not a valid name: %s", path, why);
@@ -209,7 +207,7 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
         rc = fs_open_write(a, path, &fp, fi);
     else if ((rc = fs_open_entity(a, &fp, path, 0, &of)) == 0) {
         fs_attach(fi, of, path);
-        fi->noflush = 1;      /* a read-only handle has nothing to commit at close */
+        fi->noflush = 1; /* a read-only handle has nothing to commit at close */
     }
     fspath_free(&fp);
     return rc;
@@ -223,7 +221,7 @@ static int aztfs_read(const char *path, char *buf, size_t size, off_t off,
 
     if (off < 0)
         return -EINVAL;
-    if (of->scratch)        /* a removed scratch file's bytes went with its name */
+    if (of->scratch) /* a removed scratch file's bytes went with its name */
         return path ? (int)scratch_read(fs_ctx()->scratch, path, buf, size, off) : -ESTALE;
     pthread_mutex_lock(&of->lock);
     rc = (int)buf_read(&of->data, (size_t)off, buf, size);

@@ -11,11 +11,11 @@
 
 /* An open view directory: its names as they come. */
 struct view_dir {
-    struct fs_open_link link;    /* first: the handle is its link (fs_dir_attach) */
+    struct fs_open_link link; /* first: the handle is its link (fs_dir_attach) */
     pthread_mutex_t lock;
-    struct view_reader *r;      /* NULL for ".where" (it lists nothing); set by
+    struct view_reader *r; /* NULL for ".where" (it lists nothing); set by
                                    fs_view_opendir, used with lock held */
-    int err;                    /* a page failed: later calls fail the same; guarded
+    int err;               /* a page failed: later calls fail the same; guarded
                                    by lock */
 };
 
@@ -76,8 +76,7 @@ int fs_view_attr(struct aztfs *a, const char *path, struct fspath *fp, struct st
 }
 
 /* See fsview.h. */
-int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp,
-                 struct fuse_file_info *fi)
+int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi)
 {
     struct open_file *of;
     struct fspath nfp;
@@ -146,9 +145,8 @@ int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t o
         return -EINVAL;
     pthread_mutex_lock(&d->lock);
     pos = (size_t)off;
-    store_dir_read(&a->store, path);    /* a walk of the table: its reads take the snapshot */
-    if ((rc = d->err) < 0 ||
-        (pos == 0 && filler(buf, ".", NULL, ++pos, 0)) ||
+    store_dir_read(&a->store, path); /* a walk of the table: its reads take the snapshot */
+    if ((rc = d->err) < 0 || (pos == 0 && filler(buf, ".", NULL, ++pos, 0)) ||
         (pos == 1 && filler(buf, "..", NULL, ++pos, 0)))
         goto out;
     while (d->r && (rc = view_reader_get(d->r, pos - 2, &e)) == 0) {
@@ -170,7 +168,7 @@ int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t o
         }
     }
     if (rc < 0)
-        d->err = rc;        /* the page may be asked for again by a new opendir */
+        d->err = rc; /* the page may be asked for again by a new opendir */
     else
         rc = 0;
 out:
@@ -198,8 +196,7 @@ int fs_view_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 /* See fsview.h. */
 int fs_view_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
-    return path && fspath_in_view(path) ? refuse("truncate", path)
-                                        : fs_truncate(path, size, fi);
+    return path && fspath_in_view(path) ? refuse("truncate", path) : fs_truncate(path, size, fi);
 }
 
 /* See fsview.h. */
@@ -237,8 +234,7 @@ int fs_view_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 /* See fsview.h. */
 int fs_view_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
-    return path && fspath_in_view(path) ? refuse("chown", path)
-                                        : fs_chown(path, uid, gid, fi);
+    return path && fspath_in_view(path) ? refuse("chown", path) : fs_chown(path, uid, gid, fi);
 }
 
 /* See fsview.h. */

@@ -41,15 +41,19 @@ static int commit_handle(struct aztfs *a, const char *path, struct open_file *of
     if (!of->written)
         return 0;
     if ((rc = fspath_parse(path, &fp)) == 0) {
-        rc = store_save(&a->store, &(struct store_save){
-                            path, &fp, of->data.ptr ? of->data.ptr : "", of->data.len,
-                            of->is_new ? SAVE_INSERT : of->replace ? SAVE_REPLACE : SAVE_UPDATE,
-                            of->etag }, &etag);
+        rc = store_save(&a->store,
+                        &(struct store_save){ path, &fp, of->data.ptr ? of->data.ptr : "",
+                                              of->data.len,
+                                              of->is_new      ? SAVE_INSERT :
+                                                  of->replace ? SAVE_REPLACE :
+                                                                SAVE_UPDATE,
+                                              of->etag },
+                        &etag);
         fspath_free(&fp);
     }
     if (rc < 0) {
         of->failed = 1;
-        of->written = 0;    /* reported once; a later flush does not resend */
+        of->written = 0; /* reported once; a later flush does not resend */
         return rc;
     }
     partition_saved(a, path);
@@ -91,11 +95,14 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     int rc;
 
     if ((rc = fspath_parse(path, &fp)) < 0)
-        return rc == -ENOENT ? misplaced(a, path, "no file can have this name here "
-                                         "(see doc/NAMES.md)") : rc;
+        return rc == -ENOENT ? misplaced(a, path,
+                                         "no file can have this name here "
+                                         "(see doc/NAMES.md)") :
+                               rc;
     if (fp.kind != FSP_ENTITY && fp.kind != FSP_SCRATCH) {
         fspath_free(&fp);
-        return misplaced(a, path, "files live inside partition directories "
+        return misplaced(a, path,
+                         "files live inside partition directories "
                          "(/TABLE/PARTITION/ROWKEY.json)");
     }
     if (!(of = fs_open_file_new())) {
@@ -126,8 +133,7 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 }
 
 /* See fswrite.h. */
-int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
-                  struct fuse_file_info *fi)
+int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi)
 {
     struct open_file *of;
     int rc;
@@ -135,13 +141,15 @@ int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
     if ((rc = fs_open_entity(a, fp, path, 1, &of)) < 0)
         return rc;
     if (!of->etag && !of->is_new) {
-        log_error(&a->store.log, "%s: the service gave no ETag, so a write could not be "
-                  "guarded", path);
+        log_error(&a->store.log,
+                  "%s: the service gave no ETag, so a write could not be "
+                  "guarded",
+                  path);
         fs_open_file_free(of);
         return -EIO;
     }
     if (fi->flags & O_TRUNC)
-        (void)fs_handle_resize(of, 0);      /* a cut cannot fail */
+        (void)fs_handle_resize(of, 0); /* a cut cannot fail */
     of->append = !!(fi->flags & O_APPEND);
     of->trunc_open = !!(fi->flags & O_TRUNC);
     if ((rc = fs_pending_add(a->handles, path, of)) < 0) {
@@ -153,18 +161,17 @@ int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp,
 }
 
 /* See fswrite.h. */
-int fs_write(const char *path, const char *buf, size_t size, off_t off,
-             struct fuse_file_info *fi)
+int fs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
     int rc;
 
     if (off < 0)
         return -EINVAL;
-    if (of->scratch)        /* a removed scratch file's bytes went with its name */
+    if (of->scratch) /* a removed scratch file's bytes went with its name */
         return path ? (int)scratch_write(fs_ctx()->scratch, path, buf, size, off) : -ESTALE;
     pthread_mutex_lock(&of->lock);
-    if (of->append)     /* the kernel's idea of the size may be stale */
+    if (of->append) /* the kernel's idea of the size may be stale */
         off = (off_t)of->data.len;
     rc = (size_t)off + size > of->data.len ? fs_handle_resize(of, (size_t)off + size) : 0;
     if (rc == 0) {
@@ -172,8 +179,8 @@ int fs_write(const char *path, const char *buf, size_t size, off_t off,
         of->written = of->ever_written = 1;
         rc = (int)size;
     } else if (rc == -EFBIG) {
-        log_error(&fs_ctx()->store.log, "%s: larger than %d bytes: no entity can be that big",
-                  path, OPEN_FILE_MAX);
+        log_error(&fs_ctx()->store.log, "%s: larger than %d bytes: no entity can be that big", path,
+                  OPEN_FILE_MAX);
     }
     pthread_mutex_unlock(&of->lock);
     return rc;
@@ -197,7 +204,7 @@ int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         pthread_mutex_unlock(&of->lock);
         return rc;
     }
-    if (!path)              /* a removed scratch file */
+    if (!path) /* a removed scratch file */
         return -ESTALE;
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
@@ -207,7 +214,7 @@ int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         rc = -EISDIR;
     } else if (fs_conflict_take(a->handles, path)) {
         rc = -ESTALE;
-    } else {                /* truncate by path: change and commit at once */
+    } else { /* truncate by path: change and commit at once */
         rc = store_truncate(&a->store, &fp, path, (size_t)size);
         if (rc == 0)
             partition_saved(a, path);
@@ -226,8 +233,10 @@ static int drop_detached(struct aztfs *a, struct open_file *of)
 {
     pthread_mutex_lock(&of->lock);
     if (of->written || (of->is_new && !of->failed))
-        log_info(&a->store.log, "a file removed while open was closed: its unsaved changes "
-                 "(%zu bytes) went with it, as on a local disk", of->data.len);
+        log_info(&a->store.log,
+                 "a file removed while open was closed: its unsaved changes "
+                 "(%zu bytes) went with it, as on a local disk",
+                 of->data.len);
     of->written = 0;
     of->is_new = 0;
     of->detached = 1;
@@ -303,13 +312,13 @@ int fs_unlink(const char *path)
     } else if (fp.kind != FSP_ENTITY) {
         rc = -EISDIR;
     } else if (fs_pending_is_new(a->handles, path)) {
-        fs_pending_detach(a->handles, path);  /* a new file not yet saved: nothing to send */
+        fs_pending_detach(a->handles, path); /* a new file not yet saved: nothing to send */
         store_forget(&a->store, path);
     } else if (fs_conflict_take(a->handles, path)) {
         rc = -ESTALE;
     } else if ((rc = store_delete(&a->store, &fp, path)) == 0) {
         fs_pending_detach(a->handles, path);
-        scratch_mkdir(a->scratch, fp.parent);   /* the directory stays until rmdir */
+        scratch_mkdir(a->scratch, fp.parent); /* the directory stays until rmdir */
     } else if (rc == -ESTALE) {
         fs_conflict_note(a->handles, path);
     }
@@ -321,25 +330,29 @@ int fs_unlink(const char *path)
  * spoke for the entity it replaced; those open on FROM follow to TO, with
  * the ETag the service answered for TO (NEW_ETAG) where they held FROM's
  * (OLD_ETAG). */
-static void handles_follow(struct aztfs *a, const char *from, const char *to,
-                           const char *old_etag, const char *new_etag)
+static void handles_follow(struct aztfs *a, const char *from, const char *to, const char *old_etag,
+                           const char *new_etag)
 {
     int n;
 
     fs_pending_detach(a->handles, to);
     n = fs_pending_follow(a->handles, from, to, old_etag, new_etag);
     if (n < 0)
-        log_error(&a->store.log, "rename %s -> %s: out of memory: a file open on %s cannot "
-                  "save to %s (ESTALE at its close)", from, to, from, to);
+        log_error(&a->store.log,
+                  "rename %s -> %s: out of memory: a file open on %s cannot "
+                  "save to %s (ESTALE at its close)",
+                  from, to, from, to);
     else if (n > 0 && old_etag && !new_etag)
-        log_warn(&a->store.log, "rename %s -> %s: the service gave no ETag for %s: files "
-                 "open on %s cannot save to it (ESTALE at their close)", from, to, to, from);
+        log_warn(&a->store.log,
+                 "rename %s -> %s: the service gave no ETag for %s: files "
+                 "open on %s cannot save to it (ESTALE at their close)",
+                 from, to, to, from);
 }
 
 /* Rename entity FROM onto entity TO in the same partition (store_rename);
  * files open on FROM follow to TO. */
-static int rename_entity(struct aztfs *a, const char *from, struct fspath *ff,
-                         const char *to, struct fspath *tf)
+static int rename_entity(struct aztfs *a, const char *from, struct fspath *ff, const char *to,
+                         struct fspath *tf)
 {
     char *from_etag = NULL, *to_etag = NULL;
     int rc = store_rename(&a->store, from, ff, to, tf, &from_etag, &to_etag);
@@ -357,8 +370,7 @@ static int rename_entity(struct aztfs *a, const char *from, struct fspath *ff,
  * nothing is sent. Its handles follow and save under TO at their close: an
  * Insert, or when TO is an entity, a Replace guarded by the ETag TO has now
  * (the new file replaces it, as on a local disk). */
-static int rename_unsaved(struct aztfs *a, const char *from, const char *to,
-                          struct fspath *tf)
+static int rename_unsaved(struct aztfs *a, const char *from, const char *to, struct fspath *tf)
 {
     struct cache_file dst = { 0 };
     int rc = store_load_keyed(&a->store, tf, to, &dst);
@@ -402,8 +414,8 @@ static int commit_scratch(struct aztfs *a, const char *from, const char *to, str
 /* Rename FROM (FF) to TO (TF) by what each names. An entity to another
  * partition or table is EXDEV (mv copies), unless that copy could not be
  * saved (store_move_check: refused before mv removes anything). */
-static int rename_parsed(struct aztfs *a, const char *from, struct fspath *ff,
-                         const char *to, struct fspath *tf)
+static int rename_parsed(struct aztfs *a, const char *from, struct fspath *ff, const char *to,
+                         struct fspath *tf)
 {
     int rc;
 
@@ -412,16 +424,17 @@ static int rename_parsed(struct aztfs *a, const char *from, struct fspath *ff,
     if (ff->kind == FSP_SCRATCH && tf->kind == FSP_ENTITY)
         return commit_scratch(a, from, to, tf);
     if (ff->kind == FSP_ENTITY && tf->kind == FSP_ENTITY && strcmp(ff->parent, tf->parent) == 0)
-        return strcmp(from, to) == 0 ? 0 : fs_pending_is_new(a->handles, from) ?
-               rename_unsaved(a, from, to, tf) : fs_conflict_take(a->handles, from) ? -ESTALE :
-               rename_entity(a, from, ff, to, tf);
+        return strcmp(from, to) == 0            ? 0 :
+            fs_pending_is_new(a->handles, from) ? rename_unsaved(a, from, to, tf) :
+            fs_conflict_take(a->handles, from)  ? -ESTALE :
+                                                  rename_entity(a, from, ff, to, tf);
     if (ff->kind == FSP_SCRATCH)
         return misplaced(a, to, "scratch files can only become entities inside a partition");
     if (ff->kind == FSP_ENTITY && tf->kind == FSP_ENTITY &&
-        (rc = store_move_check(&a->store, from, ff, to, tf,
-                               fs_pending_is_new(a->handles, from))) < 0)
+        (rc = store_move_check(&a->store, from, ff, to, tf, fs_pending_is_new(a->handles, from))) <
+            0)
         return rc;
-    return -EXDEV;          /* across partitions or tables, or directories: copy + unlink */
+    return -EXDEV; /* across partitions or tables, or directories: copy + unlink */
 }
 
 /* See fswrite.h. */
@@ -432,13 +445,15 @@ int fs_rename(const char *from, const char *to, unsigned int flags)
     int rc;
 
     if (flags)
-        return -EINVAL;     /* RENAME_NOREPLACE/EXCHANGE: mv retries a plain rename */
+        return -EINVAL; /* RENAME_NOREPLACE/EXCHANGE: mv retries a plain rename */
     if ((rc = fspath_parse(from, &ff)) < 0)
         return rc;
     if ((rc = fspath_parse(to, &tf)) < 0) {
         fspath_free(&ff);
-        return rc == -ENOENT ? misplaced(a, to, "no file can have this name here "
-                                         "(see doc/NAMES.md)") : rc;
+        return rc == -ENOENT ? misplaced(a, to,
+                                         "no file can have this name here "
+                                         "(see doc/NAMES.md)") :
+                               rc;
     }
     rc = rename_parsed(a, from, &ff, to, &tf);
     fspath_free(&ff);
@@ -466,9 +481,9 @@ int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
     int rc;
 
     if (!path)
-        return 0;           /* an open file without a name: its mode is fixed */
+        return 0; /* an open file without a name: its mode is fixed */
     if ((rc = is_scratch(path)) <= 0)
-        return rc;          /* entities and directories: accepted, modes are fixed */
+        return rc; /* entities and directories: accepted, modes are fixed */
     return scratch_chmod(fs_ctx()->scratch, path, mode);
 }
 
@@ -478,7 +493,7 @@ int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
     struct aztfs *a = fs_ctx();
 
     if ((uid != (uid_t)-1 && uid != a->uid) || (gid != (gid_t)-1 && gid != a->gid))
-        return -EPERM;  /* everything belongs to the mounting user */
+        return -EPERM; /* everything belongs to the mounting user */
     return 0;
 }
 
@@ -489,9 +504,9 @@ int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_i
     int rc;
 
     if (!path)
-        return 0;           /* an open file without a name: no mtime to keep */
+        return 0; /* an open file without a name: no mtime to keep */
     if ((rc = is_scratch(path)) <= 0)
-        return rc;          /* entities: mtime is the service's Timestamp */
+        return rc; /* entities: mtime is the service's Timestamp */
     if (tv && tv[1].tv_nsec == UTIME_OMIT)
         return 0;
     if (!tv || tv[1].tv_nsec == UTIME_NOW)

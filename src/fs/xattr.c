@@ -66,8 +66,8 @@ static void format_timestamp(struct timespec mtime, char out[40])
 }
 
 /* An entity's attributes, from the entity as stored (cache or service). */
-static int entity_xattr(struct aztfs *a, const char *path, struct fspath *fp,
-                        const char *name, char *value, size_t size)
+static int entity_xattr(struct aztfs *a, const char *path, struct fspath *fp, const char *name,
+                        char *value, size_t size)
 {
     struct cache_file cf = { 0 };
     char ts[40];
@@ -77,7 +77,7 @@ static int entity_xattr(struct aztfs *a, const char *path, struct fspath *fp,
         return -ENODATA;
     rc = store_load(&a->store, fp, path, &cf);
     if (rc == -ENOENT)
-        return -ENODATA;        /* a new file not saved yet */
+        return -ENODATA; /* a new file not saved yet */
     if (rc < 0)
         return rc;
     if (etag)
@@ -111,7 +111,7 @@ int fs_getxattr(const char *path, const char *name, char *value, size_t size)
 /* See fsxattr.h. */
 int fs_listxattr(const char *path, char *list, size_t size)
 {
-    static const char names[] = XATTR_ETAG "\0" XATTR_TIMESTAMP;   /* both NUL-ended */
+    static const char names[] = XATTR_ETAG "\0" XATTR_TIMESTAMP; /* both NUL-ended */
     struct fspath fp;
     int entity;
 
@@ -123,8 +123,7 @@ int fs_listxattr(const char *path, char *list, size_t size)
 }
 
 /* See fsxattr.h. */
-int fs_setxattr(const char *path, const char *name, const char *value, size_t size,
-                int flags)
+int fs_setxattr(const char *path, const char *name, const char *value, size_t size, int flags)
 {
     struct aztfs *a = fs_ctx();
     char *target;
@@ -139,8 +138,10 @@ int fs_setxattr(const char *path, const char *name, const char *value, size_t si
         return size == 0 || size > 4096 ? -EINVAL : -ENOMEM;
     rc = store_discard(&a->store, target);
     if (rc == -ENOENT)
-        log_warn(&a->store.log, "discard %s: no failed change of that path is in the "
-                 "journal (user.aztfs.pending lists them)", target);
+        log_warn(&a->store.log,
+                 "discard %s: no failed change of that path is in the "
+                 "journal (user.aztfs.pending lists them)",
+                 target);
     free(target);
     return rc == -ENOENT ? -ENODATA : rc;
 }

@@ -16,17 +16,17 @@
 #define POOL_MAX 16
 
 struct http_pool {
-    struct http_config cfg;     /* set by http_pool_new */
-    const struct logger *lg;    /* set by http_pool_new */
-    struct http_stats *stats;   /* set by http_pool_new (its counters are atomic) */
+    struct http_config cfg;   /* set by http_pool_new */
+    const struct logger *lg;  /* set by http_pool_new */
+    struct http_stats *stats; /* set by http_pool_new (its counters are atomic) */
     pthread_mutex_t lock;
-    CURL *idle[POOL_MAX];       /* handles with live connections, LIFO; guarded by
+    CURL *idle[POOL_MAX];        /* handles with live connections, LIFO; guarded by
                                    lock */
-    int n_idle;                 /* guarded by lock */
-    int (*cancelled)(void *ctx);    /* see http_pool_set_cancel: set before the pool
+    int n_idle;                  /* guarded by lock */
+    int (*cancelled)(void *ctx); /* see http_pool_set_cancel: set before the pool
                                        is shared */
-    void *cancel_ctx;               /* set before the pool is shared */
-    int cancel_writes;              /* see http_pool_set_abort: set before the pool
+    void *cancel_ctx;            /* set before the pool is shared */
+    int cancel_writes;           /* see http_pool_set_abort: set before the pool
                                        is shared */
 };
 
@@ -43,7 +43,7 @@ static const char *const hdr_names[HDR_COUNT] = {
 
 /* What one attempt tells about sends that may have reached the server. */
 struct send_count {
-    int sends;          /* times libcurl was about to send the request */
+    int sends; /* times libcurl was about to send the request */
 };
 
 /* curl prerequest callback: called each time libcurl is about to send the
@@ -64,8 +64,8 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
 }
 
 /* Create a pool with CFG's values or their defaults. */
-int http_pool_new(struct http_pool **out, const struct http_config *cfg,
-                  const struct logger *lg, struct http_stats *stats)
+int http_pool_new(struct http_pool **out, const struct http_config *cfg, const struct logger *lg,
+                  struct http_stats *stats)
 {
     struct http_pool *p = calloc(1, sizeof(*p));
 
@@ -139,8 +139,8 @@ static int pool_cancelled(const struct http_pool *pool)
 }
 
 /* curl progress callback of a cancellable transfer: nonzero aborts it. */
-static int on_progress(void *clientp, curl_off_t dltotal, curl_off_t dlnow,
-                       curl_off_t ultotal, curl_off_t ulnow)
+static int on_progress(void *clientp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
 {
     (void)dltotal;
     (void)dlnow;
@@ -189,8 +189,8 @@ static int header_is(const char *name, size_t len, const char *want)
 }
 
 /* Keep one header line if it is one of hdr_names or CAPTURE; see http.h. */
-void http_header_line(struct http_response *r, const char *const *capture,
-                      const char *buf, size_t n)
+void http_header_line(struct http_response *r, const char *const *capture, const char *buf,
+                      size_t n)
 {
     const char *colon = memchr(buf, ':', n), *v, *e;
     size_t nl;
@@ -214,7 +214,7 @@ void http_header_line(struct http_response *r, const char *const *capture,
     while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
         e--;
     free(*slot);
-    *slot = strndup(v, (size_t)(e - v));   /* a failure leaves NULL: treated as absent */
+    *slot = strndup(v, (size_t)(e - v)); /* a failure leaves NULL: treated as absent */
 }
 
 /* Where the header callback keeps what it finds. */
@@ -310,8 +310,8 @@ void http_redact_url(const char *url, char *out, size_t outlen)
 /* Is STATUS worth another attempt? */
 static int status_is_transient(long status)
 {
-    return status == 408 || status == 429 || status == 500 || status == 502 ||
-           status == 503 || status == 504;
+    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 ||
+        status == 504;
 }
 
 /* Seconds a Retry-After value V asks for (delta-seconds, or an HTTP date),
@@ -428,8 +428,7 @@ static int transport_error_is_permanent(CURLcode rc)
  * on transport failure (message in resp->transport_error), -EACCES when that
  * failure is permanent (a certificate that does not verify), -ENOMEM. */
 static int attempt_once(struct http_pool *pool, CURL *h, const struct http_request *req,
-                        struct curl_slist *hdrs, struct http_response *resp,
-                        struct send_count *sc)
+                        struct curl_slist *hdrs, struct http_response *resp, struct send_count *sc)
 {
     struct buf body = BUF_INIT(pool->cfg.body_max);
     struct header_sink hs = { resp, req->capture };
@@ -524,12 +523,12 @@ struct perform {
     struct http_pool *pool;
     const struct http_request *req;
     struct http_response *resp;
-    struct curl_slist *hdrs;    /* req->headers and ours */
-    const char *what;           /* for logs */
-    char safe_url[1024];        /* req->url with any SAS signature redacted */
-    double start;               /* when the first attempt started */
-    int cancellable;            /* is_cancellable */
-    int resent;                 /* an earlier attempt may have been applied */
+    struct curl_slist *hdrs; /* req->headers and ours */
+    const char *what;        /* for logs */
+    char safe_url[1024];     /* req->url with any SAS signature redacted */
+    double start;            /* when the first attempt started */
+    int cancellable;         /* is_cancellable */
+    int resent;              /* an earlier attempt may have been applied */
 };
 
 /* The header list of P's request: its own lines, and "Expect:" (libcurl
@@ -577,14 +576,15 @@ static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
     resp->resent = p->resent || sc.sends > 1;
     resp->elapsed_ms = now_ms() - p->start;
     if (sc.sends > 1)
-        log_debug(p->pool->lg, "%s: libcurl resent the request on a new connection",
-                  p->what);
+        log_debug(p->pool->lg, "%s: libcurl resent the request on a new connection", p->what);
     if (rc != -ENOMEM && outcome_unknown(h, rc, resp, &sc)) {
         int applied = p->req->settle ? p->req->settle(p->req->settle_ctx, resp) : -1;
 
         if (applied == 1) {
-            log_info(p->pool->lg, "%s: the answer was lost, but the service already "
-                     "holds the change: done", p->what);
+            log_info(p->pool->lg,
+                     "%s: the answer was lost, but the service already "
+                     "holds the change: done",
+                     p->what);
             resp->settled = 1;
             return 0;
         }
@@ -594,12 +594,11 @@ static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
     if (rc == -ENOMEM)
         return rc;
     if (rc == 0)
-        log_debug(p->pool->lg, "%s %s -> %ld (%.1f ms, %zu bytes, attempt %d)",
-                  p->req->method, p->safe_url, resp->status, now_ms() - t0,
-                  resp->body_len, attempt);
+        log_debug(p->pool->lg, "%s %s -> %ld (%.1f ms, %zu bytes, attempt %d)", p->req->method,
+                  p->safe_url, resp->status, now_ms() - t0, resp->body_len, attempt);
     else
-        log_debug(p->pool->lg, "%s %s -> transport error: %s (attempt %d)",
-                  p->req->method, p->safe_url, resp->transport_error, attempt);
+        log_debug(p->pool->lg, "%s %s -> transport error: %s (attempt %d)", p->req->method,
+                  p->safe_url, resp->transport_error, attempt);
     *done = 0;
     return rc;
 }
@@ -621,9 +620,10 @@ static int perform_backoff(struct perform *p, int attempt, int rc)
     wait = backoff_ms(pool, attempt, resp->hdr[HDR_RETRY_AFTER]);
     why = rc == 0 ? "transient HTTP status" : resp->transport_error;
     if (now_ms() - p->start + (double)wait > (double)pool->cfg.retry_deadline_ms) {
-        log_info(pool->lg, "%s: %s, no retry: waiting %ld ms would pass the retry "
-                 "deadline (%ld ms after the first attempt)", p->what, why, wait,
-                 pool->cfg.retry_deadline_ms);
+        log_info(pool->lg,
+                 "%s: %s, no retry: waiting %ld ms would pass the retry "
+                 "deadline (%ld ms after the first attempt)",
+                 p->what, why, wait, pool->cfg.retry_deadline_ms);
         return 1;
     }
     log_info(pool->lg, "%s: %s, retrying in %ld ms (attempt %d of %d)", p->what, why, wait,
@@ -639,11 +639,12 @@ static int perform_backoff(struct perform *p, int attempt, int rc)
 }
 
 /* Perform REQ with retries; see http.h for the contract. */
-int http_perform(struct http_pool *pool, const struct http_request *req,
-                 struct http_response *resp)
+int http_perform(struct http_pool *pool, const struct http_request *req, struct http_response *resp)
 {
     struct perform p = {
-        .pool = pool, .req = req, .resp = resp,
+        .pool = pool,
+        .req = req,
+        .resp = resp,
         .what = req->log_what ? req->log_what : req->method,
         .cancellable = is_cancellable(pool, req),
     };

@@ -13,25 +13,26 @@ struct http_response;
 
 /* Transport settings; zero fields take the defaults shown. */
 struct http_config {
-    long connect_timeout_ms;   /* default 10000 */
-    long request_timeout_ms;   /* whole request, default 60000 */
-    int max_retries;           /* retries after the first attempt, default 4, <0: none */
-    long retry_base_ms;        /* first backoff, doubled each retry, default 200 */
-    long retry_max_ms;         /* cap of one backoff, default 10000 */
-    long retry_deadline_ms;    /* no retry starts later than this after the
+    long connect_timeout_ms; /* default 10000 */
+    long request_timeout_ms; /* whole request, default 60000 */
+    int max_retries;         /* retries after the first attempt, default 4, <0: none */
+    long retry_base_ms;      /* first backoff, doubled each retry, default 200 */
+    long retry_max_ms;       /* cap of one backoff, default 10000 */
+    long retry_deadline_ms;  /* no retry starts later than this after the
                                   first attempt started, default 120000 */
-    const char *ca_file;       /* CA bundle for https, NULL = system default */
-    size_t body_max;           /* largest response body, default 256 MiB
+    const char *ca_file;     /* CA bundle for https, NULL = system default */
+    size_t body_max;         /* largest response body, default 256 MiB
                                   (over it: a transport error) */
 };
 
-#define HTTP_KINDS 16   /* request kinds counted separately (the protocol's,
+#define HTTP_KINDS \
+    16 /* request kinds counted separately (the protocol's,
                            e.g. enum table_req_kind) */
 
 /* Counters, readable at any time (relaxed atomics). */
 struct http_stats {
-    atomic_ulong by_kind[HTTP_KINDS];   /* attempts by request kind */
-    atomic_ulong requests;     /* requests sent, retries included */
+    atomic_ulong by_kind[HTTP_KINDS]; /* attempts by request kind */
+    atomic_ulong requests;            /* requests sent, retries included */
     atomic_ulong retries;
     atomic_ulong transport_errors;
     atomic_ulong bytes_in;
@@ -40,13 +41,13 @@ struct http_stats {
 };
 
 struct http_request {
-    const char *method;              /* "GET", "POST", "PUT", "MERGE", "DELETE" */
-    const char *url;                 /* absolute URL, already percent-encoded */
-    const char *const *headers;      /* NULL-terminated "Name: value" lines */
-    const char *body;                /* may be NULL */
+    const char *method;         /* "GET", "POST", "PUT", "MERGE", "DELETE" */
+    const char *url;            /* absolute URL, already percent-encoded */
+    const char *const *headers; /* NULL-terminated "Name: value" lines */
+    const char *body;           /* may be NULL */
     size_t body_len;
-    const char *log_what;            /* short description for logs, e.g. "query t" */
-    int kind;                        /* 0..HTTP_KINDS-1, for the counters */
+    const char *log_what; /* short description for logs, e.g. "query t" */
+    int kind;             /* 0..HTTP_KINDS-1, for the counters */
     /* For a write: called right after an attempt whose outcome is unknown
      * (sent, then no answer, 408 or 5xx), before any retry, to look at the
      * service and say whether that attempt was applied: 1 yes (no retry;
@@ -62,41 +63,39 @@ struct http_request {
 };
 
 /* Response headers of HTTP itself, kept from every response. */
-enum http_hdr {
-    HDR_ETAG, HDR_RETRY_AFTER, HDR_CONTENT_TYPE, HDR_DATE, HDR_COUNT
-};
+enum http_hdr { HDR_ETAG, HDR_RETRY_AFTER, HDR_CONTENT_TYPE, HDR_DATE, HDR_COUNT };
 
 /* The most headers one request may ask to capture (http_request.capture). */
 #define HTTP_CAPTURE_MAX 8
 
 struct http_response {
-    long status;                 /* HTTP status, 0 when no response was received */
-    char *body;                  /* malloc'd, NUL-terminated (may be empty) */
+    long status; /* HTTP status, 0 when no response was received */
+    char *body;  /* malloc'd, NUL-terminated (may be empty) */
     size_t body_len;
-    char *hdr[HDR_COUNT];        /* malloc'd values or NULL */
-    char *captured[HTTP_CAPTURE_MAX];   /* values of the request's capture
+    char *hdr[HDR_COUNT];             /* malloc'd values or NULL */
+    char *captured[HTTP_CAPTURE_MAX]; /* values of the request's capture
                                     headers, by index: malloc'd or NULL */
-    int attempts;                /* attempts made (1 = no retry) */
-    int resent;                  /* an earlier send of this request may have
+    int attempts;                     /* attempts made (1 = no retry) */
+    int resent;                       /* an earlier send of this request may have
                                     reached the server and been applied: we
                                     retried after an answer-less or 408/5xx
                                     attempt, or libcurl resent the request by
                                     itself after a reused connection died.
                                     0: the request was applied at most once,
                                     by the send that this answer answers. */
-    int settled;                 /* req->settle said an attempt whose answer was
+    int settled;                      /* req->settle said an attempt whose answer was
                                     lost was applied: the request succeeded,
                                     status and body are the lost attempt's */
-    double elapsed_ms;           /* from the start of the first send to the
+    double elapsed_ms;                /* from the start of the first send to the
                                     last answer (the window in which an
                                     earlier send may have been applied) */
-    char transport_error[128];   /* curl's message when status == 0 */
+    char transport_error[128];        /* curl's message when status == 0 */
 };
 
 /* Create a pool. LG and STATS are borrowed and must outlive the pool.
  * Returns 0 or -ENOMEM. */
-int http_pool_new(struct http_pool **out, const struct http_config *cfg,
-                  const struct logger *lg, struct http_stats *stats);
+int http_pool_new(struct http_pool **out, const struct http_config *cfg, const struct logger *lg,
+                  struct http_stats *stats);
 
 /* Close every pooled connection and free POOL (NULL: nothing). */
 void http_pool_free(struct http_pool *pool);
@@ -150,8 +149,8 @@ void http_response_clear(struct http_response *resp);
  * http_request.capture, may be NULL); names compare without regard to
  * case, and a repeated header keeps the last value. Other lines are
  * ignored. */
-void http_header_line(struct http_response *r, const char *const *capture,
-                      const char *buf, size_t n);
+void http_header_line(struct http_response *r, const char *const *capture, const char *buf,
+                      size_t n);
 
 /* Percent-encode S: every byte but A-Z a-z 0-9 - . _ ~ (libcurl's
  * escaping). Returns a malloc'd string, or NULL on ENOMEM. */

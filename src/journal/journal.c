@@ -32,26 +32,26 @@
  * before anyone else uses the journal). */
 struct journal {
     pthread_mutex_t mu;
-    pthread_cond_t synced_cv;   /* a flush ended; waited on with mu */
+    pthread_cond_t synced_cv; /* a flush ended; waited on with mu */
     struct logger *lg;
-    struct safe_dir dir;        /* checked; every file is opened relative to it */
+    struct safe_dir dir; /* checked; every file is opened relative to it */
     char *name, *lock_name, *key_name, *path;
     unsigned char key[JOURNAL_KEY_LEN];
-    int legacy;                 /* the key was made at the open, and nothing written
+    int legacy;      /* the key was made at the open, and nothing written
                                  * since: the file is of the unkeyed format (or empty);
                                  * guarded by mu */
-    int fd;                     /* the journal file; guarded by mu (the flush reads it
+    int fd;          /* the journal file; guarded by mu (the flush reads it
                                  * unlocked while SYNCING: a rewrite waits for that) */
-    int lock_fd;                /* its lock file, flock'ed; guarded by mu */
-    int broken;                 /* a flush failed: syncs fail until a rewrite; guarded
+    int lock_fd;     /* its lock file, flock'ed; guarded by mu */
+    int broken;      /* a flush failed: syncs fail until a rewrite; guarded
                                  * by mu */
-    int syncing;                /* a flush runs (its caller holds no lock); guarded by
+    int syncing;     /* a flush runs (its caller holds no lock); guarded by
                                  * mu */
-    uint64_t end;               /* bytes appended, counted from the open; guarded by mu */
-    uint64_t synced;            /* everything before this is on disk; guarded by mu */
-    uint64_t base;              /* END at the last rewrite; guarded by mu */
-    off_t pos;                  /* where the next record goes in the file; guarded by mu */
-    off_t alloc;                /* the file's size: zeros from POS on; guarded by mu */
+    uint64_t end;    /* bytes appended, counted from the open; guarded by mu */
+    uint64_t synced; /* everything before this is on disk; guarded by mu */
+    uint64_t base;   /* END at the last rewrite; guarded by mu */
+    off_t pos;       /* where the next record goes in the file; guarded by mu */
+    off_t alloc;     /* the file's size: zeros from POS on; guarded by mu */
 };
 
 /* Write all LEN bytes of DATA to FD at OFF. Returns 0 or -errno. */
@@ -95,8 +95,8 @@ static int zero_to(struct journal *j, off_t stop)
     static const char zeros[GROW_MIN];
 
     while (j->alloc < stop) {
-        size_t n = stop - j->alloc < (off_t)sizeof(zeros) ? (size_t)(stop - j->alloc)
-                                                          : sizeof(zeros);
+        size_t n =
+            stop - j->alloc < (off_t)sizeof(zeros) ? (size_t)(stop - j->alloc) : sizeof(zeros);
         int rc = pwrite_all(j->fd, zeros, n, j->alloc);
 
         if (rc < 0)
@@ -170,7 +170,8 @@ static int read_key(struct journal *j, int fd)
     int ok;
 
     if (fstat(fd, &st) < 0 || (st.st_mode & 077)) {
-        log_error(j->lg, "journal key %s/%s is readable by group or others: anyone who "
+        log_error(j->lg,
+                  "journal key %s/%s is readable by group or others: anyone who "
                   "reads it can write records the mount would apply; run chmod 600 on it",
                   j->dir.path, j->key_name);
         return -EACCES;
@@ -185,9 +186,11 @@ static int read_key(struct journal *j, int fd)
     }
     OPENSSL_cleanse(hex, sizeof(hex));
     if (!ok) {
-        log_error(j->lg, "journal key %s/%s is not 64 hex digits and a newline: the "
+        log_error(j->lg,
+                  "journal key %s/%s is not 64 hex digits and a newline: the "
                   "journal's records cannot be checked (move the journal and its key away "
-                  "to start afresh)", j->dir.path, j->key_name);
+                  "to start afresh)",
+                  j->dir.path, j->key_name);
         return -EINVAL;
     }
     return 0;
@@ -217,9 +220,11 @@ static int make_key(struct journal *j)
     int fd, rc = 0;
 
     if (holds_keyed(j->fd)) {
-        log_error(j->lg, "journal %s holds records made with the key %s/%s, which is gone: "
+        log_error(j->lg,
+                  "journal %s holds records made with the key %s/%s, which is gone: "
                   "they cannot be checked, so none is sent. Put the key back, or move the "
-                  "journal away to start afresh", j->path, j->dir.path, j->key_name);
+                  "journal away to start afresh",
+                  j->path, j->dir.path, j->key_name);
         return -ENOKEY;
     }
     if (RAND_bytes(j->key, JOURNAL_KEY_LEN) != 1)
@@ -278,9 +283,11 @@ static int take_lock(struct journal *j)
 
         close(fd);
         if (rc == -EBUSY)
-            log_error(j->lg, "journal %s: another aztfs process is using it (a mount, or one "
+            log_error(j->lg,
+                      "journal %s: another aztfs process is using it (a mount, or one "
                       "still sending its queue after an unmount: it ends within its "
-                      "writeback_stop); give this mount its own -o journal_dir=", j->path);
+                      "writeback_stop); give this mount its own -o journal_dir=",
+                      j->path);
         return rc;
     }
     if (j->lock_fd >= 0)
@@ -386,8 +393,8 @@ static char *keep_damaged(struct journal *j, const char *d, size_t len)
     }
     free(tmp);
     if (rc < 0) {
-        log_error(j->lg, "journal %s: the damaged journal cannot be kept as %s: %s",
-                  j->path, kept, strerror(-rc));
+        log_error(j->lg, "journal %s: the damaged journal cannot be kept as %s: %s", j->path, kept,
+                  strerror(-rc));
         free(kept);
         return NULL;
     }
@@ -401,24 +408,30 @@ static void report_span(struct journal *j, const char *d, const struct jspan *sp
     char *path = jrec_salvage_path(d + sp->off, sp->len);
     const char *why = sp->kind == JS_FOREIGN ?
         "a journal record that does not match the journal's key (damaged, or forged): "
-        "refused" : "a damaged journal record";
+        "refused" :
+        "a damaged journal record";
 
     if (sp->kind == JS_TORN)
-        log_warn(j->lg, "journal %s: the record at byte %zu (%zu bytes) is cut short: a write "
-                 "a crash interrupted, never acknowledged; skipped", j->path, sp->off, sp->len);
+        log_warn(j->lg,
+                 "journal %s: the record at byte %zu (%zu bytes) is cut short: a write "
+                 "a crash interrupted, never acknowledged; skipped",
+                 j->path, sp->off, sp->len);
     else if (sp->kind == JS_FOREIGN)
-        log_error(j->lg, "journal %s: the record at byte %zu (%s%s) does not match the key "
+        log_error(j->lg,
+                  "journal %s: the record at byte %zu (%s%s) does not match the key "
                   "%s: damaged, or not written by this journal's mounts; refused, never "
-                  "applied", j->path, sp->off, path ? "it names " : "no path",
-                  path ? path : "", j->key_name);
+                  "applied",
+                  j->path, sp->off, path ? "it names " : "no path", path ? path : "", j->key_name);
     else
-        log_error(j->lg, "journal %s: %zu bytes at byte %zu hold no whole record, and whole "
+        log_error(j->lg,
+                  "journal %s: %zu bytes at byte %zu hold no whole record, and whole "
                   "records follow (they are applied): if they held an acknowledged change "
-                  "(%s%s), it is lost", j->path, sp->len, sp->off, path ? "it names " :
-                  "no path is left in them", path ? path : "");
+                  "(%s%s), it is lost",
+                  j->path, sp->len, sp->off, path ? "it names " : "no path is left in them",
+                  path ? path : "");
     if (sp->kind != JS_TORN)
-        failring_add(j->lg->failures, &(struct failure){ "journal", path ? path : j->path,
-                                                         EIO, 0, NULL, why });
+        failring_add(j->lg->failures,
+                     &(struct failure){ "journal", path ? path : j->path, EIO, 0, NULL, why });
     free(path);
 }
 
@@ -450,8 +463,7 @@ int journal_read(struct journal *j, int (*fn)(void *ctx, const json_t *rec), voi
         char *kept = keep_damaged(j, b.ptr, b.len);
 
         if (kept)
-            log_error(j->lg, "journal %s: kept as it was in %s/%s", j->path, j->dir.path,
-                      kept);
+            log_error(j->lg, "journal %s: kept as it was in %s/%s", j->path, j->dir.path, kept);
         free(kept);
     }
     for (size_t i = 0; i < s.n && rc == 0; i++)
@@ -474,7 +486,7 @@ int journal_append(struct journal *j, const json_t *rec, uint64_t *lsn)
     int rc = 0;
 
     if (json_is_array(rec))
-        json_array_foreach(rec, i, r) {
+        json_array_foreach (rec, i, r) {
             if ((rc = jrec_format(&b, r, j->key)) < 0)
                 break;
         }
@@ -483,7 +495,7 @@ int journal_append(struct journal *j, const json_t *rec, uint64_t *lsn)
     if (rc < 0)
         goto out;
     pthread_mutex_lock(&j->mu);
-    if (b.len == 0) {           /* nothing to append: the end as it is */
+    if (b.len == 0) { /* nothing to append: the end as it is */
         *lsn = j->end;
         pthread_mutex_unlock(&j->mu);
         goto out;
@@ -494,9 +506,9 @@ int journal_append(struct journal *j, const json_t *rec, uint64_t *lsn)
         j->pos += (off_t)b.len;
         j->end += b.len;
         *lsn = j->end;
-        j->legacy = 0;          /* keyed records in it now */
+        j->legacy = 0; /* keyed records in it now */
     } else if (rc == -EDQUOT) {
-        rc = -ENOSPC;           /* nothing counted: the next append writes over it */
+        rc = -ENOSPC; /* nothing counted: the next append writes over it */
     } else if (rc != -ENOSPC) {
         j->broken = 1;
         log_error(j->lg, "journal %s: write failed: %s", j->path, strerror(-rc));
@@ -517,8 +529,10 @@ static int check_names(struct journal *j)
     LOCK_HELD(&j->mu);
     same = safe_same_file(&j->dir, j->name, j->fd);
     if (same != 1) {
-        log_error(j->lg, "journal %s was removed or replaced while this mount uses it: it is "
-                  "written again from what is queued", j->path);
+        log_error(j->lg,
+                  "journal %s was removed or replaced while this mount uses it: it is "
+                  "written again from what is queued",
+                  j->path);
         return -ESTALE;
     }
     if (safe_same_file(&j->dir, j->lock_name, j->lock_fd) == 1)
@@ -535,7 +549,7 @@ int journal_sync(struct journal *j, uint64_t lsn)
 
     pthread_mutex_lock(&j->mu);
     if (lsn > j->end)
-        lsn = j->end;           /* nothing past what was appended */
+        lsn = j->end; /* nothing past what was appended */
     while (j->synced < lsn && !j->broken && rc == 0) {
         uint64_t target;
 
@@ -551,15 +565,17 @@ int journal_sync(struct journal *j, uint64_t lsn)
         j->syncing = 0;
         if (rc < 0) {
             j->broken = 1;
-            log_error(j->lg, "journal %s: flush to disk failed: %s; it is written again "
-                      "before anything more is acknowledged", j->path, strerror(-rc));
+            log_error(j->lg,
+                      "journal %s: flush to disk failed: %s; it is written again "
+                      "before anything more is acknowledged",
+                      j->path, strerror(-rc));
         } else if ((rc = check_names(j)) == 0) {
             j->synced = target;
         }
         pthread_cond_broadcast(&j->synced_cv);
     }
     if (rc == 0 && j->synced < lsn)
-        rc = -EIO;              /* broken: only a rewrite heals it */
+        rc = -EIO; /* broken: only a rewrite heals it */
     pthread_mutex_unlock(&j->mu);
     return rc == -ESTALE || rc == -EBUSY ? rc : rc < 0 ? -EIO : 0;
 }
@@ -574,7 +590,7 @@ static int write_new(struct journal *j, const json_t *recs, off_t *len, char **t
     int fd = -1, rc = 0;
 
     *tmp = NULL;
-    json_array_foreach(recs, i, rec)
+    json_array_foreach (recs, i, rec)
         if ((rc = jrec_format(&b, rec, j->key)) < 0)
             break;
     if (rc == 0 && (fd = safe_tmp(&j->dir, j->name, 0600, tmp)) < 0)
@@ -601,10 +617,10 @@ static void switch_to(struct journal *j, int fd, off_t len)
     close(j->fd);
     j->fd = fd;
     j->pos = j->alloc = len;
-    j->synced = j->end;         /* everything live is in the new, flushed file */
+    j->synced = j->end; /* everything live is in the new, flushed file */
     j->base = j->end;
     j->broken = 0;
-    j->legacy = 0;              /* the new file is keyed */
+    j->legacy = 0; /* the new file is keyed */
 }
 
 /* See journal.h. */
@@ -616,7 +632,7 @@ int journal_rewrite(struct journal *j, json_t *(*build)(void *ctx), void *ctx)
     int fd, rc = 0;
 
     pthread_mutex_lock(&j->mu);
-    while (j->syncing)          /* a flush of the old file runs unlocked */
+    while (j->syncing) /* a flush of the old file runs unlocked */
         pthread_cond_wait(&j->synced_cv, &j->mu);
     recs = build(ctx);
     fd = !recs ? -ENOMEM : !json_is_array(recs) ? -EINVAL : write_new(j, recs, &len, &tmp);
@@ -629,13 +645,15 @@ int journal_rewrite(struct journal *j, json_t *(*build)(void *ctx), void *ctx)
         rc = fd;
     }
     free(tmp);
-    if (rc == 0) {              /* renamed: the new file is the journal now */
+    if (rc == 0) { /* renamed: the new file is the journal now */
         switch_to(j, fd, len);
         if ((rc = sync_dir(j)) < 0 ||
             (safe_same_file(&j->dir, j->lock_name, j->lock_fd) != 1 && take_lock(j) < 0)) {
-            j->broken = 1;      /* the rename may not survive a crash */
-            log_error(j->lg, "journal %s: its directory cannot be flushed or its lock "
-                      "taken again: %s", j->path, strerror(rc < 0 ? -rc : EBUSY));
+            j->broken = 1; /* the rename may not survive a crash */
+            log_error(j->lg,
+                      "journal %s: its directory cannot be flushed or its lock "
+                      "taken again: %s",
+                      j->path, strerror(rc < 0 ? -rc : EBUSY));
             rc = rc < 0 ? rc : -EBUSY;
         }
         pthread_mutex_unlock(&j->mu);
@@ -684,7 +702,7 @@ void journal_close(struct journal *j)
     if (j->fd >= 0)
         close(j->fd);
     if (j->lock_fd >= 0)
-        close(j->lock_fd);      /* releases the flock */
+        close(j->lock_fd); /* releases the flock */
     safe_dir_close(&j->dir);
     OPENSSL_cleanse(j->key, sizeof(j->key));
     pthread_mutex_destroy(&j->mu);

@@ -42,11 +42,11 @@ int journal_open(const char *dir, const char *name, int allow_shared, struct log
 /* What journal_read found besides whole records (each stretch logged with
  * its byte offset, and put in the logger's failure ring). */
 struct journal_damage {
-    unsigned torn;      /* the end cut short: a write a crash interrupted (never
+    unsigned torn;    /* the end cut short: a write a crash interrupted (never
                          * acknowledged: an acknowledgement waits for the flush) */
-    unsigned damaged;   /* stretches that hold no record, with whole records after
+    unsigned damaged; /* stretches that hold no record, with whole records after
                          * them: if one held an acknowledged change, it is lost */
-    unsigned foreign;   /* well-formed records not made with this journal's key:
+    unsigned foreign; /* well-formed records not made with this journal's key:
                          * refused, never applied */
 };
 

@@ -9,9 +9,9 @@
 
 struct buf;
 
-#define JOURNAL_KEY_LEN 32      /* bytes of the journal's HMAC key */
-#define JREC_MAC_HEX 32         /* a record's MAC: HMAC-SHA256, first 16 bytes, in hex */
-#define JREC_OLD_HEX 16         /* the unkeyed format before: SHA-256, 8 bytes */
+#define JOURNAL_KEY_LEN 32 /* bytes of the journal's HMAC key */
+#define JREC_MAC_HEX 32    /* a record's MAC: HMAC-SHA256, first 16 bytes, in hex */
+#define JREC_OLD_HEX 16    /* the unkeyed format before: SHA-256, 8 bytes */
 
 /* Append REC (a JSON object, else -EINVAL) as one record line to B, its
  * MAC made with KEY (JOURNAL_KEY_LEN bytes). Returns 0, -EFBIG (longer than
@@ -20,19 +20,19 @@ int jrec_format(struct buf *b, const json_t *rec, const unsigned char *key);
 
 /* What a stretch of a journal file holds. */
 enum jspan_kind {
-    JS_RECORD,                  /* a whole record, its MAC made with the key */
-    JS_LEGACY,                  /* a whole record of the unkeyed format */
-    JS_FOREIGN,                 /* a well-formed line, at a line start, whose MAC is not
+    JS_RECORD,  /* a whole record, its MAC made with the key */
+    JS_LEGACY,  /* a whole record of the unkeyed format */
+    JS_FOREIGN, /* a well-formed line, at a line start, whose MAC is not
                                  * the key's: damaged in its MAC, or not written by this
                                  * journal's mounts */
-    JS_DAMAGED,                 /* no record, with whole records after it */
-    JS_TORN,                    /* no record, after the last whole one: a write cut short */
+    JS_DAMAGED, /* no record, with whole records after it */
+    JS_TORN,    /* no record, after the last whole one: a write cut short */
 };
 
 struct jspan {
-    size_t off, len;            /* bytes of the file */
+    size_t off, len; /* bytes of the file */
     enum jspan_kind kind;
-    json_t *rec;                /* JS_RECORD, JS_LEGACY: the record (owned) */
+    json_t *rec; /* JS_RECORD, JS_LEGACY: the record (owned) */
 };
 
 /* The spans of a file, in order. */
@@ -50,8 +50,7 @@ struct jscan {
  * positions are candidates whatever the entities hold. LEGACY: records of
  * the unkeyed format are taken too (a journal written before keys); else
  * such a line is foreign. Returns 0 with *S (jrec_scan_free), or -ENOMEM. */
-int jrec_scan(const char *d, size_t len, const unsigned char *key, int legacy,
-              struct jscan *s);
+int jrec_scan(const char *d, size_t len, const unsigned char *key, int legacy, struct jscan *s);
 
 void jrec_scan_free(struct jscan *s);
 

@@ -48,7 +48,7 @@ int jrec_format(struct buf *b, const json_t *rec, const unsigned char *key)
     int rc;
 
     if (!json_is_object(rec))
-        return -EINVAL;         /* the reader takes objects only */
+        return -EINVAL; /* the reader takes objects only */
     if (!(text = json_dumps(rec, JSON_COMPACT)))
         return -ENOMEM;
     len = strlen(text);
@@ -67,8 +67,7 @@ static size_t hex_run(const char *d, size_t avail, size_t max)
 {
     size_t n = 0;
 
-    while (n < avail && n <= max &&
-           ((d[n] >= '0' && d[n] <= '9') || (d[n] >= 'a' && d[n] <= 'f')))
+    while (n < avail && n <= max && ((d[n] >= '0' && d[n] <= '9') || (d[n] >= 'a' && d[n] <= 'f')))
         n++;
     return n;
 }
@@ -116,13 +115,13 @@ static size_t record_at(const char *d, size_t avail, const unsigned char *key, i
         return 0;
     if (!(j = json_loadb(js, jl, 0, NULL)) || !json_is_object(j)) {
         json_decref(j);
-        return 0;               /* not a record: damage */
+        return 0; /* not a record: damage */
     }
     if (same) {
         *kind = h == JREC_MAC_HEX ? JS_RECORD : JS_LEGACY;
         *rec = j;
     } else {
-        *kind = JS_FOREIGN;     /* well formed, but its MAC is not this key's */
+        *kind = JS_FOREIGN; /* well formed, but its MAC is not this key's */
         json_decref(j);
     }
     return (size_t)(nl - d) + 1;
@@ -149,8 +148,7 @@ static int span_push(struct jscan *s, size_t off, size_t len, enum jspan_kind ki
 /* Where the next record after damage at OFF starts (a position holding
  * "HEX " that record_at takes), or LEN. Any position is tried, not only
  * line starts: the damage may have hit a newline. */
-static size_t resync(const char *d, size_t len, size_t off, const unsigned char *key,
-                     int legacy)
+static size_t resync(const char *d, size_t len, size_t off, const unsigned char *key, int legacy)
 {
     for (size_t q = off + 1; q < len; q++) {
         enum jspan_kind k;
@@ -168,15 +166,14 @@ static size_t resync(const char *d, size_t len, size_t off, const unsigned char 
 }
 
 /* See journal_int.h. */
-int jrec_scan(const char *d, size_t len, const unsigned char *key, int legacy,
-              struct jscan *s)
+int jrec_scan(const char *d, size_t len, const unsigned char *key, int legacy, struct jscan *s)
 {
     size_t off = 0, last_rec_end = 0;
     int rc = 0;
 
     memset(s, 0, sizeof(*s));
     while (len > 0 && d[len - 1] == '\0')
-        len--;                  /* the space grown ahead of the records */
+        len--; /* the space grown ahead of the records */
     while (off < len && rc == 0) {
         enum jspan_kind k = JS_DAMAGED;
         json_t *rec = NULL;
@@ -224,7 +221,7 @@ char *jrec_salvage_path(const char *d, size_t len)
         return NULL;
     while (p + n < d + len && p[n] != '"' && p[n] != '\\' && n < 4096) {
         if ((unsigned char)p[n] < 0x20)
-            return NULL;        /* damaged inside the path: it cannot be trusted */
+            return NULL; /* damaged inside the path: it cannot be trusted */
         n++;
     }
     return p + n < d + len && p[n] == '"' && n > 0 ? strndup(p, n) : NULL;

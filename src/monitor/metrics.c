@@ -11,7 +11,7 @@
 #include "util/util.h"
 #include "monitor/monitor.h"
 
-#define METRICS_TEXT_MAX (1024 * 1024)     /* far more than the metrics below take */
+#define METRICS_TEXT_MAX (1024 * 1024) /* far more than the metrics below take */
 
 /* One metric: where its value is in the stats document (stats.h), its
  * name, type and help. SUB "*": one sample per member, labelled LABEL. */
@@ -44,10 +44,8 @@ static const struct metric_def defs[] = {
       "Cache entries dropped to stay within cache_size." },
     { "cache", "expirations", "aztfs_cache_expirations_total", "counter", NULL,
       "Cache entries dropped after cache_timeout." },
-    { "cache", "entries", "aztfs_cache_entries", "gauge", NULL,
-      "Entries the cache holds now." },
-    { "cache", "bytes", "aztfs_cache_bytes", "gauge", NULL,
-      "Bytes the cache holds now." },
+    { "cache", "entries", "aztfs_cache_entries", "gauge", NULL, "Entries the cache holds now." },
+    { "cache", "bytes", "aztfs_cache_bytes", "gauge", NULL, "Bytes the cache holds now." },
     { "cache", "max_bytes", "aztfs_cache_max_bytes", "gauge", NULL,
       "The cache's bound (cache_size)." },
 };
@@ -79,8 +77,7 @@ static void put_sample(struct buf *b, const char *name, const char *mp, const ch
 }
 
 /* The HELP, TYPE and sample lines of D, from the stats document ROOT. */
-static void put_metric(struct buf *b, const struct metric_def *d, json_t *root,
-                       const char *mp)
+static void put_metric(struct buf *b, const struct metric_def *d, json_t *root, const char *mp)
 {
     json_t *v = json_object_get(root, d->key), *m;
     const char *k;
@@ -89,7 +86,7 @@ static void put_metric(struct buf *b, const struct metric_def *d, json_t *root,
         v = json_object_get(v, d->sub);
     buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, d->type);
     if (d->label) {
-        json_object_foreach(v, k, m)
+        json_object_foreach (v, k, m)
             put_sample(b, d->name, mp, d->label, k, json_integer_value(m));
     } else {
         put_sample(b, d->name, mp, NULL, NULL, json_integer_value(v));
@@ -127,7 +124,7 @@ int metrics_write(struct store *s, const char *mountpoint, const struct safe_dir
         rc = fd;
         goto out;
     }
-    errno = EIO;            /* what a short write without an error means here */
+    errno = EIO; /* what a short write without an error means here */
     rc = write(fd, text, len) == (ssize_t)len ? 0 : -errno;
     if (close(fd) != 0 && rc == 0)
         rc = -errno;
@@ -144,17 +141,17 @@ out:
 /* Everything but STOP is set before the thread starts (metrics_new,
  * metrics_start) and read-only while it runs. */
 struct metrics {
-    struct safe_dir dir;      /* the checked directory of the file */
-    char *name;               /* the file's name in it */
-    struct store *s;          /* set before the thread starts */
-    const char *mountpoint;   /* set before the thread starts */
-    unsigned interval;        /* set before the thread starts */
-    int started;              /* the thread runs (metrics_start); read by metrics_stop
+    struct safe_dir dir;    /* the checked directory of the file */
+    char *name;             /* the file's name in it */
+    struct store *s;        /* set before the thread starts */
+    const char *mountpoint; /* set before the thread starts */
+    unsigned interval;      /* set before the thread starts */
+    int started;            /* the thread runs (metrics_start); read by metrics_stop
                                  on the thread that started it */
-    struct workers thread;    /* the one thread that writes (util/worker.c) */
+    struct workers thread;  /* the one thread that writes (util/worker.c) */
     pthread_mutex_t lock;
-    pthread_cond_t wake;      /* signalled by metrics_stop; waited on with lock */
-    int stop;                 /* guarded by lock */
+    pthread_cond_t wake; /* signalled by metrics_stop; waited on with lock */
+    int stop;            /* guarded by lock */
 };
 
 /* Write the file, logging a failure (once per kind of failure in a row). */
@@ -185,7 +182,7 @@ static void *metrics_thread(void *p)
             ;
     }
     pthread_mutex_unlock(&m->lock);
-    write_logged(m, &last_err);     /* the final counts, at unmount */
+    write_logged(m, &last_err); /* the final counts, at unmount */
     return NULL;
 }
 
@@ -208,8 +205,7 @@ struct metrics *metrics_new(const char *path, int allow_shared)
 }
 
 /* See metrics.h. */
-int metrics_start(struct metrics *m, struct store *s, const char *mountpoint,
-                  unsigned interval)
+int metrics_start(struct metrics *m, struct store *s, const char *mountpoint, unsigned interval)
 {
     pthread_condattr_t ca;
     int ok = 0;
@@ -219,7 +215,7 @@ int metrics_start(struct metrics *m, struct store *s, const char *mountpoint,
     m->interval = interval;
     if (pthread_condattr_init(&ca) == 0) {
         ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
-             pthread_cond_init(&m->wake, &ca) == 0;
+            pthread_cond_init(&m->wake, &ca) == 0;
         pthread_condattr_destroy(&ca);
     }
     if (ok && lock_init(&m->lock) != 0) {

@@ -37,8 +37,7 @@ struct metrics *metrics_new(const char *path, int allow_shared);
 /* Start M's thread: metrics_write every INTERVAL seconds, the first time
  * now. S and MOUNTPOINT are borrowed until metrics_stop. Returns 0, or -1
  * after one log line when the thread cannot start. */
-int metrics_start(struct metrics *m, struct store *s, const char *mountpoint,
-                  unsigned interval);
+int metrics_start(struct metrics *m, struct store *s, const char *mountpoint, unsigned interval);
 
 /* Stop M's thread if it started, which writes the file once more, and free
  * M (NULL: nothing). */

@@ -21,23 +21,20 @@ json_t *stats_object(struct store *s)
     kinds = json_object();
     for (int k = 0; kinds && table_kind_name(k); k++)
         json_object_set_new(kinds, table_kind_name(k), json_integer(load(&h->by_kind[k])));
-    root = json_pack("{s:I, s:o, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I,"
-                     " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
-                     "requests", load(&h->requests),
-                     "requests_by_kind", kinds,
-                     "retries", load(&h->retries),
-                     "transport_errors", load(&h->transport_errors),
-                     "responses", "2xx", load(&h->status_2xx), "3xx", load(&h->status_3xx),
-                     "4xx", load(&h->status_4xx), "5xx", load(&h->status_5xx),
-                     "bytes_in", load(&h->bytes_in),
-                     "bytes_out", load(&h->bytes_out),
-                     "cache", "hits", (json_int_t)cs.hits, "misses", (json_int_t)cs.misses,
-                     "evictions", (json_int_t)cs.evictions,
-                     "expirations", (json_int_t)cs.expirations,
-                     "entries", (json_int_t)cs.entries, "bytes", (json_int_t)cs.bytes,
-                     "max_bytes", (json_int_t)cs.max_bytes);
-    if (root && json_object_set_new(root, "failures", json_integer(s->log.failures ?
-            (json_int_t)failring_count(s->log.failures) : 0)) < 0) {
+    root = json_pack(
+        "{s:I, s:o, s:I, s:I, s:{s:I, s:I, s:I, s:I}, s:I, s:I,"
+        " s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        "requests", load(&h->requests), "requests_by_kind", kinds, "retries", load(&h->retries),
+        "transport_errors", load(&h->transport_errors), "responses", "2xx", load(&h->status_2xx),
+        "3xx", load(&h->status_3xx), "4xx", load(&h->status_4xx), "5xx", load(&h->status_5xx),
+        "bytes_in", load(&h->bytes_in), "bytes_out", load(&h->bytes_out), "cache", "hits",
+        (json_int_t)cs.hits, "misses", (json_int_t)cs.misses, "evictions", (json_int_t)cs.evictions,
+        "expirations", (json_int_t)cs.expirations, "entries", (json_int_t)cs.entries, "bytes",
+        (json_int_t)cs.bytes, "max_bytes", (json_int_t)cs.max_bytes);
+    if (root &&
+        json_object_set_new(
+            root, "failures",
+            json_integer(s->log.failures ? (json_int_t)failring_count(s->log.failures) : 0)) < 0) {
         json_decref(root);
         root = NULL;
     }

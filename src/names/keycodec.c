@@ -89,8 +89,7 @@ static int key_hash_hex(const char *key, size_t len, char *out)
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int md_len = 0;
 
-    if (!EVP_Digest(key, len, md, &md_len, EVP_sha256(), NULL) ||
-        md_len < KEYCODEC_HASH_HEX / 2)
+    if (!EVP_Digest(key, len, md, &md_len, EVP_sha256(), NULL) || md_len < KEYCODEC_HASH_HEX / 2)
         return -ENOMEM;
     for (size_t i = 0; i < KEYCODEC_HASH_HEX / 2; i++) {
         out[2 * i] = hex_lower[md[i] >> 4];
@@ -160,7 +159,7 @@ static int decode_canonical(const char *name, size_t len, char **key_out)
             hi = hex_value(u[i + 1]);
             lo = hex_value(u[i + 2]);
             if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-                goto fail;   /* not an escape, or a NUL no key can hold */
+                goto fail; /* not an escape, or a NUL no key can hold */
             key[k++] = (char)(hi << 4 | lo);
             i += 2;
         } else {
@@ -249,8 +248,8 @@ int keycodec_file_matches(const char *key, const char *name)
 /* Is code point CP one that no key may hold? */
 static int forbidden_in_key(unsigned long cp)
 {
-    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) ||
-           cp == '/' || cp == '\\' || cp == '#' || cp == '?';
+    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == '/' || cp == '\\' || cp == '#' ||
+        cp == '?';
 }
 
 /* The byte at U[*i] (of LEN) and, with ESCAPES, a '%' and two hex digits
@@ -259,8 +258,8 @@ static unsigned char next_byte(const unsigned char *u, size_t len, size_t *i, in
 {
     size_t at = *i;
 
-    if (escapes && u[at] == '%' && len - at >= 3 &&
-        hex_value(u[at + 1]) >= 0 && hex_value(u[at + 2]) >= 0) {
+    if (escapes && u[at] == '%' && len - at >= 3 && hex_value(u[at + 1]) >= 0 &&
+        hex_value(u[at + 2]) >= 0) {
         *i = at + 3;
         return (unsigned char)(hex_value(u[at + 1]) << 4 | hex_value(u[at + 2]));
     }

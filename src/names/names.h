@@ -9,18 +9,18 @@
 /* ---- path.c: FUSE paths -> (table, partition, entity) addresses, and stable inode numbers. */
 
 enum fsp_kind {
-    FSP_ROOT,        /* "/" */
-    FSP_TABLE,       /* "/t" */
-    FSP_PARTITION,   /* "/t/pk" */
-    FSP_ENTITY,      /* "/t/pk/rk.json" */
-    FSP_SCRATCH,     /* "/t/pk/name" where name does not end in ".json" */
+    FSP_ROOT,      /* "/" */
+    FSP_TABLE,     /* "/t" */
+    FSP_PARTITION, /* "/t/pk" */
+    FSP_ENTITY,    /* "/t/pk/rk.json" */
+    FSP_SCRATCH,   /* "/t/pk/name" where name does not end in ".json" */
     /* query views (doc/USAGE.md): ".where" under a table or a partition,
      * then a directory named by an OData filter, laid out as the table is
      * (or as the partition is, under a partition) */
-    FSP_WHERE,       /* "/t/.where", "/t/pk/.where" */
-    FSP_VIEW,        /* "/t/.where/F" (partitions), "/t/pk/.where/F" (entities) */
-    FSP_VIEW_PARTITION,  /* "/t/.where/F/pk" */
-    FSP_VIEW_ENTITY, /* "/t/.where/F/pk/rk.json", "/t/pk/.where/F/rk.json" */
+    FSP_WHERE,          /* "/t/.where", "/t/pk/.where" */
+    FSP_VIEW,           /* "/t/.where/F" (partitions), "/t/pk/.where/F" (entities) */
+    FSP_VIEW_PARTITION, /* "/t/.where/F/pk" */
+    FSP_VIEW_ENTITY,    /* "/t/.where/F/pk/rk.json", "/t/pk/.where/F/rk.json" */
 };
 
 /* The name of the hidden directory that holds a table's or a partition's views. */
@@ -29,16 +29,16 @@ enum fsp_kind {
 /* A parsed path. Strings are malloc'd and owned; release with fspath_free. */
 struct fspath {
     enum fsp_kind kind;
-    char *table;       /* table name (FSP_TABLE and deeper) */
-    char *pk_name;     /* partition directory name (FSP_PARTITION and deeper) */
-    char *pk;          /* decoded PartitionKey; NULL for a long-form name */
-    char *file_name;   /* last component (FSP_ENTITY, FSP_SCRATCH) */
-    char *rk;          /* decoded RowKey (FSP_ENTITY); NULL for a long-form name */
-    char *parent;      /* path of the containing directory ("/", "/t", "/t/pk") */
+    char *table;     /* table name (FSP_TABLE and deeper) */
+    char *pk_name;   /* partition directory name (FSP_PARTITION and deeper) */
+    char *pk;        /* decoded PartitionKey; NULL for a long-form name */
+    char *file_name; /* last component (FSP_ENTITY, FSP_SCRATCH) */
+    char *rk;        /* decoded RowKey (FSP_ENTITY); NULL for a long-form name */
+    char *parent;    /* path of the containing directory ("/", "/t", "/t/pk") */
     /* views (FSP_WHERE and deeper); pk_name/pk/file_name/rk as above */
-    int scoped;        /* ".where" is under partition pk ("/t/pk/.where") */
-    char *filter;      /* decoded filter text (FSP_VIEW and deeper) */
-    char *view;        /* path of the view directory ("/t/.where/F") */
+    int scoped;   /* ".where" is under partition pk ("/t/pk/.where") */
+    char *filter; /* decoded filter text (FSP_VIEW and deeper) */
+    char *view;   /* path of the view directory ("/t/.where/F") */
 };
 
 /* Parse PATH (absolute, as FUSE hands it). Returns 0 with *fp filled, or:

@@ -65,13 +65,15 @@ void fspath_free(struct fspath *fp)
 _Static_assert(KEYCODEC_NAME_MAX + sizeof(ENTITY_SUFFIX) - 1 <= NAME_MAX,
                "entity file names fit NAME_MAX");
 _Static_assert(KEYCODEC_PREFIX_MAX + sizeof(KEYCODEC_LONG_MARK) - 1 + KEYCODEC_HASH_HEX <=
-               KEYCODEC_NAME_MAX, "long-form names fit KEYCODEC_NAME_MAX");
+                   KEYCODEC_NAME_MAX,
+               "long-form names fit KEYCODEC_NAME_MAX");
 
 /* Why fspath_invalid_reason refuses a path, besides keycodec's reasons. */
 #define WHY_TOO_LONG "a name is at most 255 bytes"
 #define WHY_BARE_SUFFIX "'.json' is the name of no key (the empty RowKey is '%.json')"
-#define WHY_FILTER "a view's filter is spelled as a key's name: '%' is written %25 and '/' " \
-                   "%2F, and it is not empty (doc/NAMES.md)"
+#define WHY_FILTER                                                            \
+    "a view's filter is spelled as a key's name: '%' is written %25 and '/' " \
+    "%2F, and it is not empty (doc/NAMES.md)"
 
 /* Components of a path: up to five (a view's entity). */
 #define MAX_COMPONENTS 5
@@ -79,7 +81,7 @@ _Static_assert(KEYCODEC_PREFIX_MAX + sizeof(KEYCODEC_LONG_MARK) - 1 + KEYCODEC_H
 /* Is every component of PATH at most NAME_MAX bytes? */
 static int components_fit(const char *path)
 {
-    for (const char *p = path; *p; ) {
+    for (const char *p = path; *p;) {
         size_t n = strcspn(p, "/");
 
         if (n > NAME_MAX)
@@ -99,8 +101,8 @@ static int decode_component(const char *name, int is_file, char **key, const cha
     char *k = NULL;
     int rc;
 
-    *why = is_file && strcmp(name, ENTITY_SUFFIX) == 0 ? WHY_BARE_SUFFIX
-                                                       : keycodec_name_problem(name);
+    *why =
+        is_file && strcmp(name, ENTITY_SUFFIX) == 0 ? WHY_BARE_SUFFIX : keycodec_name_problem(name);
     if (*why)
         return -EINVAL;
     rc = is_file ? keycodec_file_decode(name, &k) : keycodec_decode(name, &k);
@@ -108,7 +110,7 @@ static int decode_component(const char *name, int is_file, char **key, const cha
         return rc;
     if (rc < 0)
         return -ENOENT;
-    if (rc == 1) {          /* long form: the prefix alone is not the key */
+    if (rc == 1) { /* long form: the prefix alone is not the key */
         free(k);
         k = NULL;
     }
@@ -155,16 +157,16 @@ static int parse_view(struct fspath *fp, char **comp, int n, int w, const char *
         return 0;
     if ((rc = decode_filter(comp[w + 1], &fp->filter, why)) < 0)
         return rc;
-    if ((w == 1 ? asprintf(&fp->view, "/%s/%s/%s", fp->table, FSP_WHERE_NAME, comp[2])
-                : asprintf(&fp->view, "/%s/%s/%s/%s", fp->table, fp->pk_name,
-                           FSP_WHERE_NAME, comp[3])) < 0) {
+    if ((w == 1 ? asprintf(&fp->view, "/%s/%s/%s", fp->table, FSP_WHERE_NAME, comp[2]) :
+                  asprintf(&fp->view, "/%s/%s/%s/%s", fp->table, fp->pk_name, FSP_WHERE_NAME,
+                           comp[3])) < 0) {
         fp->view = NULL;
         return -ENOMEM;
     }
     fp->kind = FSP_VIEW;
     if (n == w + 2)
         return 0;
-    if (w == 1) {           /* "/t/.where/F/pk[/rk.json]" */
+    if (w == 1) { /* "/t/.where/F/pk[/rk.json]" */
         if (!(fp->pk_name = strdup(comp[3])))
             return -ENOMEM;
         if ((rc = decode_component(comp[3], 0, &fp->pk, why)) < 0)
@@ -172,11 +174,11 @@ static int parse_view(struct fspath *fp, char **comp, int n, int w, const char *
         fp->kind = FSP_VIEW_PARTITION;
         if (n == 4)
             return 0;
-    }                       /* "/t/pk/.where/F/rk.json" has five too */
+    } /* "/t/pk/.where/F/rk.json" has five too */
     if (!(fp->file_name = strdup(comp[n - 1])))
         return -ENOMEM;
     fp->kind = FSP_VIEW_ENTITY;
-    return decode_component(comp[n - 1], 1, &fp->rk, why);   /* not ".json": ENOENT */
+    return decode_component(comp[n - 1], 1, &fp->rk, why); /* not ".json": ENOENT */
 }
 
 /* The components of PATH (a copy to cut, COPY) into COMP, their count into
@@ -219,7 +221,7 @@ static int parse(const char *path, struct fspath *fp, const char **why)
         rc = -ENOENT;
         goto fail;
     }
-    fp->kind = (enum fsp_kind)n;   /* ROOT, TABLE, PARTITION, ENTITY by depth */
+    fp->kind = (enum fsp_kind)n; /* ROOT, TABLE, PARTITION, ENTITY by depth */
     if (n >= 1) {
         if (!fspath_valid_table_name(comp[0])) {
             rc = -ENOENT;
@@ -313,9 +315,9 @@ int fspath_in_view(const char *path)
 char *fspath_normal(const struct fspath *fp)
 {
     char *p;
-    int rc = fp->kind == FSP_VIEW_ENTITY
-                 ? asprintf(&p, "/%s/%s/%s", fp->table, fp->pk_name, fp->file_name)
-                 : asprintf(&p, "/%s/%s", fp->table, fp->pk_name);
+    int rc = fp->kind == FSP_VIEW_ENTITY ?
+        asprintf(&p, "/%s/%s/%s", fp->table, fp->pk_name, fp->file_name) :
+        asprintf(&p, "/%s/%s", fp->table, fp->pk_name);
 
     return rc < 0 ? NULL : p;
 }

@@ -49,8 +49,8 @@ static void render_here(const json_t *e, struct store_rendered *r, struct entity
     r->rk = entity_wire_sys(e, ENTITY_RK);
     r->ts = entity_wire_sys(e, ENTITY_TIMESTAMP);
     r->etag = entity_wire_sys(e, ENTITY_ETAG);
-    if (r->rk && (r->rc = entity_render_digest(e, &r->text, &r->len, r->digest,
-                                               &r->has_digest, err)) < 0) {
+    if (r->rk &&
+        (r->rc = entity_render_digest(e, &r->text, &r->len, r->digest, &r->has_digest, err)) < 0) {
         r->text = NULL;
         r->why = err->text;
     }
@@ -132,9 +132,9 @@ void *store_render_page(const json_t *value)
 
         render_here(json_array_get(value, i), r, &err);
         if (r->rc < 0)
-            r->why = r->rc == -ENOMEM ? NULL : strdup(err.text);   /* NULL: ENOMEM said */
+            r->why = r->rc == -ENOMEM ? NULL : strdup(err.text); /* NULL: ENOMEM said */
         room += (r->pk ? strlen(r->pk) + 1 : 0) + (r->rk ? strlen(r->rk) + 1 : 0) +
-                (r->ts ? strlen(r->ts) + 1 : 0) + (r->etag ? strlen(r->etag) + 1 : 0);
+            (r->ts ? strlen(r->ts) + 1 : 0) + (r->etag ? strlen(r->etag) + 1 : 0);
     }
     if (!(pr->keys = malloc(room))) {
         store_render_page_free(pr);
@@ -192,7 +192,7 @@ int store_list_entity(struct store *s, const char *dir, const json_t *e, struct 
     }
     rc = cache_rendered(s, dir, r, CACHE_LISTED, &shown, NULL);
     if (rc < 0)
-        return rc == -ENOMEM ? rc : 1;     /* logged; an entity we cannot show is left out */
+        return rc == -ENOMEM ? rc : 1; /* logged; an entity we cannot show is left out */
     rc = listing_add(l, shown.name, r->rk, 1, shown.len, shown.mtime);
     if (len)
         *len = shown.len;
@@ -225,19 +225,18 @@ void store_log_failure(struct store *s, const char *op, const char *path, int rc
                        const struct az_status *st, const char *why)
 {
     const char *reason = why ? why : strerror(-rc);
-    struct failure f = { op, path, -rc, st ? st->http_status : 0, st ? st->code : NULL,
-                         reason };
+    struct failure f = { op, path, -rc, st ? st->http_status : 0, st ? st->code : NULL, reason };
 
-    failring_add(s->log.failures, &f);      /* user.aztfs.errors */
+    failring_add(s->log.failures, &f); /* user.aztfs.errors */
     if (!st || (st->http_status == 0 && st->attempts == 0))
         log_error(&s->log, "%s %s failed: %s", op, path, reason);
     else if (st->http_status == 0)
-        log_error(&s->log, "%s %s failed: %s (no response: %s; attempts %d)", op, path,
-                  reason, st->message, st->attempts);
+        log_error(&s->log, "%s %s failed: %s (no response: %s; attempts %d)", op, path, reason,
+                  st->message, st->attempts);
     else
-        log_error(&s->log, "%s %s failed: %s (HTTP %ld %s%s%s; attempts %d)", op, path,
-                  reason, st->http_status, st->code[0] ? st->code : "-",
-                  st->message[0] ? ": " : "", st->message, st->attempts);
+        log_error(&s->log, "%s %s failed: %s (HTTP %ld %s%s%s; attempts %d)", op, path, reason,
+                  st->http_status, st->code[0] ? st->code : "-", st->message[0] ? ": " : "",
+                  st->message, st->attempts);
 }
 
 static int on_first_entity(void *p, json_t *value)

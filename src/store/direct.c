@@ -17,11 +17,10 @@ static int direct_pending(struct store *s, const struct fspath *fp, const char *
 }
 
 static int direct_write(struct store *s, const char *path, const struct fspath *fp,
-                        const json_t *wire, enum table_write how, const char *etag,
-                        char **new_etag, struct az_status *st)
+                        const json_t *wire, enum table_write how, const char *etag, char **new_etag,
+                        struct az_status *st)
 {
-    int rc = table_write_entity(s->tc, fp->table, fp->pk, fp->rk, wire, how, etag, new_etag,
-                                st);
+    int rc = table_write_entity(s->tc, fp->table, fp->pk, fp->rk, wire, how, etag, new_etag, st);
 
     if (rc == 0)
         store_show_written(s, path, fp, wire, *new_etag, how != TW_MERGE);
@@ -69,8 +68,8 @@ static int direct_pending_in(struct store *s, const char *dir)
 
 /* Decided when the file is closed: its content is the insert, which fails
  * with EEXIST for the loser. */
-static int direct_create_exclusive(struct store *s, const char *path,
-                                   const struct fspath *fp, char **etag)
+static int direct_create_exclusive(struct store *s, const char *path, const struct fspath *fp,
+                                   char **etag)
 {
     (void)s, (void)path, (void)fp;
     *etag = NULL;
@@ -98,7 +97,16 @@ static int direct_discard(struct store *s, const char *path)
 }
 
 const struct store_changes store_direct = {
-    "direct", direct_pending, direct_write, direct_remove, direct_rename, direct_resolved,
-    direct_settle, direct_pending_in, direct_create_exclusive, direct_sync, direct_report,
-    direct_discard,
+    .name = "direct",
+    .pending = direct_pending,
+    .write = direct_write,
+    .remove = direct_remove,
+    .rename = direct_rename,
+    .resolved = direct_resolved,
+    .settle = direct_settle,
+    .pending_in = direct_pending_in,
+    .create_exclusive = direct_create_exclusive,
+    .sync = direct_sync,
+    .report = direct_report,
+    .discard = direct_discard,
 };

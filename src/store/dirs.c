@@ -39,7 +39,8 @@ int store_table_exists(struct store *s, const char *table)
      * its own, a recent "no", else ask */
     if (rc != 0 && rc != -ENOMEM)
         rc = rc == -EAGAIN && cache_known_dir(s->cache, tdir) ? 0 :
-             cache_absent(s->cache, tdir) ? -ENOENT : -EAGAIN;
+            cache_absent(s->cache, tdir)                      ? -ENOENT :
+                                                                -EAGAIN;
     if (rc == -EAGAIN) {
         rc = table_known(s, table);
         if (rc == 0)
@@ -65,8 +66,10 @@ int store_partition_exists(struct store *s, struct fspath *fp, int fresh)
     }
     /* listed, or known; not listed in a table the mount made, or said
      * lately not to exist; else ask (the listing may predate it) */
-    if (!fresh && (rc = cache_exists(s->cache, pdir) ? 0 :
-                        cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL)) == -ENOENT &&
+    if (!fresh &&
+        (rc = cache_exists(s->cache, pdir) ?
+             0 :
+             cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL)) == -ENOENT &&
         !cache_dir_owned(s->cache, tdir))
         rc = -EAGAIN;
     if (!fresh && rc == -EAGAIN && cache_absent(s->cache, pdir))
@@ -74,7 +77,7 @@ int store_partition_exists(struct store *s, struct fspath *fp, int fresh)
     free(tdir);
     if (rc != -EAGAIN || !fp->pk) {
         free(pdir);
-        if (rc == -EAGAIN)      /* a long-form name: its table's listing says */
+        if (rc == -EAGAIN) /* a long-form name: its table's listing says */
             rc = scan_resolve_keys(s, fp);
         return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
     }
@@ -154,7 +157,7 @@ int store_create_table(struct store *s, const char *path, const char *table)
         log_info(&s->log, "%s: table exists (table names ignore case)", path);
     else if (rc < 0)
         store_log_failure(s, "create table", path, rc, &st, NULL);
-    if (rc == 0)        /* the mount made it, so the mount knows it is empty */
+    if (rc == 0) /* the mount made it, so the mount knows it is empty */
         rc = made_dir(s, path, "/", table, table);
     else
         store_forget(s, "/");
@@ -167,7 +170,7 @@ int store_partition_made(struct store *s, const struct fspath *fp)
     char *tdir = fspath_join("/", fp->table), *pdir = tdir ? fspath_join(tdir, fp->pk_name) : NULL;
     int rc = -ENOMEM;
 
-    if (pdir)       /* a partition is named in its table only once it holds an entity */
+    if (pdir) /* a partition is named in its table only once it holds an entity */
         rc = made_dir(s, pdir, NULL, NULL, NULL);
     free(tdir);
     free(pdir);
@@ -180,7 +183,7 @@ int store_remove_table(struct store *s, const char *path, const char *table)
     struct az_status st = { 0 };
     int rc;
 
-    store_settle(s, path);      /* write-behind: its queued changes first */
+    store_settle(s, path); /* write-behind: its queued changes first */
     rc = store_table_probe(s, table, &st);
     if (rc == 1)
         rc = -ENOTEMPTY;

@@ -23,7 +23,7 @@ static int pk_listed_then(struct store *s, struct fspath *tf, const char *to)
     rc = store_load_keyed(s, tf, to, &f);
     cache_file_clear(&f);
     if (rc == -ENOENT)
-        return 1;           /* nothing at TO: mv removes nothing */
+        return 1; /* nothing at TO: mv removes nothing */
     return rc < 0 ? rc : store_partition_other(s, tf);
 }
 
@@ -36,7 +36,7 @@ int store_move_check(struct store *s, const char *from, struct fspath *ff, const
     int rc = 0;
 
     if (tf->pk && tf->rk)
-        return 0;           /* TO's name gives its keys: the text's are not read */
+        return 0; /* TO's name gives its keys: the text's are not read */
     if (!unsaved && (rc = store_load_keyed(s, ff, from, &f)) < 0)
         return rc;
     cache_file_clear(&f);
@@ -49,14 +49,17 @@ int store_move_check(struct store *s, const char *from, struct fspath *ff, const
                 "hold no other entity to find that key by, so the copy takes its PartitionKey";
     if (!which)
         return rc < 0 ? rc : 0;
-    failring_add(s->log.failures, &(struct failure){ "rename", from, ENOTSUP, 0, NULL,
-                 "a move across partitions onto a long-form name the copy cannot save" });
-    log_error(&s->log, "rename %s -> %s: not moved (ENOTSUP): across partitions a move is "
+    failring_add(
+        s->log.failures,
+        &(struct failure){ "rename", from, ENOTSUP, 0, NULL,
+                           "a move across partitions onto a long-form name the copy cannot save" });
+    log_error(&s->log,
+              "rename %s -> %s: not moved (ENOTSUP): across partitions a move is "
               "a copy, and the copy could not be saved as the target: %s from the copied "
               "text, %s; mv would fail, after removing the target if there is one. Nothing "
               "changed. Copy onto an existing target instead (cp keeps its keys) and remove "
               "the source, or save a new long-form name with its own PartitionKey and RowKey "
-              "in the text", from, to, which,
-              unsaved ? "a new file not yet saved" : "which holds the source's");
+              "in the text",
+              from, to, which, unsaved ? "a new file not yet saved" : "which holds the source's");
     return -ENOTSUP;
 }

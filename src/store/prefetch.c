@@ -22,43 +22,43 @@ enum pf_state { PF_QUEUED, PF_RUNNING, PF_DONE };
  * prefetch_add until the walker enters the directory, the walk is
  * cancelled, the fetch fails, or (done) the listing's freshness is over. */
 struct pf_job {
-    struct pf_job *prev, *next;    /* guarded by prefetch.lock */
-    struct prefetch *p;            /* set by prefetch_add */
-    struct prefetch_walk *walk;    /* NULL once its directory handle is closed; guarded
+    struct pf_job *prev, *next; /* guarded by prefetch.lock */
+    struct prefetch *p;         /* set by prefetch_add */
+    struct prefetch_walk *walk; /* NULL once its directory handle is closed; guarded
                                       by prefetch.lock */
-    char *table, *pk, *dir;        /* set by prefetch_add */
-    uint64_t hash;                 /* of dir: set by prefetch_add */
-    enum pf_state state;           /* guarded by prefetch.lock */
-    int cancel;                    /* stop before the next page; guarded by
+    char *table, *pk, *dir;     /* set by prefetch_add */
+    uint64_t hash;              /* of dir: set by prefetch_add */
+    enum pf_state state;        /* guarded by prefetch.lock */
+    int cancel;                 /* stop before the next page; guarded by
                                       prefetch.lock */
-    int claimed;                   /* a walker waits for it: no size limit; guarded by
+    int claimed;                /* a walker waits for it: no size limit; guarded by
                                       prefetch.lock */
-    size_t bytes;                  /* charged to the cache so far; guarded by
+    size_t bytes;               /* charged to the cache so far; guarded by
                                       prefetch.lock */
-    struct timespec done_at;       /* PF_DONE: when; guarded by prefetch.lock */
+    struct timespec done_at;    /* PF_DONE: when; guarded by prefetch.lock */
 };
 
 struct prefetch_walk {
-    struct prefetch *p;            /* set by prefetch_walk_new */
-    char *table;                   /* set by prefetch_walk_new */
+    struct prefetch *p; /* set by prefetch_walk_new */
+    char *table;        /* set by prefetch_walk_new */
 };
 
 struct prefetch {
-    struct store *st;              /* borrowed; set by prefetch_new */
+    struct store *st; /* borrowed; set by prefetch_new */
     pthread_mutex_t lock;
-    pthread_cond_t work;           /* a job was added, the budget freed, or stop; waited
+    pthread_cond_t work;        /* a job was added, the budget freed, or stop; waited
                                       on with lock */
-    pthread_cond_t done;           /* a running job ended; waited on with lock */
-    struct pf_job *head, *tail;    /* guarded by lock */
-    size_t jobs;                   /* guarded by lock */
-    size_t held;                   /* bytes of listings fetched and not entered; guarded
+    pthread_cond_t done;        /* a running job ended; waited on with lock */
+    struct pf_job *head, *tail; /* guarded by lock */
+    size_t jobs;                /* guarded by lock */
+    size_t held;                /* bytes of listings fetched and not entered; guarded
                                       by lock */
-    size_t budget;                 /* the limit of HELD: set by prefetch_new */
-    struct workers threads;        /* util/worker.c, started with the first job; guarded
+    size_t budget;              /* the limit of HELD: set by prefetch_new */
+    struct workers threads;     /* util/worker.c, started with the first job; guarded
                                       by lock (prefetch_free joins them unlocked once
                                       STOP lets no one start more) */
-    int nthreads;                  /* asked for, then started; guarded by lock */
-    int started, stop;             /* guarded by lock */
+    int nthreads;               /* asked for, then started; guarded by lock */
+    int started, stop;          /* guarded by lock */
 };
 
 static void job_free(struct pf_job *j)
@@ -108,8 +108,7 @@ static void reap(struct prefetch *p)
     clock_gettime(CLOCK_MONOTONIC, &now);
     for (j = p->head; j; j = next) {
         next = j->next;
-        if (j->state == PF_DONE &&
-            (double)(now.tv_sec - j->done_at.tv_sec) >= p->st->cache_timeout)
+        if (j->state == PF_DONE && (double)(now.tv_sec - j->done_at.tv_sec) >= p->st->cache_timeout)
             job_drop(p, j);
     }
 }
@@ -158,7 +157,7 @@ static void run_job(struct prefetch *p, struct pf_job *j)
         j->state = PF_DONE;
         clock_gettime(CLOCK_MONOTONIC, &j->done_at);
     } else {
-        job_drop(p, j);    /* failed or cancelled: the walker lists it itself */
+        job_drop(p, j); /* failed or cancelled: the walker lists it itself */
     }
     pthread_cond_broadcast(&p->done);
 }
@@ -330,8 +329,10 @@ void prefetch_walk_end(struct prefetch_walk *w, int complete)
     }
     pthread_mutex_unlock(&p->lock);
     if (dropped + stopped)
-        log_debug(&p->st->log, "prefetch: /%s closed before its end: %d queued fetch(es) "
-                  "dropped, %d stopped", w->table, dropped, stopped);
+        log_debug(&p->st->log,
+                  "prefetch: /%s closed before its end: %d queued fetch(es) "
+                  "dropped, %d stopped",
+                  w->table, dropped, stopped);
     free(w->table);
     free(w);
 }
@@ -347,12 +348,12 @@ void prefetch_claim(struct prefetch *p, const char *dir)
     while ((j = job_find(p, dir)) && j->state != PF_DONE) {
         j->claimed = 1;
         if (j->state == PF_QUEUED)
-            run_job(p, j);     /* not started: this walker fetches it, others join */
+            run_job(p, j); /* not started: this walker fetches it, others join */
         else
             pthread_cond_wait(&p->done, &p->lock);
     }
     if (j) {
-        job_drop(p, j);        /* its listing is in the cache */
+        job_drop(p, j); /* its listing is in the cache */
         pthread_cond_signal(&p->work);
     }
     pthread_mutex_unlock(&p->lock);

@@ -27,8 +27,8 @@ static int show_queued(struct store *s, const struct fspath *fp, const char *pat
 
     if (rc != 1)
         return rc;
-    rc = store_cache_entity(s, fp->parent, e, cache_known_dir(s->cache, fp->parent) ?
-                            CACHE_LISTED : 0, NULL, &f);
+    rc = store_cache_entity(s, fp->parent, e,
+                            cache_known_dir(s->cache, fp->parent) ? CACHE_LISTED : 0, NULL, &f);
     json_decref(e);
     if (rc < 0)
         return rc;
@@ -59,15 +59,15 @@ static struct wb_change change_of(const char *path, const struct fspath *fp, enu
 }
 
 static int queued_write(struct store *s, const char *path, const struct fspath *fp,
-                        const json_t *wire, enum table_write how, const char *etag,
-                        char **new_etag, struct az_status *st)
+                        const json_t *wire, enum table_write how, const char *etag, char **new_etag,
+                        struct az_status *st)
 {
     struct wb_change c = change_of(path, fp, kind_of(how), wire, etag);
     int rc = wb_submit(s->wb, &c, 1, new_etag);
 
-    (void)st;               /* the queue's failures are its own (user.aztfs.pending) */
+    (void)st; /* the queue's failures are its own (user.aztfs.pending) */
     if (rc == 0) {
-        store_forget(s, path);      /* the kernel's copy is the old one */
+        store_forget(s, path); /* the kernel's copy is the old one */
         (void)show_queued(s, fp, path, NULL);
     }
     return rc;
@@ -110,8 +110,8 @@ static int queued_rename(struct store *s, const struct store_move *m, char **to_
 
 /* The service decides at the open: an empty entity inserted at once
  * (after the entity's queued delete, if any, is sent). */
-static int queued_create_exclusive(struct store *s, const char *path,
-                                   const struct fspath *fp, char **etag)
+static int queued_create_exclusive(struct store *s, const char *path, const struct fspath *fp,
+                                   char **etag)
 {
     struct az_status st = { 0 };
     json_t *empty = NULL, *e = NULL;
@@ -119,14 +119,16 @@ static int queued_create_exclusive(struct store *s, const char *path,
 
     *etag = NULL;
     if (!fp->pk || !fp->rk)
-        return 1;           /* a long-form name: decided at its close (keys in its content) */
+        return 1; /* a long-form name: decided at its close (keys in its content) */
     if ((rc = wb_lookup(s->wb, path, &e)) == 1) {
-        json_decref(e);     /* a queued write: it exists */
+        json_decref(e); /* a queued write: it exists */
         return -EEXIST;
     }
     if (rc == -ENOENT && wb_flush(s->wb, path, 1) < 0) {
-        log_error(&s->log, "%s: not created: its queued delete could not be sent first, "
-                  "and O_EXCL must ask the service", path);
+        log_error(&s->log,
+                  "%s: not created: its queued delete could not be sent first, "
+                  "and O_EXCL must ask the service",
+                  path);
         return -EIO;
     }
     if (rc < 0 && rc != -ENOENT)
@@ -137,7 +139,7 @@ static int queued_create_exclusive(struct store *s, const char *path,
     if (rc == 0)
         store_show_written(s, path, fp, empty, *etag, 1);
     else if (rc == -EEXIST)
-        store_forget_entity(s, path, fp);   /* made elsewhere: shown as it is */
+        store_forget_entity(s, path, fp); /* made elsewhere: shown as it is */
     else
         store_log_failure(s, "create", path, rc, &st, NULL);
     json_decref(empty);
@@ -155,7 +157,7 @@ static void on_applied(void *ctx, const char *path, const json_t *entity, int ex
     json_t *e = NULL;
 
     if (!entity || wb_lookup(s->wb, path, &e) != 0) {
-        json_decref(e);     /* a later change is queued: it is what shows */
+        json_decref(e); /* a later change is queued: it is what shows */
         return;
     }
     if (fspath_parse(path, &fp) < 0)
@@ -189,8 +191,8 @@ static int on_cancelled(void *ctx)
 }
 
 /* See store.h. */
-int store_writeback_open(struct store *s, const struct wb_config *cfg,
-                         const struct account *acct, const struct http_config *hc)
+int store_writeback_open(struct store *s, const struct wb_config *cfg, const struct account *acct,
+                         const struct http_config *hc)
 {
     struct wb_hooks h = { on_applied, on_failed, on_cancelled, s };
     int rc = wb_open(cfg, acct, hc, &s->log, &s->stats, &h, &s->wb);
@@ -214,7 +216,7 @@ size_t store_writeback_close(struct store *s)
     size_t left = wb_close(s->wb);
 
     s->wb = NULL;
-    s->changes = &store_direct;     /* whatever comes after the end is sent at once */
+    s->changes = &store_direct; /* whatever comes after the end is sent at once */
     return left;
 }
 
@@ -248,7 +250,16 @@ static int queued_discard(struct store *s, const char *path)
 }
 
 const struct store_changes store_queued = {
-    "queued", queued_pending, queued_write, queued_remove, queued_rename, queued_resolved,
-    queued_settle, queued_pending_in, queued_create_exclusive, queued_sync, queued_report,
-    queued_discard,
+    .name = "queued",
+    .pending = queued_pending,
+    .write = queued_write,
+    .remove = queued_remove,
+    .rename = queued_rename,
+    .resolved = queued_resolved,
+    .settle = queued_settle,
+    .pending_in = queued_pending_in,
+    .create_exclusive = queued_create_exclusive,
+    .sync = queued_sync,
+    .report = queued_report,
+    .discard = queued_discard,
 };

@@ -28,18 +28,18 @@
 struct scan {
     struct store *st;
     enum fsp_kind kind;
-    char *table;               /* FSP_TABLE, FSP_PARTITION */
-    char *dir;                 /* path of the directory listed */
-    struct table_pager *cur;  /* NULL for a root listing of -o tables= */
-    struct listing *out;       /* the directory's listing, growing */
-    char *cur_pk;              /* FSP_TABLE: partition being collected */
+    char *table;             /* FSP_TABLE, FSP_PARTITION */
+    char *dir;               /* path of the directory listed */
+    struct table_pager *cur; /* NULL for a root listing of -o tables= */
+    struct listing *out;     /* the directory's listing, growing */
+    char *cur_pk;            /* FSP_TABLE: partition being collected */
     char *cur_dir;
-    struct listing *files;     /* ... and its files */
-    size_t charged, budget;    /* FSP_TABLE: cache bytes this scan filled, its limit */
-    size_t entities, partitions;  /* FSP_TABLE: seen by the scan */
-    int skipping;              /* FSP_TABLE: naming partitions one query each (the
+    struct listing *files;       /* ... and its files */
+    size_t charged, budget;      /* FSP_TABLE: cache bytes this scan filled, its limit */
+    size_t entities, partitions; /* FSP_TABLE: seen by the scan */
+    int skipping;                /* FSP_TABLE: naming partitions one query each (the
                                 * one a query named is cur_pk) */
-    int quiet;                 /* a failure is logged at debug level only (a
+    int quiet;                   /* a failure is logged at debug level only (a
                                 * prefetch: the walker's own fetch logs it) */
     int done;
 };
@@ -60,8 +60,7 @@ static void scan_free(struct scan *s)
 
 /* A scan of directory DIR (parsed as FP, keys resolved). Returns 0 with *out
  * or -ENOMEM. Nothing is sent yet. */
-static int scan_new(struct store *st, const struct fspath *fp, const char *dir,
-                    struct scan **out)
+static int scan_new(struct store *st, const struct fspath *fp, const char *dir, struct scan **out)
 {
     struct scan *s = calloc(1, sizeof(*s));
     char *filter = NULL;
@@ -79,7 +78,7 @@ static int scan_new(struct store *st, const struct fspath *fp, const char *dir,
     if (fp->kind == FSP_PARTITION && !(filter = table_filter_partition(fp->pk)))
         goto fail;
     if (fp->kind != FSP_ROOT)
-        store_settle(st, dir);  /* write-behind: the listing holds the queued changes */
+        store_settle(st, dir); /* write-behind: the listing holds the queued changes */
     if (!(fp->kind == FSP_ROOT && st->tables)) {
         if ((rc = table_pager_new(&s->cur, s->table, filter, NULL, 0)) < 0)
             goto fail;
@@ -121,7 +120,7 @@ static int on_tables_page(void *p, json_t *value)
     size_t i;
     json_t *t;
 
-    json_array_foreach(value, i, t) {
+    json_array_foreach (value, i, t) {
         const char *name = table_page_table_name(t);
         int rc;
 
@@ -227,7 +226,7 @@ static int on_entities_page(void *p, json_t *value)
         s->charged += len + SCAN_ENTITY_COST;
         s->entities++;
         if (s->kind == FSP_TABLE && over_budget(s))
-            return 1;      /* skip ahead (table_scan_next) */
+            return 1; /* skip ahead (table_scan_next) */
     }
     return 0;
 }
@@ -241,7 +240,7 @@ static int on_skip_page(void *p, json_t *value)
     int rc;
 
     if (!pk)
-        return 0;          /* an empty page: the continuation goes on */
+        return 0; /* an empty page: the continuation goes on */
     return (rc = set_partition(s, pk)) < 0 ? rc : 1;
 }
 
@@ -249,8 +248,8 @@ static int on_skip_page(void *p, json_t *value)
 static int after_query(struct scan *s, const char *pk, struct table_pager **out)
 {
     char *filter = table_filter_after(pk);
-    int rc = filter ? table_pager_new(out, s->table, filter, table_select_key(ENTITY_PK), 1)
-                    : -ENOMEM;
+    int rc =
+        filter ? table_pager_new(out, s->table, filter, table_select_key(ENTITY_PK), 1) : -ENOMEM;
 
     free(filter);
     return rc;
@@ -280,8 +279,10 @@ static int table_scan_next(struct scan *s)
     if (s->skipping ? !s->cur_pk : !over_budget(s))
         return table_pager_done(s->cur);
     if (!s->skipping) {
-        log_debug(&s->st->log, "%s: larger than half the cache: naming the remaining "
-                  "partitions one query each", s->dir);
+        log_debug(&s->st->log,
+                  "%s: larger than half the cache: naming the remaining "
+                  "partitions one query each",
+                  s->dir);
         s->skipping = 1;
     }
     return skip_ahead(s);
@@ -314,14 +315,16 @@ static int scan_step(struct scan *s, struct az_status *st)
 
     if (s->done)
         return 0;
-    if (s->kind == FSP_TABLE && !s->skipping)  /* no page fetched for nothing */
+    if (s->kind == FSP_TABLE && !s->skipping) /* no page fetched for nothing */
         table_pager_prefetch(s->cur, !near_budget(s));
     if (!s->cur)
         rc = list_named_tables(s, st);
     else
         rc = table_pager_next(s->st->tc, s->cur,
-                               s->kind == FSP_ROOT ? on_tables_page :
-                               s->skipping ? on_skip_page : on_entities_page, s, st);
+                              s->kind == FSP_ROOT ? on_tables_page :
+                                  s->skipping     ? on_skip_page :
+                                                    on_entities_page,
+                              s, st);
     if (rc < 0) {
         if (s->quiet)
             log_debug(&s->st->log, "prefetch of %s: %s", s->dir, strerror(-rc));
@@ -330,16 +333,15 @@ static int scan_step(struct scan *s, struct az_status *st)
         return rc;
     }
     if (s->kind == FSP_TABLE && (rc = table_scan_next(s)) <= 0)
-        return rc;          /* more to fetch, or failed */
+        return rc; /* more to fetch, or failed */
     if (s->kind != FSP_TABLE && s->cur && !table_pager_done(s->cur))
-        return 0;           /* more pages to come */
+        return 0; /* more pages to come */
     s->done = 1;
     if ((rc = finish_partition(s, 1)) < 0)
         return rc;
     /* the table list is asked again after the negative lifetime: tables
      * come and go elsewhere, and it is one cheap request */
-    return cache_put_listing(s->st->cache, s->dir, s->out,
-                             s->kind == FSP_ROOT ? CACHE_SHORT : 0);
+    return cache_put_listing(s->st->cache, s->dir, s->out, s->kind == FSP_ROOT ? CACHE_SHORT : 0);
 }
 
 /* Scan directory DIR (FP parsed from it) to its end, filling the cache.
@@ -347,8 +349,8 @@ static int scan_step(struct scan *s, struct az_status *st)
  * not have kept: cache_timeout=0, a listing larger than the cache): *KEY
  * gets a malloc'd copy of its key, or -ENOENT is returned when the listing
  * does not hold it. Returns 0 or -errno (details in *st). */
-static int scan_dir(struct store *s, const struct fspath *fp, const char *dir,
-                    const char *name, char **key, struct az_status *st)
+static int scan_dir(struct store *s, const struct fspath *fp, const char *dir, const char *name,
+                    char **key, struct az_status *st)
 {
     struct scan *sc;
     int rc = scan_new(s, fp, dir, &sc);
@@ -378,8 +380,8 @@ int scan_list_partition(struct store *s, const struct fspath *fp, const char *di
 }
 
 /* See scan.h. */
-int scan_fetch_partition(struct store *s, const char *table, const char *pk,
-                         const char *dir, int (*stop)(void *ctx, size_t bytes), void *ctx)
+int scan_fetch_partition(struct store *s, const char *table, const char *pk, const char *dir,
+                         int (*stop)(void *ctx, size_t bytes), void *ctx)
 {
     struct fspath fp = { .kind = FSP_PARTITION, .table = (char *)table, .pk = (char *)pk };
     struct az_status st = { 0 };
@@ -389,7 +391,7 @@ int scan_fetch_partition(struct store *s, const char *table, const char *pk,
     if (rc < 0)
         return rc;
     sc->quiet = 1;
-    table_pager_prefetch(sc->cur, 0);     /* one request in flight per fetch */
+    table_pager_prefetch(sc->cur, 0); /* one request in flight per fetch */
     while (rc == 0 && !sc->done)
         rc = stop(ctx, sc->charged) ? -EINTR : scan_step(sc, &st);
     scan_free(sc);
@@ -409,9 +411,9 @@ int scan_list_root(struct store *s, struct az_status *st)
 static int resolve_by_listing(struct store *s, const struct fspath *fp, const char *dirpath,
                               const char *name, char **key)
 {
-    struct fspath dfp = { .kind = fp->kind == FSP_PARTITION || !fp->pk ? FSP_TABLE
-                                                                      : FSP_PARTITION,
-                          .table = fp->table, .pk = fp->pk };
+    struct fspath dfp = { .kind = fp->kind == FSP_PARTITION || !fp->pk ? FSP_TABLE : FSP_PARTITION,
+                          .table = fp->table,
+                          .pk = fp->pk };
     struct az_status st;
     int rc = cache_dir_lookup(s->cache, dirpath, name, key);
 
@@ -444,8 +446,8 @@ int scan_resolve_keys(struct store *s, struct fspath *fp)
 /* --- views ------------------------------------------------------------------ */
 
 struct scan_view {
-    struct listing *l;         /* remote names: complete, or growing with scan */
-    struct scan *scan;         /* pages still to fetch, or NULL */
+    struct listing *l; /* remote names: complete, or growing with scan */
+    struct scan *scan; /* pages still to fetch, or NULL */
 };
 
 /* See scan.h. */
@@ -461,8 +463,7 @@ struct scan_view *scan_view_empty(void)
 }
 
 /* See scan.h. */
-int scan_view_open(struct store *s, struct fspath *fp, const char *dir,
-                   struct scan_view **out)
+int scan_view_open(struct store *s, struct fspath *fp, const char *dir, struct scan_view **out)
 {
     struct scan_view *v = calloc(1, sizeof(*v));
     int rc = 0;

@@ -10,14 +10,14 @@
 
 /* A scratch file or a local directory; few exist at a time, so a list will do. */
 struct node {
-    char *path;               /* guarded by scratch.lock */
-    int is_dir;               /* guarded by scratch.lock */
-    struct buf data;          /* the file's bytes; guarded by scratch.lock */
-    size_t charged;           /* its size rounded up to SCRATCH_PAGE: what it
+    char *path;            /* guarded by scratch.lock */
+    int is_dir;            /* guarded by scratch.lock */
+    struct buf data;       /* the file's bytes; guarded by scratch.lock */
+    size_t charged;        /* its size rounded up to SCRATCH_PAGE: what it
                                  counts in scratch.used; guarded by scratch.lock */
-    mode_t mode;              /* guarded by scratch.lock */
-    struct timespec mtime;    /* guarded by scratch.lock */
-    struct node *next;        /* guarded by scratch.lock */
+    mode_t mode;           /* guarded by scratch.lock */
+    struct timespec mtime; /* guarded by scratch.lock */
+    struct node *next;     /* guarded by scratch.lock */
 };
 
 struct scratch {
@@ -142,8 +142,7 @@ int scratch_stat(struct scratch *s, const char *path, struct scratch_attr *out)
     pthread_mutex_lock(&s->lock);
     n = find(s, path, 0);
     if (n)
-        *out = (struct scratch_attr){ .size = n->data.len, .mode = n->mode,
-                                      .mtime = n->mtime };
+        *out = (struct scratch_attr){ .size = n->data.len, .mode = n->mode, .mtime = n->mtime };
     pthread_mutex_unlock(&s->lock);
     return n ? 0 : -ENOENT;
 }
@@ -208,7 +207,7 @@ static int resize(struct scratch *s, struct node *n, size_t len)
         if (charge > n->charged && charge - n->charged > s->max - s->used)
             return -ENOSPC;
         if ((rc = buf_setlen(&n->data, len)) < 0) {
-            buf_clearerr(&n->data);     /* N is as it was: a later, smaller change may fit */
+            buf_clearerr(&n->data); /* N is as it was: a later, smaller change may fit */
             return rc;
         }
         s->used = s->used - n->charged + charge;
@@ -222,16 +221,16 @@ static int resize(struct scratch *s, struct node *n, size_t len)
 
 /* The one line a write or truncate refused for want of room gets. USED
  * and MAX as they were at the refusal. */
-static void log_full(const struct scratch *s, const char *op, const char *path,
-                     size_t used, size_t max)
+static void log_full(const struct scratch *s, const char *op, const char *path, size_t used,
+                     size_t max)
 {
-    log_error(s->log, "%s %s failed: no room for scratch files: they hold %zu KiB of the "
+    log_error(s->log,
+              "%s %s failed: no room for scratch files: they hold %zu KiB of the "
               "%zu KiB -o scratch_size allows; remove some or raise it",
               op, path, used / 1024, max / 1024);
 }
 
-ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size_t size,
-                      off_t off)
+ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size_t size, off_t off)
 {
     struct node *n;
     ssize_t rc = -ENOENT;
@@ -359,8 +358,7 @@ int scratch_rename(struct scratch *s, const char *from, const char *to)
 }
 
 void scratch_list(struct scratch *s, const char *dir,
-                  void (*fn)(void *ctx, const char *name, const struct scratch_attr *a),
-                  void *ctx)
+                  void (*fn)(void *ctx, const char *name, const struct scratch_attr *a), void *ctx)
 {
     pthread_mutex_lock(&s->lock);
     for (struct node *n = s->head; n; n = n->next) {
@@ -417,8 +415,8 @@ int scratch_rmdir(struct scratch *s, const char *path)
     return remove_node(s, path, 1);
 }
 
-void scratch_list_dirs(struct scratch *s, const char *dir,
-                       void (*fn)(void *ctx, const char *name), void *ctx)
+void scratch_list_dirs(struct scratch *s, const char *dir, void (*fn)(void *ctx, const char *name),
+                       void *ctx)
 {
     pthread_mutex_lock(&s->lock);
     for (struct node *n = s->head; n; n = n->next) {

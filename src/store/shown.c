@@ -33,8 +33,8 @@ void store_forget_entity(struct store *s, const char *path, const struct fspath 
 /* The mount wrote entity FP and F is what it holds now (F NULL: written,
  * attributes unknown; GONE: deleted): the cached listings of its partition
  * and table say so, without asking the service again. */
-void store_shown_in_listing(struct store *s, const struct fspath *fp,
-                            const struct cache_file *f, int exists)
+void store_shown_in_listing(struct store *s, const struct fspath *fp, const struct cache_file *f,
+                            int exists)
 {
     struct timespec none = { 0, 0 };
     struct listing *l;
@@ -44,15 +44,16 @@ void store_shown_in_listing(struct store *s, const struct fspath *fp,
         free(tdir);
         return;
     }
-    if (cache_dir_edit(s->cache, fp->parent, fp->file_name, fp->rk, f != NULL,
-                       f ? f->len : 0, f ? f->mtime : none, !exists) < 0 && !exists) {
-        store_forget(s, tdir);      /* the partition may be empty now: unknown */
-    } else if (exists) {            /* the partition exists now */
+    if (cache_dir_edit(s->cache, fp->parent, fp->file_name, fp->rk, f != NULL, f ? f->len : 0,
+                       f ? f->mtime : none, !exists) < 0 &&
+        !exists) {
+        store_forget(s, tdir); /* the partition may be empty now: unknown */
+    } else if (exists) {       /* the partition exists now */
         if (cache_dir_lookup(s->cache, tdir, fp->pk_name, NULL) != 0 &&
             cache_dir_edit(s->cache, tdir, fp->pk_name, fp->pk, 0, 0, none, 0) == -ENOMEM)
             store_forget(s, tdir);
     } else if ((l = cache_get_listing(s->cache, fp->parent))) {
-        if (listing_count(l) == 0)  /* its last entity: the partition is gone */
+        if (listing_count(l) == 0) /* its last entity: the partition is gone */
             (void)cache_dir_edit(s->cache, tdir, fp->pk_name, fp->pk, 0, 0, none, 1);
         listing_unref(l);
     }
@@ -74,8 +75,7 @@ void store_show_written(struct store *s, const char *path, const struct fspath *
     if (e && table_etag_timestamp(etag, ts, sizeof(ts)) == 0 &&
         entity_wire_set_sys(e, fp->pk, fp->rk, ts, etag) == 0 &&
         store_cache_entity(s, fp->parent, e,
-                           cache_known_dir(s->cache, fp->parent) ? CACHE_LISTED : 0, NULL,
-                           &f) == 0)
+                           cache_known_dir(s->cache, fp->parent) ? CACHE_LISTED : 0, NULL, &f) == 0)
         shown = 1;
     store_shown_in_listing(s, fp, shown ? &f : NULL, 1);
     cache_file_clear(&f);

@@ -25,7 +25,7 @@ int store_open(struct store *s, const struct account *acct, const struct http_co
     if (!(s->cache = cache_new(cache_bytes, s->cache_timeout)))
         return -ENOMEM;
     cache_set_negative_ttl(s->cache, s->negative_timeout);
-    s->changes = &store_direct;     /* store_writeback_open: through the queue */
+    s->changes = &store_direct; /* store_writeback_open: through the queue */
     return table_client_new(&s->tc, acct, hc, &s->log, &s->stats);
 }
 
@@ -95,16 +95,16 @@ static int on_read_ahead_page(void *p, json_t *value)
     size_t i;
     json_t *e;
 
-    json_array_foreach(value, i, e) {
+    json_array_foreach (value, i, e) {
         const char *rk = entity_wire_sys(e, ENTITY_RK);
         int mine = !ra->found && rk && strcmp(rk, ra->rk) == 0;
 
-        if (store_cache_entity(ra->s, ra->dir, e, CACHE_LISTED, NULL,
-                               mine ? ra->out : NULL) == -ENOMEM)
+        if (store_cache_entity(ra->s, ra->dir, e, CACHE_LISTED, NULL, mine ? ra->out : NULL) ==
+            -ENOMEM)
             return -ENOMEM;
         ra->found |= mine;
     }
-    return 1;       /* one page is enough */
+    return 1; /* one page is enough */
 }
 
 /* Fetch entity FP and the ones after it in its partition (one page of
@@ -127,8 +127,7 @@ static int read_ahead(struct store *s, const struct fspath *fp, struct cache_fil
     top = cs.max_bytes / 4 / 1024;
     top = top > READ_AHEAD_MAX ? READ_AHEAD_MAX : top < READ_AHEAD_MIN ? READ_AHEAD_MIN : top;
     if (filter)
-        rc = table_query(s->tc, fp->table, filter, NULL, (int)top, on_read_ahead_page, &ra,
-                         &st);
+        rc = table_query(s->tc, fp->table, filter, NULL, (int)top, on_read_ahead_page, &ra, &st);
     free(filter);
     if (rc == 0 && !ra.found)
         rc = -ENOENT;
@@ -187,7 +186,7 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
     in_order = rc == -EAGAIN && cache_dir_active(s->cache, fp->parent);
     if ((rc = scan_resolve_keys(s, fp)) < 0)
         return rc;
-    if (cache_get_file(s->cache, path, out) == 0)   /* resolving may have listed */
+    if (cache_get_file(s->cache, path, out) == 0) /* resolving may have listed */
         return 0;
     if (listed || in_order) {
         rc = read_ahead(s, fp, out);
@@ -201,15 +200,15 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
     }
     rc = point_read(s, fp, path, out);
     if (rc == -ENOENT)
-        note_absent(s, path, fp);       /* an answer, not a failure */
+        note_absent(s, path, fp); /* an answer, not a failure */
     else if (rc == 0)
-        cache_dir_touch(s->cache, fp->parent);      /* the next one may be in order */
+        cache_dir_touch(s->cache, fp->parent); /* the next one may be in order */
     return rc;
 }
 
 /* See store.h. */
-int store_load_current(struct store *s, struct fspath *fp, const char *path,
-                       struct cache_file *out, int writing)
+int store_load_current(struct store *s, struct fspath *fp, const char *path, struct cache_file *out,
+                       int writing)
 {
     int rc = store_load(s, fp, path, out), walk;
 
@@ -218,7 +217,7 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
     /* noted either way: the next open in the table may be a walk's */
     walk = walk_open(s, fp, path) && out->listed;
     if (!writing && walk)
-        return 0;           /* a walk reads the snapshot it listed */
+        return 0; /* a walk reads the snapshot it listed */
     /* a save while a walk goes through the table (rsync renames onto the
      * file it has just read as its basis): a page refreshes this copy and
      * the next ones, not a point query per file */
@@ -227,7 +226,7 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path,
     cache_file_clear(out);
     if ((rc = scan_resolve_keys(s, fp)) < 0)
         return rc;
-    store_forget(s, path);  /* the kernel's copy may be the old one too */
+    store_forget(s, path); /* the kernel's copy may be the old one too */
     /* in a walk (rsync saving file after file) one page refreshes this copy
      * and the next ones; else a point query */
     rc = walk ? read_ahead(s, fp, out) : -EAGAIN;
@@ -262,8 +261,7 @@ void store_dir_read(struct store *s, const char *path)
 }
 
 /* See store.h. */
-int store_load_keyed(struct store *s, struct fspath *fp, const char *path,
-                     struct cache_file *out)
+int store_load_keyed(struct store *s, struct fspath *fp, const char *path, struct cache_file *out)
 {
     int rc = store_load(s, fp, path, out);
 
@@ -340,10 +338,13 @@ static int write_keys(struct store *s, struct fspath *fp, const char *path, int 
     }
     return 0;
 bad:
-    failring_add(s->log.failures, &(struct failure){ "save", path, EINVAL, 0, NULL,
-                 "a long-form name without its keys in the content" });
-    log_error(&s->log, "%s: not saved: this is a long-form name (doc/NAMES.md), so the "
-              "content must carry the PartitionKey and RowKey the name stands for", path);
+    failring_add(s->log.failures,
+                 &(struct failure){ "save", path, EINVAL, 0, NULL,
+                                    "a long-form name without its keys in the content" });
+    log_error(&s->log,
+              "%s: not saved: this is a long-form name (doc/NAMES.md), so the "
+              "content must carry the PartitionKey and RowKey the name stands for",
+              path);
     return -EINVAL;
 }
 
@@ -374,8 +375,8 @@ static int parse_text(struct store *s, const char *path, const char *text, size_
  * (store_load_current: younger than the negative lifetime, or in the
  * listing a walk is reading): an older one may hide a change made
  * elsewhere that the save is meant to undo (a restore). 1 or 0. */
-static int unchanged(struct store *s, const char *path, const struct fspath *fp,
-                     const json_t *wire, const char *etag)
+static int unchanged(struct store *s, const char *path, const struct fspath *fp, const json_t *wire,
+                     const char *etag)
 {
     unsigned char want[ENTITY_DIGEST_LEN];
     struct cache_file f = { 0 };
@@ -394,13 +395,14 @@ static int unchanged(struct store *s, const char *path, const struct fspath *fp,
 int store_save(struct store *s, const struct store_save *sv, char **new_etag)
 {
     struct az_status st = { 0 };
-    const char *text = sv->len ? sv->text : "{}";   /* empty: no properties */
+    const char *text = sv->len ? sv->text : "{}"; /* empty: no properties */
     size_t len = sv->len ? sv->len : 2;
     json_t *wire = NULL;
     char *pk_in = NULL, *rk_in = NULL, *got_etag = NULL;
     int is_new = sv->as == SAVE_INSERT, rc;
-    enum table_write how = is_new ? TW_INSERT :
-                           sv->as == SAVE_UPDATE && s->merge ? TW_MERGE : TW_REPLACE;
+    enum table_write how = is_new         ? TW_INSERT :
+        sv->as == SAVE_UPDATE && s->merge ? TW_MERGE :
+                                            TW_REPLACE;
 
     if ((rc = parse_text(s, sv->path, text, len, &wire, &pk_in, &rk_in)) < 0 ||
         (rc = write_keys(s, sv->fp, sv->path, is_new, &pk_in, &rk_in)) < 0)
@@ -415,10 +417,11 @@ int store_save(struct store *s, const struct store_save *sv, char **new_etag)
     rc = s->changes->write(s, sv->path, sv->fp, wire, how, sv->etag, &got_etag, &st);
     if (rc < 0) {
         store_log_failure(s, "save", sv->path, rc, &st,
-                          rc == -ESTALE ? "the entity was changed by someone else since it "
-                                          "was read; the file now shows the current entity" :
-                          rc == -EEXIST ? "an entity with this key was created meanwhile" :
-                          rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
+                          rc == -ESTALE     ? "the entity was changed by someone else since it "
+                                              "was read; the file now shows the current entity" :
+                              rc == -EEXIST ? "an entity with this key was created meanwhile" :
+                              rc == -ENOENT ? "the entity was deleted by someone else" :
+                                              NULL);
         if (rc == -ESTALE || rc == -EEXIST || rc == -ENOENT)
             store_forget_entity(s, sv->path, sv->fp);
     }
@@ -445,9 +448,11 @@ int store_save_over(struct store *s, struct fspath *fp, const char *path, const 
         cache_file_clear(&dst);
     exists = rc == 0;
     if (rc == 0 || rc == -ENOENT)
-        rc = store_save(s, &(struct store_save){ path, fp, text, len,
-                                                 exists ? SAVE_REPLACE : SAVE_INSERT,
-                                                 exists ? dst.etag : NULL }, NULL);
+        rc = store_save(s,
+                        &(struct store_save){ path, fp, text, len,
+                                              exists ? SAVE_REPLACE : SAVE_INSERT,
+                                              exists ? dst.etag : NULL },
+                        NULL);
     cache_file_clear(&dst);
     return rc;
 }
@@ -462,9 +467,11 @@ int store_truncate(struct store *s, struct fspath *fp, const char *path, size_t 
     if (rc < 0)
         return rc;
     buf_add(&text, f.data, size < f.len ? size : f.len);
-    if ((rc = buf_setlen(&text, size)) == 0)     /* zero-filled beyond the text */
-        rc = store_save(s, &(struct store_save){ path, fp, text.ptr ? text.ptr : "", size,
-                                                 SAVE_UPDATE, f.etag }, NULL);
+    if ((rc = buf_setlen(&text, size)) == 0) /* zero-filled beyond the text */
+        rc = store_save(
+            s,
+            &(struct store_save){ path, fp, text.ptr ? text.ptr : "", size, SAVE_UPDATE, f.etag },
+            NULL);
     buf_free(&text);
     cache_file_clear(&f);
     return rc;
@@ -483,9 +490,10 @@ int store_delete(struct store *s, struct fspath *fp, const char *path)
     cache_file_clear(&f);
     if (rc < 0)
         store_log_failure(s, "delete", path, rc, &st,
-                          rc == -ESTALE ? "the entity was changed by someone else since it "
-                                          "was read" :
-                          rc == -ENOENT ? "the entity was deleted by someone else" : NULL);
+                          rc == -ESTALE     ? "the entity was changed by someone else since it "
+                                              "was read" :
+                              rc == -ENOENT ? "the entity was deleted by someone else" :
+                                              NULL);
     if (rc == 0) {
         store_show_gone(s, path, fp);
     } else if (rc == -ESTALE || rc == -ENOENT) {
@@ -504,7 +512,7 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
     struct entity_error err = { 0 };
     struct az_status st = { 0 };
     json_t *wire = NULL;
-    char *no_pk = NULL, *no_rk = NULL;   /* a rename carries no keys in content */
+    char *no_pk = NULL, *no_rk = NULL; /* a rename carries no keys in content */
     char *new_etag = NULL;
     int rc, exists;
 
@@ -521,13 +529,13 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
         log_error(&s->log, "%s: cannot be moved: %s", from, err.text);
         goto out;
     }
-    rc = s->changes->rename(s, &(struct store_move){ from, ff, src.etag, to, tf,
-                                                      exists ? dst.etag : NULL, wire },
-                            &new_etag, &st);
+    rc = s->changes->rename(
+        s, &(struct store_move){ from, ff, src.etag, to, tf, exists ? dst.etag : NULL, wire },
+        &new_etag, &st);
     if (rc < 0) {
-        store_log_failure(s, "rename", from, rc, &st, rc == -ESTALE ?
-                          "source or target changed meanwhile; nothing changed" :
-                          "nothing changed");
+        store_log_failure(s, "rename", from, rc, &st,
+                          rc == -ESTALE ? "source or target changed meanwhile; nothing changed" :
+                                          "nothing changed");
         store_forget_entity(s, from, ff);
         store_forget_entity(s, to, tf);
     } else {
@@ -549,8 +557,7 @@ out:
 /* --- the changes' controls (the seam's other calls) ---------------------------- */
 
 /* See store.h. */
-int store_create_exclusive(struct store *s, const char *path, struct fspath *fp,
-                           char **etag)
+int store_create_exclusive(struct store *s, const char *path, struct fspath *fp, char **etag)
 {
     return s->changes->create_exclusive(s, path, fp, etag);
 }

@@ -31,21 +31,21 @@ struct writeback;
 struct store_changes;
 
 struct store {
-    struct table_client *tc;     /* owned (store_open) */
-    const struct store_changes *changes;  /* how a change reaches the service: at once
+    struct table_client *tc;             /* owned (store_open) */
+    const struct store_changes *changes; /* how a change reaches the service: at once
                                   * or queued (store_i.h; set by store_open and
                                   * store_writeback_open) */
-    struct writeback *wb;        /* owned by store/queued.c, the only module that reads
+    struct writeback *wb;                /* owned by store/queued.c, the only module that reads
                                   * it: -o writeback's queue (NULL: none) */
-    struct cache *cache;         /* owned (store_open) */
+    struct cache *cache;                 /* owned (store_open) */
     struct logger log;
-    struct http_stats stats;     /* the client's counters */
-    int merge;                   /* -o merge: writes to existing entities MERGE */
-    char **tables;               /* -o tables=: the tables shown (NULL: all); borrowed */
-    double cache_timeout;        /* seconds a listing or entity stays fresh */
-    double negative_timeout;     /* seconds an absence stays known (<= cache_timeout) */
-    time_t mount_time;           /* the mtime of an entity without a Timestamp */
-    int scan_ways;               /* -o scan_parallel: requests in flight of a listing */
+    struct http_stats stats; /* the client's counters */
+    int merge;               /* -o merge: writes to existing entities MERGE */
+    char **tables;           /* -o tables=: the tables shown (NULL: all); borrowed */
+    double cache_timeout;    /* seconds a listing or entity stays fresh */
+    double negative_timeout; /* seconds an absence stays known (<= cache_timeout) */
+    time_t mount_time;       /* the mtime of an entity without a Timestamp */
+    int scan_ways;           /* -o scan_parallel: requests in flight of a listing */
     /* Told of every path store_forget drops (the layer above drops its
      * own copies, the kernel's); NULL: nobody to tell. */
     void (*dropped)(void *ctx, const char *path);
@@ -87,20 +87,20 @@ int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsign
 /* An entity rendered ahead, off FUSE's thread (store_render_page): all a
  * listing needs of it, without its JSON. */
 struct store_rendered {
-    char *text;                 /* its file text (NULL: it cannot be shown) */
+    char *text; /* its file text (NULL: it cannot be shown) */
     size_t len;
     int has_digest;
     unsigned char digest[CACHE_DIGEST_LEN];
     /* its system properties, in the page's KEYS (NULL: absent) */
     const char *pk, *rk, *ts, *etag;
-    int rc;                     /* no text: the rendering's -errno */
-    char *why;                  /* and why, when said (NULL: strerror of RC) */
+    int rc;    /* no text: the rendering's -errno */
+    char *why; /* and why, when said (NULL: strerror of RC) */
 };
 
 /* A listing page's entities rendered ahead: E[i] is the page's entity i. */
 struct store_page_render {
     size_t n;
-    char *keys;                 /* the strings E's system properties point into */
+    char *keys; /* the strings E's system properties point into */
     struct store_rendered e[];
 };
 
@@ -223,8 +223,8 @@ int scan_list_partition(struct store *s, const struct fspath *fp, const char *di
  * cache so far); nonzero ends it with -EINTR. The listing is cached only
  * when complete. Failures are logged at debug level only (the walker's own
  * fetch logs them). Returns 0 or -errno. */
-int scan_fetch_partition(struct store *s, const char *table, const char *pk,
-                         const char *dir, int (*stop)(void *ctx, size_t bytes), void *ctx);
+int scan_fetch_partition(struct store *s, const char *table, const char *pk, const char *dir,
+                         int (*stop)(void *ctx, size_t bytes), void *ctx);
 
 /* Fill in FP->pk (and FP->rk for entities) when the names are long-form
  * (doc/NAMES.md), from the fresh listing of the directory, else by listing
@@ -241,8 +241,7 @@ struct scan_view;
  * FSP_PARTITION). Nothing is sent unless a partition's long-form name has
  * to be resolved. Returns 0 with *out (free with scan_view_free), -ENOENT
  * (no such partition), or -errno. */
-int scan_view_open(struct store *s, struct fspath *fp, const char *dir,
-                   struct scan_view **out);
+int scan_view_open(struct store *s, struct fspath *fp, const char *dir, struct scan_view **out);
 
 /* A view with no names (a directory that exists only locally); NULL on
  * ENOMEM. */
@@ -268,7 +267,7 @@ struct scratch;
 /* Attributes of a scratch file. */
 struct scratch_attr {
     size_t size;
-    mode_t mode;              /* permission bits only */
+    mode_t mode; /* permission bits only */
     struct timespec mtime;
 };
 
@@ -290,8 +289,7 @@ ssize_t scratch_read(struct scratch *s, const char *path, char *buf, size_t size
 /* Write SIZE bytes at OFF (growing the file, zero-filling any gap): bytes
  * written, -ENOENT, -EFBIG (over SCRATCH_MAX_BYTES), -ENOSPC (over the
  * store's bound; logged, nothing written), -ENOMEM. */
-ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size_t size,
-                      off_t off);
+ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size_t size, off_t off);
 /* Set the length (shrinking releases memory): 0, -ENOENT, -EFBIG, -ENOSPC
  * (logged), -ENOMEM. */
 int scratch_truncate(struct scratch *s, const char *path, off_t size);
@@ -305,8 +303,7 @@ int scratch_unlink(struct scratch *s, const char *path);
 int scratch_rename(struct scratch *s, const char *from, const char *to);
 /* Call FN(ctx, name, attr) for each file directly inside directory DIR. */
 void scratch_list(struct scratch *s, const char *dir,
-                  void (*fn)(void *ctx, const char *name, const struct scratch_attr *a),
-                  void *ctx);
+                  void (*fn)(void *ctx, const char *name, const struct scratch_attr *a), void *ctx);
 /* Number of files directly inside DIR. */
 size_t scratch_count(struct scratch *s, const char *dir);
 
@@ -315,17 +312,17 @@ size_t scratch_count(struct scratch *s, const char *dir);
 void scratch_usage(struct scratch *s, size_t *used, size_t *max_bytes);
 
 /* Local directories (partitions made with mkdir, not yet in the table). */
-int scratch_mkdir(struct scratch *s, const char *path);      /* 0, -EEXIST, -ENOMEM */
-int scratch_is_dir(struct scratch *s, const char *path);      /* 1 or 0 */
-int scratch_rmdir(struct scratch *s, const char *path);       /* 0 or -ENOENT */
+int scratch_mkdir(struct scratch *s, const char *path);  /* 0, -EEXIST, -ENOMEM */
+int scratch_is_dir(struct scratch *s, const char *path); /* 1 or 0 */
+int scratch_rmdir(struct scratch *s, const char *path);  /* 0 or -ENOENT */
 /* Does DIR hold a local directory directly inside it? 1 or 0. */
 int scratch_has_dirs(struct scratch *s, const char *dir);
 /* Call FN(ctx, name) for each local directory directly inside DIR. */
-void scratch_list_dirs(struct scratch *s, const char *dir,
-                       void (*fn)(void *ctx, const char *name), void *ctx);
+void scratch_list_dirs(struct scratch *s, const char *dir, void (*fn)(void *ctx, const char *name),
+                       void *ctx);
 
-#define SCRATCH_MAX_BYTES (8 * 1024 * 1024)   /* one file; a multiple of SCRATCH_PAGE */
-#define SCRATCH_PAGE 4096                      /* unit of a file's buffer */
+#define SCRATCH_MAX_BYTES (8 * 1024 * 1024) /* one file; a multiple of SCRATCH_PAGE */
+#define SCRATCH_PAGE 4096                   /* unit of a file's buffer */
 
 /* ---- store/store.c: entities by key: loaded from the cache or the service (with
  * read-ahead), saved, deleted and renamed with their ETag guards, and what
@@ -352,8 +349,8 @@ int store_load(struct store *s, struct fspath *fp, const char *path, struct cach
  * reads, the copy came with its partition's listing and a walk is going
  * through that listing (fetched or read within the negative lifetime): a
  * walk reads the snapshot it listed. -ENOENT: gone (logged as info). */
-int store_load_current(struct store *s, struct fspath *fp, const char *path,
-                       struct cache_file *out, int writing);
+int store_load_current(struct store *s, struct fspath *fp, const char *path, struct cache_file *out,
+                       int writing);
 
 /* Note that a reader is going through directory PATH's listing now (a
  * walk of its table: store_load_current). */
@@ -361,8 +358,7 @@ void store_dir_read(struct store *s, const char *path);
 
 /* store_load, with FP's keys resolved too (an entity served from the cache
  * under a long-form name carries none yet): what every change needs. */
-int store_load_keyed(struct store *s, struct fspath *fp, const char *path,
-                     struct cache_file *out);
+int store_load_keyed(struct store *s, struct fspath *fp, const char *path, struct cache_file *out);
 
 /* The entity at PATH if the cache holds it fresh (no request): 0 with
  * *out, or -ENOENT. */
@@ -377,14 +373,13 @@ int store_cached_attr(struct store *s, const char *path, size_t *len, struct tim
 int store_entity_attr(struct store *s, struct fspath *fp, const char *path, size_t *len,
                       struct timespec *mtime);
 
-
 /* --- changing ---------------------------------------------------------------- */
 
 /* How a save writes an entity. */
 enum store_save_as {
-    SAVE_INSERT,        /* a new entity: Insert (fails with EEXIST when it exists) */
-    SAVE_UPDATE,        /* Replace, or Merge with -o merge, guarded by the ETag */
-    SAVE_REPLACE,       /* Replace guarded by the ETag, even with -o merge (a new
+    SAVE_INSERT,  /* a new entity: Insert (fails with EEXIST when it exists) */
+    SAVE_UPDATE,  /* Replace, or Merge with -o merge, guarded by the ETag */
+    SAVE_REPLACE, /* Replace guarded by the ETag, even with -o merge (a new
                          * file renamed onto an entity; a copy saved over one) */
 };
 
@@ -445,8 +440,8 @@ struct wb_config;
  * mount serves (a crash's changes; those that fail stay reported).
  * Write-behind sends through its own client for ACCT with HC (ACCT
  * borrowed: it outlives the store). Returns 0 or -errno (logged). */
-int store_writeback_open(struct store *s, const struct wb_config *cfg,
-                         const struct account *acct, const struct http_config *hc);
+int store_writeback_open(struct store *s, const struct wb_config *cfg, const struct account *acct,
+                         const struct http_config *hc);
 
 /* An O_EXCL create of PATH (FP): with write-behind, decided by the service
  * now, so that across mounts one create wins: an empty entity inserted at
@@ -456,8 +451,7 @@ int store_writeback_open(struct store *s, const struct wb_config *cfg,
  * (logged), or 1 when the create is decided at its close as usual
  * (synchronous mode: the close's insert fails with EEXIST for the loser;
  * a long-form name, whose keys are in its content). */
-int store_create_exclusive(struct store *s, const char *path, struct fspath *fp,
-                           char **etag);
+int store_create_exclusive(struct store *s, const char *path, struct fspath *fp, char **etag);
 
 /* Start sending in the background (after daemonizing). 0 or -errno. */
 int store_writeback_start(struct store *s);
@@ -584,8 +578,8 @@ struct view_reader;
  * listing, the query its lookup left in VP, or a new query whose first page
  * is fetched here. Returns 0 with *out (free with view_reader_free), or as
  * view_lookup. */
-int view_reader_open(struct store *s, struct view_pending *vp, struct fspath *fp,
-                     const char *dir, struct view_reader **out);
+int view_reader_open(struct store *s, struct view_pending *vp, struct fspath *fp, const char *dir,
+                     struct view_reader **out);
 
 /* Entry I of R (borrowed: valid while R is open), fetching pages until it
  * is in. Returns 0 with *e, 1 when the listing ended before I, or -errno
@@ -601,7 +595,7 @@ void view_reader_free(struct view_reader *r);
  * not list it; else as view_lookup. Its partition is noted as being walked
  * (store_dir_read), so an open reads the copy the view's fresh listing
  * brought instead of asking again. */
-int view_entity(struct store *s, struct view_pending *vp, struct fspath *fp,
-                struct fspath *nfp, char **npath);
+int view_entity(struct store *s, struct view_pending *vp, struct fspath *fp, struct fspath *nfp,
+                char **npath);
 
 #endif

@@ -21,8 +21,8 @@ void store_forget_entity(struct store *s, const char *path, const struct fspath 
 /* The mount wrote entity FP and F is what it holds now (F NULL: written,
  * attributes unknown; EXISTS 0: deleted): the cached listings of its
  * partition and table say so. */
-void store_shown_in_listing(struct store *s, const struct fspath *fp,
-                            const struct cache_file *f, int exists);
+void store_shown_in_listing(struct store *s, const struct fspath *fp, const struct cache_file *f,
+                            int exists);
 
 /* A write of WIRE at PATH (FP) succeeded, the entity now has ETAG (NULL:
  * unknown): show it at once. With EXACT (not a merge) and an ETag that
@@ -67,12 +67,11 @@ struct store_changes {
                    struct cache_file *out);
     /* Write WIRE (HOW, guarded by ETAG; NULL: none) and show it; 0 with
      * *NEW_ETAG (malloc'd: the ETag the file now shows). */
-    int (*write)(struct store *s, const char *path, const struct fspath *fp,
-                 const json_t *wire, enum table_write how, const char *etag,
-                 char **new_etag, struct az_status *st);
+    int (*write)(struct store *s, const char *path, const struct fspath *fp, const json_t *wire,
+                 enum table_write how, const char *etag, char **new_etag, struct az_status *st);
     /* Delete PATH guarded by ETAG (the caller shows it gone). */
-    int (*remove)(struct store *s, const char *path, const struct fspath *fp,
-                  const char *etag, struct az_status *st);
+    int (*remove)(struct store *s, const char *path, const struct fspath *fp, const char *etag,
+                  struct az_status *st);
     /* Rename as M says; TO shown, *TO_ETAG its new ETag (the caller shows
      * FROM gone). */
     int (*rename)(struct store *s, const struct store_move *m, char **to_etag,
@@ -95,7 +94,7 @@ struct store_changes {
     int (*discard)(struct store *s, const char *path);
 };
 
-extern const struct store_changes store_direct;     /* store/direct.c */
-extern const struct store_changes store_queued;     /* store/queued.c */
+extern const struct store_changes store_direct; /* store/direct.c */
+extern const struct store_changes store_queued; /* store/queued.c */
 
 #endif

@@ -17,30 +17,30 @@
 struct vstream {
     struct store *s;
     char *table;
-    char *dir;                  /* the view directory listed */
-    char *scope;                /* the one partition the query may answer with, or NULL */
-    int by_partition;           /* a table-level view: OUT names partitions */
-    int partition;              /* DIR is a partition of a table-level view: an
+    char *dir;        /* the view directory listed */
+    char *scope;      /* the one partition the query may answer with, or NULL */
+    int by_partition; /* a table-level view: OUT names partitions */
+    int partition;    /* DIR is a partition of a table-level view: an
                                  * empty answer means it is not in the view */
     struct table_pager *cur;
-    int done;                   /* the last page is in, the listings cached */
-    struct listing *out;        /* DIR's names so far */
-    char *pk;                   /* the partition being passed: its key, */
-    char *ndir;                 /* its normal path ("/t/pk"), where its entities are cached, */
-    char *vdir;                 /* by_partition: its path in the view, */
-    struct listing *part;       /* by_partition: and its entities so far */
-    double started;             /* CLOCK_MONOTONIC seconds of its first page */
-    struct vstream *next;       /* in struct view_pending; guarded by view_pending.lock */
+    int done;             /* the last page is in, the listings cached */
+    struct listing *out;  /* DIR's names so far */
+    char *pk;             /* the partition being passed: its key, */
+    char *ndir;           /* its normal path ("/t/pk"), where its entities are cached, */
+    char *vdir;           /* by_partition: its path in the view, */
+    struct listing *part; /* by_partition: and its entities so far */
+    double started;       /* CLOCK_MONOTONIC seconds of its first page */
+    struct vstream *next; /* in struct view_pending; guarded by view_pending.lock */
 };
 
 struct view_pending {
     pthread_mutex_t lock;
-    struct vstream *head;       /* newest first; guarded by lock */
+    struct vstream *head; /* newest first; guarded by lock */
 };
 
 struct view_reader {
-    struct listing *l;          /* complete, or growing with ST */
-    struct vstream *st;         /* NULL when L came complete from the cache */
+    struct listing *l;  /* complete, or growing with ST */
+    struct vstream *st; /* NULL when L came complete from the cache */
     int files;
 };
 
@@ -90,7 +90,7 @@ static int set_partition(struct vstream *v, const char *pk)
     }
     if (!(v->pk = strdup(pk)) || asprintf(&v->ndir, "/%s/%s", v->table, name) < 0)
         v->ndir = NULL;
-    else    /* it holds an entity: the partition exists (no probe to ask) */
+    else /* it holds an entity: the partition exists (no probe to ask) */
         (void)cache_put_exists(v->s->cache, v->ndir);
     if (v->ndir && v->by_partition && (v->vdir = fspath_join(v->dir, name)))
         v->part = listing_new();
@@ -109,7 +109,7 @@ static int on_view_page(void *p, json_t *value)
     size_t i, dropped = 0;
     json_t *e;
 
-    json_array_foreach(value, i, e) {
+    json_array_foreach (value, i, e) {
         const char *pk = entity_wire_sys(e, ENTITY_PK);
         int rc;
 
@@ -119,12 +119,13 @@ static int on_view_page(void *p, json_t *value)
         }
         if (pk && (!v->pk || strcmp(pk, v->pk) != 0) && (rc = set_partition(v, pk)) < 0)
             return rc;
-        if ((rc = store_list_entity(v->s, v->ndir, e, v->by_partition ? v->part : v->out,
-                                    NULL, NULL)) < 0)
+        if ((rc = store_list_entity(v->s, v->ndir, e, v->by_partition ? v->part : v->out, NULL,
+                                    NULL)) < 0)
             return rc;
     }
     if (dropped)
-        log_error(&v->s->log, "query view %s: the service answered with %zu entities outside "
+        log_error(&v->s->log,
+                  "query view %s: the service answered with %zu entities outside "
                   "the view's partition (the first of partition '%s'): left out, not listed",
                   v->dir, dropped, foreign);
     return 0;
@@ -146,8 +147,8 @@ static void stream_free(struct vstream *v)
 /* The query of view directory DIR (FP's table and filter; only partition
  * PK when non-NULL; BY_PARTITION: DIR lists partitions). Nothing is sent
  * yet. 0 with *out; -EINVAL (over the limits: logged); -ENOMEM. */
-static int stream_new(struct store *s, const struct fspath *fp, const char *dir,
-                      const char *pk, int by_partition, struct vstream **out)
+static int stream_new(struct store *s, const struct fspath *fp, const char *dir, const char *pk,
+                      int by_partition, struct vstream **out)
 {
     struct vstream *v = calloc(1, sizeof(*v));
     const char *why;
@@ -163,8 +164,8 @@ static int stream_new(struct store *s, const struct fspath *fp, const char *dir,
         (!pk || (v->scope = strdup(pk))))
         rc = userfilter_build(pk, fp->filter, &filter, &why);
     if (rc == -EINVAL)
-        store_log_failure(s, "query view", dir, rc, NULL, why);     /* nothing sent */
-    if (rc == 0) {      /* write-behind: the query sees the table's queued changes */
+        store_log_failure(s, "query view", dir, rc, NULL, why); /* nothing sent */
+    if (rc == 0) { /* write-behind: the query sees the table's queued changes */
         char *tdir = fspath_join("/", fp->table);
 
         if (tdir)
@@ -172,7 +173,7 @@ static int stream_new(struct store *s, const struct fspath *fp, const char *dir,
         free(tdir);
     }
     if (rc == 0 && (rc = table_pager_new(&v->cur, v->table, filter, NULL, 0)) == 0)
-        table_pager_unbounded(v->cur);     /* a selective filter: empty pages go on */
+        table_pager_unbounded(v->cur); /* a selective filter: empty pages go on */
     free(filter);
     if (rc < 0) {
         stream_free(v);
@@ -201,8 +202,8 @@ static int stream_step(struct vstream *v)
     }
     if (rc < 0 && rc != -ENOENT)
         store_log_failure(v->s, "query view", v->dir, rc, &st,
-                          rc == -EINVAL && st.http_status ? "the service refused the filter"
-                                                          : NULL);
+                          rc == -EINVAL && st.http_status ? "the service refused the filter" :
+                                                            NULL);
     return rc < 0 ? rc : 0;
 }
 
@@ -230,7 +231,6 @@ static int stream_start(struct store *s, struct fspath *fp, const char *dir, int
 }
 
 /* --- the queries waiting for their reader ------------------------------------ */
-
 
 /* See view.h. */
 struct view_pending *view_pending_new(void)
@@ -279,7 +279,7 @@ static struct vstream *pending_find(struct view_pending *vp, const char *dir, in
     pthread_mutex_unlock(&vp->lock);
     if (v && take && now_mono() - v->started > v->s->cache_timeout &&
         now_mono() - v->started > PENDING_MIN_LIFE) {
-        stream_free(v);     /* its first page is older than any listing is kept */
+        stream_free(v); /* its first page is older than any listing is kept */
         v = NULL;
     }
     return v;
@@ -338,8 +338,8 @@ static int partition_in(const struct listing *root, struct fspath *fp)
     return 1;
 }
 
-static int read_all(struct store *s, struct view_pending *vp, struct fspath *fp,
-                    const char *dir, struct listing **out);
+static int read_all(struct store *s, struct view_pending *vp, struct fspath *fp, const char *dir,
+                    struct listing **out);
 
 /* Before FP's query is started: its partition's key (a long-form name is
  * resolved by listing), and for a partition of a table-level view what the
@@ -359,8 +359,8 @@ static int prepare(struct store *s, struct view_pending *vp, struct fspath *fp)
         return rc;
     }
     if (fp->pk)
-        return 0;           /* its own query tells: no entity, not in the view */
-    rfp = *fp;              /* a long-form name: the whole view's listing has its key */
+        return 0; /* its own query tells: no entity, not in the view */
+    rfp = *fp;    /* a long-form name: the whole view's listing has its key */
     rfp.kind = FSP_VIEW;
     if ((rc = read_all(s, vp, &rfp, fp->view, &root)) < 0)
         return rc;
@@ -385,7 +385,7 @@ int view_lookup(struct store *s, struct view_pending *vp, struct fspath *fp, con
     if ((rc = stream_start(s, fp, dir, fp->kind == FSP_VIEW_PARTITION, &v)) < 0)
         return rc;
     if (!v->done) {
-        pending_put(vp, v);     /* for the readdir that follows */
+        pending_put(vp, v); /* for the readdir that follows */
         return 0;
     }
     rc = v->partition && listing_count(v->out) == 0 ? -ENOENT : 0;
@@ -394,8 +394,8 @@ int view_lookup(struct store *s, struct view_pending *vp, struct fspath *fp, con
 }
 
 /* See view.h. */
-int view_reader_open(struct store *s, struct view_pending *vp, struct fspath *fp,
-                     const char *dir, struct view_reader **out)
+int view_reader_open(struct store *s, struct view_pending *vp, struct fspath *fp, const char *dir,
+                     struct view_reader **out)
 {
     struct view_reader *r = calloc(1, sizeof(*r));
     int rc = 0;
@@ -413,7 +413,7 @@ int view_reader_open(struct store *s, struct view_pending *vp, struct fspath *fp
     }
     if (r->st) {
         r->l = listing_ref(r->st->out);
-        table_pager_prefetch(r->st->cur, 1);  /* page N+1 while readdir hands out N */
+        table_pager_prefetch(r->st->cur, 1); /* page N+1 while readdir hands out N */
     }
     *out = r;
     return 0;
@@ -452,8 +452,8 @@ void view_reader_free(struct view_reader *r)
 
 /* The whole listing of view directory DIR (FP as for view_lookup), read to
  * its end: 0 with *out (listing_unref it), or as view_lookup. */
-static int read_all(struct store *s, struct view_pending *vp, struct fspath *fp,
-                    const char *dir, struct listing **out)
+static int read_all(struct store *s, struct view_pending *vp, struct fspath *fp, const char *dir,
+                    struct listing **out)
 {
     struct view_reader *r;
     struct listing_ent e;
@@ -474,8 +474,8 @@ static int read_all(struct store *s, struct view_pending *vp, struct fspath *fp,
 }
 
 /* See view.h. */
-int view_entity(struct store *s, struct view_pending *vp, struct fspath *fp,
-                struct fspath *nfp, char **npath)
+int view_entity(struct store *s, struct view_pending *vp, struct fspath *fp, struct fspath *nfp,
+                char **npath)
 {
     struct fspath pfp = *fp;
     struct listing *l = NULL;
@@ -486,7 +486,7 @@ int view_entity(struct store *s, struct view_pending *vp, struct fspath *fp,
     memset(nfp, 0, sizeof(*nfp));
     pfp.kind = fp->scoped ? FSP_VIEW : FSP_VIEW_PARTITION;
     rc = read_all(s, vp, &pfp, fp->parent, &l);
-    fp->pk = pfp.pk;            /* filled in when it was a long-form name */
+    fp->pk = pfp.pk; /* filled in when it was a long-form name */
     if (rc < 0)
         return rc;
     if ((i = listing_find(l, fp->file_name)) < 0)
@@ -501,7 +501,7 @@ int view_entity(struct store *s, struct view_pending *vp, struct fspath *fp,
     }
     listing_unref(l);
     if (rc == 0) {
-        store_dir_read(s, nfp->parent);     /* opens take the view's copy */
+        store_dir_read(s, nfp->parent); /* opens take the view's copy */
         return 0;
     }
     fspath_free(nfp);

@@ -85,7 +85,7 @@ static int batch_etags_take(const char *body, const struct table_batch_op *ops, 
 {
     int rc = 0;
 
-    batch_etags_clear(ops, n);      /* a settle attempt may have filled some */
+    batch_etags_clear(ops, n); /* a settle attempt may have filled some */
     for (size_t i = 0; i < n && rc == 0; i++)
         if (ops[i].new_etag && ops[i].kind != TB_DELETE)
             rc = table_batch_etag(body, i, ops[i].new_etag);
@@ -100,7 +100,7 @@ struct batch_probe {
     const char *table, *pk;
     const struct table_batch_op *ops;
     size_t n;
-    const struct timespec *since;   /* an earlier send's window start, or NULL */
+    const struct timespec *since; /* an earlier send's window start, or NULL */
 };
 
 /* Does the table hold the result of the batch CTX (struct batch_probe):
@@ -113,14 +113,20 @@ static int batch_applied(void *ctx, const struct http_response *resp)
 
     for (size_t i = 0; i < b->n; i++) {
         const struct table_batch_op *op = &b->ops[i];
-        struct write_probe p = { b->tc, "batch", b->table, b->pk, op->rk,
+        struct write_probe p = { b->tc,
+                                 "batch",
+                                 b->table,
+                                 b->pk,
+                                 op->rk,
                                  op->kind == TB_DELETE ? NULL : op->entity,
-                                 op->kind == TB_MERGE, NULL, b->since };
+                                 op->kind == TB_MERGE,
+                                 NULL,
+                                 b->since };
         int rc = table_write_applied(&p, resp);
 
         if (op->new_etag && op->kind != TB_DELETE) {
             free(*op->new_etag);
-            *op->new_etag = p.etag;     /* the entity that holds our write */
+            *op->new_etag = p.etag; /* the entity that holds our write */
             p.etag = NULL;
         }
         free(p.etag);
@@ -132,31 +138,36 @@ static int batch_applied(void *ctx, const struct http_response *resp)
 
 /* Append OP, the changeset part of one operation on PK of TABLE, to B (a
  * multipart body with changeset boundary ID). Returns 0 or -ENOMEM. */
-static int batch_add_op(struct buf *b, const struct account *a, const char *id,
-                        const char *table, const char *pk, const struct table_batch_op *op)
+static int batch_add_op(struct buf *b, const struct account *a, const char *id, const char *table,
+                        const char *pk, const struct table_batch_op *op)
 {
-    const char *method = op->kind == TB_INSERT ? "POST" : op->kind == TB_REPLACE ? "PUT" :
-                         op->kind == TB_MERGE ? "MERGE" : "DELETE";
+    const char *method = op->kind == TB_INSERT ? "POST" :
+        op->kind == TB_REPLACE                 ? "PUT" :
+        op->kind == TB_MERGE                   ? "MERGE" :
+                                                 "DELETE";
     char *path = op->kind == TB_INSERT ? NULL : table_entity_path(table, pk, op->rk);
     char *body = op->kind == TB_DELETE ? NULL : table_entity_body(op->entity, pk, op->rk);
     int rc = -ENOMEM;
 
     if ((op->kind != TB_INSERT && !path) || (op->kind != TB_DELETE && !body))
         goto out;
-    buf_addf(b, "--changeset_%s\r\nContent-Type: application/http\r\n"
-             "Content-Transfer-Encoding: binary\r\n\r\n", id);
+    buf_addf(b,
+             "--changeset_%s\r\nContent-Type: application/http\r\n"
+             "Content-Transfer-Encoding: binary\r\n\r\n",
+             id);
     if (path)
-        buf_addf(b, "%s %s://%s%s%s HTTP/1.1\r\n", method, a->scheme, a->host,
-                 a->base_path, path);
+        buf_addf(b, "%s %s://%s%s%s HTTP/1.1\r\n", method, a->scheme, a->host, a->base_path, path);
     else
-        buf_addf(b, "%s %s://%s%s/%s HTTP/1.1\r\n", method, a->scheme, a->host,
-                 a->base_path, table);
+        buf_addf(b, "%s %s://%s%s/%s HTTP/1.1\r\n", method, a->scheme, a->host, a->base_path,
+                 table);
     buf_addf(b, "Accept: %s\r\nDataServiceVersion: 3.0\r\n", TABLE_ACCEPT_JSON);
     if (op->kind != TB_INSERT)
         buf_addf(b, "If-Match: %s\r\n", op->etag ? op->etag : "*");
     if (body)
-        buf_addf(b, "Content-Type: application/json\r\nPrefer: return-no-content\r\n"
-                 "\r\n%s\r\n", body);
+        buf_addf(b,
+                 "Content-Type: application/json\r\nPrefer: return-no-content\r\n"
+                 "\r\n%s\r\n",
+                 body);
     else
         buf_adds(b, "\r\n");
     rc = b->err ? -ENOMEM : 0;
@@ -168,12 +179,11 @@ out:
 
 /* The multipart body of the batch of OPS into B, with boundaries
  * batch_ID and changeset_ID (one changeset). Returns 0 or -ENOMEM. */
-static int batch_body(struct buf *b, const struct account *a, const char *id,
-                      const char *table, const char *pk, const struct table_batch_op *ops,
-                      size_t n)
+static int batch_body(struct buf *b, const struct account *a, const char *id, const char *table,
+                      const char *pk, const struct table_batch_op *ops, size_t n)
 {
-    buf_addf(b, "--batch_%s\r\nContent-Type: multipart/mixed; boundary=changeset_%s\r\n\r\n",
-             id, id);
+    buf_addf(b, "--batch_%s\r\nContent-Type: multipart/mixed; boundary=changeset_%s\r\n\r\n", id,
+             id);
     for (size_t i = 0; i < n; i++)
         if (batch_add_op(b, a, id, table, pk, &ops[i]) < 0)
             return -ENOMEM;
@@ -184,8 +194,8 @@ static int batch_body(struct buf *b, const struct account *a, const char *id,
 /* What the answer RESP (RC from table_send) to the batch PROBE says: 0,
  * or the -errno of its failing operation (a 409/412 after a resend settled
  * by looking at the entities). Fills the new_etag outputs on success. */
-static int batch_answer(struct batch_probe *probe, int rc,
-                        const struct http_response *resp, struct az_status *st)
+static int batch_answer(struct batch_probe *probe, int rc, const struct http_response *resp,
+                        struct az_status *st)
 {
     struct table_client *tc = probe->tc;
 
@@ -207,8 +217,10 @@ static int batch_answer(struct batch_probe *probe, int rc,
      * entities decide */
     if ((rc == -EEXIST || rc == -ESTALE || rc == -ENOENT) && (resp->resent || probe->since) &&
         batch_applied(probe, resp) == 1) {
-        log_info(tc->lg, "batch of %zu on %s/%s: the service already holds it (an earlier "
-                 "send was applied)", probe->n, probe->table, probe->pk);
+        log_info(tc->lg,
+                 "batch of %zu on %s/%s: the service already holds it (an earlier "
+                 "send was applied)",
+                 probe->n, probe->table, probe->pk);
         memset(st, 0, sizeof(*st));
         rc = 0;
     }
@@ -237,8 +249,8 @@ int table_batch_failed_index(const struct az_status *st)
 
 /* Run an entity group transaction sent before; see batch.h. */
 int table_batch_again(struct table_client *tc, const char *table, const char *pk,
-                      const struct table_batch_op *ops, size_t n,
-                      const struct timespec *first_sent, struct az_status *st)
+                      const struct table_batch_op *ops, size_t n, const struct timespec *first_sent,
+                      struct az_status *st)
 {
     struct http_response resp;
     /* no cap of its own: the service judges the size (413 is EFBIG) */
@@ -248,8 +260,12 @@ int table_batch_again(struct table_client *tc, const char *table, const char *pk
     struct timespec since;
     struct batch_probe probe = { tc, table, pk, ops, n, NULL };
     struct table_req rq = {
-        .kind = TK_BATCH, .method = "POST", .path = "/$batch", .what = "batch",
-        .settle = batch_applied, .settle_ctx = &probe,
+        .kind = TK_BATCH,
+        .method = "POST",
+        .path = "/$batch",
+        .what = "batch",
+        .settle = batch_applied,
+        .settle_ctx = &probe,
     };
     int rc = -ENOMEM;
 

@@ -26,15 +26,15 @@ struct page_fetch {
 struct table_cursor {
     char *path, *what, *filter, *select;
     int top;
-    int tables;               /* Query Tables (NextTableName) vs entities */
-    char *tok1, *tok2;        /* continuation to send next (NULL: first page) */
+    int tables;        /* Query Tables (NextTableName) vs entities */
+    char *tok1, *tok2; /* continuation to send next (NULL: first page) */
     int done;
-    int empty_run;            /* pages in a row without an entity */
-    int unbounded;            /* no bound on empty_run (table_cursor_unbounded) */
-    int prefetch;             /* fetch page N+1 while page N is parsed */
-    int fetching;             /* pf holds a running fetch of page tok1/tok2 */
+    int empty_run; /* pages in a row without an entity */
+    int unbounded; /* no bound on empty_run (table_cursor_unbounded) */
+    int prefetch;  /* fetch page N+1 while page N is parsed */
+    int fetching;  /* pf holds a running fetch of page tok1/tok2 */
     struct page_fetch pf;
-    struct worker *fetcher;   /* owned: runs pf's fetches (started with the first) */
+    struct worker *fetcher; /* owned: runs pf's fetches (started with the first) */
 };
 
 /* Parse a page; see table_i.h. */
@@ -137,15 +137,17 @@ void table_cursor_free(struct table_cursor *c)
 }
 
 /* See table_i.h. */
-int table_cursor_narrow(const struct table_cursor *c, const char *extra,
-                        struct table_cursor **out)
+int table_cursor_narrow(const struct table_cursor *c, const char *extra, struct table_cursor **out)
 {
     char *filter = NULL;
     int rc;
 
     if (extra && c->filter && asprintf(&filter, "(%s) and %s", c->filter, extra) < 0)
         return -ENOMEM;
-    rc = cursor_new(out, c->path, c->what, filter ? filter : extra ? extra : c->filter,
+    rc = cursor_new(out, c->path, c->what,
+                    filter    ? filter :
+                        extra ? extra :
+                                c->filter,
                     c->select, c->top, c->tables);
     free(filter);
     return rc;
@@ -192,10 +194,9 @@ static int query_add(struct buf *q, const char *name, const char *value)
 
 /* The query string of C's page that starts at continuation (TOK1, TOK2).
  * Returns 0 with malloc'd *q, or -ENOMEM. */
-static int cursor_query(const struct table_cursor *c, const char *tok1, const char *tok2,
-                        char **q)
+static int cursor_query(const struct table_cursor *c, const char *tok1, const char *tok2, char **q)
 {
-    struct buf b = BUF_INIT(SIZE_MAX);  /* bounded by the caller's filter and keys */
+    struct buf b = BUF_INIT(SIZE_MAX); /* bounded by the caller's filter and keys */
     char topbuf[16];
     int rc;
 
@@ -217,8 +218,11 @@ static int cursor_send(struct table_client *tc, const struct table_cursor *c, co
                        struct http_response *resp, struct az_status *st)
 {
     struct table_req rq = {
-        .kind = c->tables ? TK_LIST_TABLES : TK_QUERY, .method = "GET", .path = c->path,
-        .query = q, .what = c->what,
+        .kind = c->tables ? TK_LIST_TABLES : TK_QUERY,
+        .method = "GET",
+        .path = c->path,
+        .query = q,
+        .what = c->what,
     };
 
     return table_send(tc, &rq, resp, st);
@@ -257,8 +261,7 @@ static void fetch_start(struct table_client *tc, struct table_cursor *c, const c
 /* Does a continuation (A1,A2) equal the previous one (B1,B2)? */
 static int same_token(const char *a1, const char *a2, const char *b1, const char *b2)
 {
-    return b1 && a1 && strcmp(a1, b1) == 0 &&
-           ((!a2 && !b2) || (a2 && b2 && strcmp(a2, b2) == 0));
+    return b1 && a1 && strcmp(a1, b1) == 0 && ((!a2 && !b2) || (a2 && b2 && strcmp(a2, b2) == 0));
 }
 
 /* A page callback that counts the page's entities on its way. */
@@ -278,9 +281,8 @@ static int count_page(void *ctx, json_t *value)
 
 /* Hand the page RESP (a 200) carries to FN and move C past it: its
  * continuation tokens move from RESP to C. Returns as table_cursor_next. */
-static int page_take(struct table_client *tc, struct table_cursor *c,
-                     struct http_response *resp, table_page_fn fn, void *ctx,
-                     struct az_status *st)
+static int page_take(struct table_client *tc, struct table_cursor *c, struct http_response *resp,
+                     table_page_fn fn, void *ctx, struct az_status *st)
 {
     struct page_count pc = { fn, ctx, 0 };
     char **next = &resp->captured[c->tables ? TCAP_NEXT_TABLE : TCAP_NEXT_PK];
@@ -294,8 +296,10 @@ static int page_take(struct table_client *tc, struct table_cursor *c,
         log_debug(tc->lg, "%s: %s", c->what, st->message);
     c->empty_run = pc.n ? 0 : c->empty_run + 1;
     if (rc == 0 && n1 && !c->unbounded && c->empty_run >= TABLE_MAX_EMPTY_PAGES) {
-        snprintf(st->message, sizeof(st->message), "the service sent %d pages in a row "
-                 "without an entity; stopping", c->empty_run);
+        snprintf(st->message, sizeof(st->message),
+                 "the service sent %d pages in a row "
+                 "without an entity; stopping",
+                 c->empty_run);
         return -EIO;
     }
     if (rc != 0 || !n1) {
@@ -304,8 +308,10 @@ static int page_take(struct table_client *tc, struct table_cursor *c,
     }
     if (same_token(n1, n2, c->tok1, c->tok2)) {
         snprintf(st->message, sizeof(st->message), "continuation did not advance");
-        log_debug(tc->lg, "%s: the service returned the same continuation twice; "
-                  "stopping instead of looping", c->what);
+        log_debug(tc->lg,
+                  "%s: the service returned the same continuation twice; "
+                  "stopping instead of looping",
+                  c->what);
         return -EIO;
     }
     free(c->tok1);
@@ -319,8 +325,8 @@ static int page_take(struct table_client *tc, struct table_cursor *c,
 }
 
 /* Fetch one page; see table_i.h. */
-int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
-                      void *ctx, struct az_status *st)
+int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn, void *ctx,
+                      struct az_status *st)
 {
     struct http_response resp;
     char *q;
@@ -333,7 +339,7 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
         snprintf(st->message, sizeof(st->message), "cancelled");
         return -EINTR;
     }
-    if (c->fetching) {      /* the page at tok1/tok2, asked for while the last was parsed */
+    if (c->fetching) { /* the page at tok1/tok2, asked for while the last was parsed */
         fetch_join(c);
         rc = c->pf.rc;
         resp = c->pf.resp;
@@ -356,8 +362,8 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
 }
 
 /* Run cursor C to the end. Frees C. */
-static int cursor_run(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
-                      void *ctx, struct az_status *st)
+static int cursor_run(struct table_client *tc, struct table_cursor *c, table_page_fn fn, void *ctx,
+                      struct az_status *st)
 {
     int rc;
 
@@ -388,7 +394,7 @@ static int on_exists_page(void *p, json_t *value)
     size_t i;
     json_t *t;
 
-    json_array_foreach(value, i, t) {
+    json_array_foreach (value, i, t) {
         const char *got = json_string_value(json_object_get(t, "TableName"));
 
         if (got && strcmp(got, s->name) == 0) {
@@ -421,9 +427,8 @@ int table_exists(struct table_client *tc, const char *name, struct az_status *st
 }
 
 /* Query Entities; see table_i.h. */
-int table_query(struct table_client *tc, const char *table, const char *filter,
-                const char *select, int top, table_page_fn fn, void *ctx,
-                struct az_status *st)
+int table_query(struct table_client *tc, const char *table, const char *filter, const char *select,
+                int top, table_page_fn fn, void *ctx, struct az_status *st)
 {
     struct table_cursor *c;
     int rc = table_cursor_new(&c, table, filter, select, top);

@@ -36,7 +36,7 @@ int userfilter_comparisons(const char *filter)
     int n = 0;
 
     while (*p) {
-        if (*p == '\'') {               /* a literal: to its closing quote */
+        if (*p == '\'') { /* a literal: to its closing quote */
             if (!(p = skip_literal(p)))
                 break;
             continue;

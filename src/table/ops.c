@@ -11,13 +11,14 @@
 #include "table/table_i.h"
 
 /* Point query; see table.h. */
-int table_get_entity(struct table_client *tc, const char *table, const char *pk,
-                     const char *rk, json_t **entity, char **etag, struct az_status *st)
+int table_get_entity(struct table_client *tc, const char *table, const char *pk, const char *rk,
+                     json_t **entity, char **etag, struct az_status *st)
 {
     struct http_response resp;
     char *path = table_entity_path(table, pk, rk);
-    struct table_req rq = { .kind = TK_GET_ENTITY, .method = "GET", .path = path,
-                            .what = "get entity" };
+    struct table_req rq = {
+        .kind = TK_GET_ENTITY, .method = "GET", .path = path, .what = "get entity"
+    };
     json_error_t jerr;
     int rc;
 
@@ -96,7 +97,7 @@ static int changed_since(const json_t *e, const struct timespec *since)
     if (!t || entity_parse_datetime(t, &ts) < 0)
         return 0;
     return ts.tv_sec > since->tv_sec ||
-           (ts.tv_sec == since->tv_sec && ts.tv_nsec >= since->tv_nsec);
+        (ts.tv_sec == since->tv_sec && ts.tv_nsec >= since->tv_nsec);
 }
 
 /* CUR (a stored wire entity) with ENTITY merged into it: ENTITY's
@@ -107,14 +108,14 @@ static json_t *merged_into(const json_t *cur, const json_t *entity)
     json_t *want = json_deep_copy(cur), *v;
     const char *k;
 
-    json_object_foreach((json_t *)entity, k, v) {
+    json_object_foreach ((json_t *)entity, k, v) {
         char ann[300];
 
         snprintf(ann, sizeof(ann), "%s@odata.type", k);
         if (want)
             json_object_del(want, ann);
     }
-    json_object_foreach((json_t *)entity, k, v) {
+    json_object_foreach ((json_t *)entity, k, v) {
         if (want)
             json_object_set(want, k, v);
     }
@@ -127,9 +128,8 @@ static json_t *merged_into(const json_t *cur, const json_t *entity)
  * applied: equal content written before that send is someone else's.
  * Returns 1, 0 (also when the entity is gone), or -errno; *etag gets the
  * stored entity's ETag. */
-static int entity_holds(struct table_client *tc, const char *table, const char *pk,
-                        const char *rk, const json_t *entity, int merged,
-                        const struct timespec *since, char **etag)
+static int entity_holds(struct table_client *tc, const char *table, const char *pk, const char *rk,
+                        const json_t *entity, int merged, const struct timespec *since, char **etag)
 {
     struct az_status st;
     json_t *cur = NULL, *want = NULL;
@@ -213,8 +213,10 @@ static int write_answer(struct write_probe *probe, int rc, const struct http_res
          * write meeting itself; then the entity decides. */
         if ((resp->status == 409 || resp->status == 412) && resp->resent &&
             table_write_applied(probe, resp) == 1) {
-            log_info(probe->tc->lg, "%s: the service already holds this write (an earlier "
-                     "send was applied)", probe->what);
+            log_info(probe->tc->lg,
+                     "%s: the service already holds this write (an earlier "
+                     "send was applied)",
+                     probe->what);
             return write_done(probe, new_etag, st);
         }
         return table_fail(probe->tc, probe->what, st);
@@ -225,19 +227,25 @@ static int write_answer(struct write_probe *probe, int rc, const struct http_res
 }
 
 /* Write an entity; see table.h. */
-int table_write_entity(struct table_client *tc, const char *table, const char *pk,
-                       const char *rk, const json_t *entity, enum table_write how,
-                       const char *etag, char **new_etag, struct az_status *st)
+int table_write_entity(struct table_client *tc, const char *table, const char *pk, const char *rk,
+                       const json_t *entity, enum table_write how, const char *etag,
+                       char **new_etag, struct az_status *st)
 {
     struct http_response resp;
     char *path = NULL, *body = NULL, *ifmatch = NULL, *what = NULL;
     const char *extra[3] = { "Prefer: return-no-content", NULL, NULL };
     struct write_probe probe = { 0 };
     struct table_req rq = {
-        .kind = how == TW_INSERT ? TK_INSERT : how == TW_REPLACE ? TK_REPLACE : TK_MERGE,
-        .method = how == TW_INSERT ? "POST" : how == TW_REPLACE ? "PUT" : "MERGE",
-        .content_type = "application/json", .extra = extra,
-        .settle = table_write_applied, .settle_ctx = &probe,
+        .kind = how == TW_INSERT ? TK_INSERT :
+            how == TW_REPLACE    ? TK_REPLACE :
+                                   TK_MERGE,
+        .method = how == TW_INSERT ? "POST" :
+            how == TW_REPLACE      ? "PUT" :
+                                     "MERGE",
+        .content_type = "application/json",
+        .extra = extra,
+        .settle = table_write_applied,
+        .settle_ctx = &probe,
     };
     int rc = -ENOMEM;
 
@@ -258,8 +266,11 @@ int table_write_entity(struct table_client *tc, const char *table, const char *p
         goto out;
     }
     extra[1] = ifmatch;
-    if (asprintf(&what, "%s %s", how == TW_INSERT ? "insert" : how == TW_REPLACE ?
-                 "replace" : "merge", table) < 0) {
+    if (asprintf(&what, "%s %s",
+                 how == TW_INSERT      ? "insert" :
+                     how == TW_REPLACE ? "replace" :
+                                         "merge",
+                 table) < 0) {
         what = NULL;
         goto out;
     }
@@ -281,16 +292,21 @@ out:
 }
 
 /* Delete an entity; see table.h. */
-int table_delete_entity(struct table_client *tc, const char *table, const char *pk,
-                        const char *rk, const char *etag, struct az_status *st)
+int table_delete_entity(struct table_client *tc, const char *table, const char *pk, const char *rk,
+                        const char *etag, struct az_status *st)
 {
     struct http_response resp;
     char *path = table_entity_path(table, pk, rk), *ifmatch = NULL;
     const char *extra[2] = { NULL, NULL };
     struct write_probe probe = { tc, "delete entity", table, pk, rk, NULL, 0, NULL, NULL };
     struct table_req rq = {
-        .kind = TK_DELETE, .method = "DELETE", .path = path, .extra = extra,
-        .what = "delete entity", .settle = table_write_applied, .settle_ctx = &probe,
+        .kind = TK_DELETE,
+        .method = "DELETE",
+        .path = path,
+        .extra = extra,
+        .what = "delete entity",
+        .settle = table_write_applied,
+        .settle_ctx = &probe,
     };
     int rc = -ENOMEM;
 
@@ -333,9 +349,14 @@ int table_create(struct table_client *tc, const char *name, struct az_status *st
     char *body = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     const char *extra[] = { "Prefer: return-no-content", NULL };
     struct table_req rq = {
-        .kind = TK_CREATE_TABLE, .method = "POST", .path = "/Tables",
-        .content_type = "application/json", .body = body, .body_len = body ? strlen(body) : 0,
-        .extra = extra, .what = "create table",
+        .kind = TK_CREATE_TABLE,
+        .method = "POST",
+        .path = "/Tables",
+        .content_type = "application/json",
+        .body = body,
+        .body_len = body ? strlen(body) : 0,
+        .extra = extra,
+        .what = "create table",
     };
     int rc = -ENOMEM;
 
@@ -346,8 +367,7 @@ int table_create(struct table_client *tc, const char *name, struct az_status *st
     rc = table_send(tc, &rq, &resp, st);
     if (rc == 0 && resp.status >= 300) {
         /* a resend of ours that the first attempt already applied */
-        if (resp.status == 409 && resp.resent &&
-            strcmp(st->code, "TableAlreadyExists") == 0)
+        if (resp.status == 409 && resp.resent && strcmp(st->code, "TableAlreadyExists") == 0)
             rc = 0;
         else
             rc = table_fail(tc, "create table", st);
@@ -362,8 +382,7 @@ int table_delete(struct table_client *tc, const char *name, struct az_status *st
 {
     struct http_response resp;
     char *lit = table_odata_literal(name), *enc = NULL, *path = NULL;
-    struct table_req rq = { .kind = TK_DELETE_TABLE, .method = "DELETE",
-                            .what = "delete table" };
+    struct table_req rq = { .kind = TK_DELETE_TABLE, .method = "DELETE", .what = "delete table" };
     int rc = -ENOMEM;
 
     memset(&resp, 0, sizeof(resp));
@@ -375,7 +394,7 @@ int table_delete(struct table_client *tc, const char *name, struct az_status *st
     rc = table_send(tc, &rq, &resp, st);
     if (rc == 0 && resp.status >= 300) {
         if (resp.status == 404 && az_status_errno(st) == ENOENT)
-            rc = 0;         /* gone, as for an entity (table_delete_entity) */
+            rc = 0; /* gone, as for an entity (table_delete_entity) */
         else
             rc = table_fail(tc, "delete table", st);
     }

@@ -9,9 +9,9 @@
 #include "table/table_i.h"
 
 struct table_pager {
-    struct table_cursor *c;     /* owned: the query, read from here unless split */
-    struct table_split *split;  /* owned, NULL until table_pager_split */
-    int done;                   /* the split has handed out its last page */
+    struct table_cursor *c;    /* owned: the query, read from here unless split */
+    struct table_split *split; /* owned, NULL until table_pager_split */
+    int done;                  /* the split has handed out its last page */
 };
 
 /* See table.h. */
@@ -34,8 +34,8 @@ int table_pager_new(struct table_pager **out, const char *table, const char *fil
 }
 
 /* See table.h. */
-int table_pager_next(struct table_client *tc, struct table_pager *p, table_page_fn fn,
-                     void *ctx, struct az_status *st)
+int table_pager_next(struct table_client *tc, struct table_pager *p, table_page_fn fn, void *ctx,
+                     struct az_status *st)
 {
     int rc;
 

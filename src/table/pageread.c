@@ -119,7 +119,7 @@ static json_t *read_number(struct rd *r)
         return NULL;
     r->p = s + n;
     if (integral && n - (s[0] == '-') <= 18) {
-        json_int_t v = 0;       /* the slice is not NUL-terminated: no strtoll */
+        json_int_t v = 0; /* the slice is not NUL-terminated: no strtoll */
 
         for (size_t i = s[0] == '-'; i < n; i++)
             v = v * 10 + (s[i] - '0');
@@ -190,8 +190,7 @@ static int read_member(struct rd *r, json_t *obj, const char *nested_name,
 }
 
 /* An object at R of members read by read_member: a new reference or NULL. */
-static json_t *read_object(struct rd *r, const char *nested_name,
-                           json_t *(*nested)(struct rd *))
+static json_t *read_object(struct rd *r, const char *nested_name, json_t *(*nested)(struct rd *))
 {
     json_t *obj;
 
@@ -241,7 +240,7 @@ json_t *page_read(const char *body, size_t len, json_error_t *jerr)
         skip_ws(&r);
         if (r.p == r.end)
             return root;
-        json_decref(root);       /* text after it: jansson says what */
+        json_decref(root); /* text after it: jansson says what */
     }
     return json_loadb(body ? body : "", body ? len : 0, 0, jerr);
 }

@@ -16,10 +16,16 @@
 #define MAX_HEADERS 16
 
 static const char *const kind_names[TK_COUNT] = {
-    [TK_LIST_TABLES] = "list_tables", [TK_QUERY] = "query",
-    [TK_GET_ENTITY] = "get_entity", [TK_INSERT] = "insert", [TK_REPLACE] = "replace",
-    [TK_MERGE] = "merge", [TK_DELETE] = "delete", [TK_BATCH] = "batch",
-    [TK_CREATE_TABLE] = "create_table", [TK_DELETE_TABLE] = "delete_table",
+    [TK_LIST_TABLES] = "list_tables",
+    [TK_QUERY] = "query",
+    [TK_GET_ENTITY] = "get_entity",
+    [TK_INSERT] = "insert",
+    [TK_REPLACE] = "replace",
+    [TK_MERGE] = "merge",
+    [TK_DELETE] = "delete",
+    [TK_BATCH] = "batch",
+    [TK_CREATE_TABLE] = "create_table",
+    [TK_DELETE_TABLE] = "delete_table",
 };
 
 _Static_assert(TCAP_COUNT <= HTTP_CAPTURE_MAX, "http_response.captured holds them all");
@@ -96,8 +102,7 @@ int az_status_errno(const struct az_status *st)
     case 403:
         return EACCES;
     case 404:
-        if (strcmp(st->code, "ResourceNotFound") == 0 ||
-            strcmp(st->code, "TableNotFound") == 0 ||
+        if (strcmp(st->code, "ResourceNotFound") == 0 || strcmp(st->code, "TableNotFound") == 0 ||
             strcmp(st->code, "EntityNotFound") == 0)
             return ENOENT;
         return EIO;
@@ -142,13 +147,12 @@ char *table_odata_literal(const char *s)
 }
 
 /* See tableint.h. */
-char *table_filter_cmp(const char *field, const char *op, const char *value,
-                        const char *rest)
+char *table_filter_cmp(const char *field, const char *op, const char *value, const char *rest)
 {
     char *lit = table_odata_literal(value), *f = NULL;
 
-    if (lit && asprintf(&f, "%s %s %s%s%s", field, op, lit, rest ? " and " : "",
-                        rest ? rest : "") < 0)
+    if (lit &&
+        asprintf(&f, "%s %s %s%s%s", field, op, lit, rest ? " and " : "", rest ? rest : "") < 0)
         f = NULL;
     free(lit);
     return f;
@@ -285,9 +289,8 @@ static char *request_url(const struct account *a, const char *full_path, const c
     const char *q = query && *query ? query : NULL;
     char *url;
 
-    if (asprintf(&url, "%s://%s%s%s%s%s%s", a->scheme, a->host, full_path,
-                 (q || a->sas) ? "?" : "", q ? q : "", (q && a->sas) ? "&" : "",
-                 a->sas ? a->sas : "") < 0)
+    if (asprintf(&url, "%s://%s%s%s%s%s%s", a->scheme, a->host, full_path, (q || a->sas) ? "?" : "",
+                 q ? q : "", (q && a->sas) ? "&" : "", a->sas ? a->sas : "") < 0)
         return NULL;
     return url;
 }
@@ -296,9 +299,8 @@ static char *request_url(const struct account *a, const char *full_path, const c
  * over FULL_PATH with DATE, or the bearer token; a SAS is in the URL) into
  * *LINE (NULL: none), with the token's generation in *GEN. Returns 0 or
  * -errno (ST->message: why no token could be had). */
-static int auth_header(const struct account *a, const struct table_req *rq,
-                       const char *full_path, const char *date, char **line,
-                       unsigned long *gen, struct az_status *st)
+static int auth_header(const struct account *a, const struct table_req *rq, const char *full_path,
+                       const char *date, char **line, unsigned long *gen, struct az_status *st)
 {
     char *auth = NULL;
     int rc;
@@ -312,8 +314,8 @@ static int auth_header(const struct account *a, const struct table_req *rq,
     }
     if (!a->key)
         return 0;
-    rc = sharedkey_authorization(a->name, a->key, a->key_len, rq->method, rq->content_type,
-                                 date, full_path, NULL, &auth);
+    rc = sharedkey_authorization(a->name, a->key, a->key_len, rq->method, rq->content_type, date,
+                                 full_path, NULL, &auth);
     if (rc < 0)
         return rc;
     if (asprintf(line, "Authorization: %s", auth) < 0) {
@@ -328,8 +330,8 @@ static int auth_header(const struct account *a, const struct table_req *rq,
  * Authorization (auth_header), into LINES (each malloc'd; the caller wipes
  * and frees them, also on error). Returns their count, or -errno. */
 static int request_headers(const struct account *a, const struct table_req *rq,
-                           const char *full_path, char *lines[MAX_HEADERS],
-                           unsigned long *gen, struct az_status *st)
+                           const char *full_path, char *lines[MAX_HEADERS], unsigned long *gen,
+                           struct az_status *st)
 {
     const char *ct = rq->content_type;
     char date[RFC1123_LEN];
@@ -358,14 +360,14 @@ static int request_headers(const struct account *a, const struct table_req *rq,
 static int token_refused(const struct http_response *resp)
 {
     return resp->status == 401 ||
-           (resp->status == 403 && resp->body && strcasestr(resp->body, "expired"));
+        (resp->status == 403 && resp->body && strcasestr(resp->body, "expired"));
 }
 
 /* Sign and send RQ to URL once (see table_send). *GEN: the bearer token's
  * generation used. */
-static int send_once(struct table_client *tc, const struct table_req *rq,
-                     const char *full_path, const char *url, struct http_response *resp,
-                     struct az_status *st, unsigned long *gen)
+static int send_once(struct table_client *tc, const struct table_req *rq, const char *full_path,
+                     const char *url, struct http_response *resp, struct az_status *st,
+                     unsigned long *gen)
 {
     char *lines[MAX_HEADERS] = { 0 };
     const char *headers[MAX_HEADERS + 1] = { 0 };
@@ -381,9 +383,16 @@ static int send_once(struct table_client *tc, const struct table_req *rq,
     for (int i = 0; rq->extra && rq->extra[i] && nh < MAX_HEADERS; i++)
         headers[nh++] = rq->extra[i];
     req = (struct http_request){
-        .method = rq->method, .url = url, .headers = headers,
-        .body = rq->body, .body_len = rq->body_len, .log_what = rq->what, .kind = rq->kind,
-        .settle = rq->settle, .settle_ctx = rq->settle_ctx, .capture = table_capture,
+        .method = rq->method,
+        .url = url,
+        .headers = headers,
+        .body = rq->body,
+        .body_len = rq->body_len,
+        .log_what = rq->what,
+        .kind = rq->kind,
+        .settle = rq->settle,
+        .settle_ctx = rq->settle_ctx,
+        .capture = table_capture,
     };
     rc = http_perform(tc->pool, &req, resp);
     st->attempts = resp->attempts;
@@ -401,7 +410,7 @@ static int send_once(struct table_client *tc, const struct table_req *rq,
 out:
     for (int i = 0; i < MAX_HEADERS; i++)
         if (lines[i]) {
-            OPENSSL_cleanse(lines[i], strlen(lines[i]));   /* a bearer token */
+            OPENSSL_cleanse(lines[i], strlen(lines[i])); /* a bearer token */
             free(lines[i]);
         }
     return rc;
@@ -409,8 +418,8 @@ out:
 
 /* See tableint.h. A bearer token the service refuses as expired is dropped
  * and the request sent once more with a new one. */
-int table_send(struct table_client *tc, const struct table_req *rq,
-               struct http_response *resp, struct az_status *st)
+int table_send(struct table_client *tc, const struct table_req *rq, struct http_response *resp,
+               struct az_status *st)
 {
     const struct account *a = tc->acct;
     char *full_path = NULL, *url = NULL;
@@ -429,14 +438,16 @@ int table_send(struct table_client *tc, const struct table_req *rq,
         rc = send_once(tc, rq, full_path, url, resp, st, &gen);
         if (rc < 0 || !again || !a->tokens || !token_refused(resp))
             break;
-        log_debug(tc->lg, "%s: HTTP %ld %s: the bearer token was refused, once more with a "
-                  "new one", rq->what, st->http_status, st->code);
+        log_debug(tc->lg,
+                  "%s: HTTP %ld %s: the bearer token was refused, once more with a "
+                  "new one",
+                  rq->what, st->http_status, st->code);
         token_cache_rejected(a->tokens, gen);
         http_response_clear(resp);
     }
 out:
     if (url && a->sas)
-        OPENSSL_cleanse(url, strlen(url));      /* it carries the SAS */
+        OPENSSL_cleanse(url, strlen(url)); /* it carries the SAS */
     free(url);
     free(full_path);
     return rc;

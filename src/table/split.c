@@ -37,10 +37,10 @@
 /* A page is its fetcher's until it joins its range's list, and the
  * reader's once taken off it (table_split_next). */
 struct split_page {
-    struct split_page *next;    /* guarded by table_split.lock */
-    json_t *value;              /* the page's "value" array (owned; NULL: replaced by
+    struct split_page *next; /* guarded by table_split.lock */
+    json_t *value;           /* the page's "value" array (owned; NULL: replaced by
                                  * PREP): set before it joins the list */
-    void *prep;                 /* what the split's PREP made of it (owned): set
+    void *prep;              /* what the split's PREP made of it (owned): set
                                  * before it joins the list */
 };
 
@@ -48,46 +48,46 @@ struct split_page {
  * partition PK when PK is set, else PartitionKeys (its lower bound is in
  * its query only). */
 struct split_range {
-    struct split_range *next;   /* key order; guarded by table_split.lock */
-    char *pk, *hi;              /* set when it is made */
-    struct table_cursor *cur;   /* its query (NULL: the range is complete); guarded by
+    struct split_range *next;       /* key order; guarded by table_split.lock */
+    char *pk, *hi;                  /* set when it is made */
+    struct table_cursor *cur;       /* its query (NULL: the range is complete); guarded by
                                  * table_split.lock (the one fetching it, BUSY, uses
                                  * it unlocked while its request is out) */
-    struct split_page *head, *tail;     /* guarded by table_split.lock */
-    size_t entities;            /* guarded by table_split.lock */
-    int busy;                   /* a worker is fetching its next page; guarded by
+    struct split_page *head, *tail; /* guarded by table_split.lock */
+    size_t entities;                /* guarded by table_split.lock */
+    int busy;                       /* a worker is fetching its next page; guarded by
                                  * table_split.lock */
-    int rc;                     /* a failed fetch, for the reader (0: none); guarded by
+    int rc;                         /* a failed fetch, for the reader (0: none); guarded by
                                  * table_split.lock */
-    struct az_status st;        /* guarded by table_split.lock */
+    struct az_status st;            /* guarded by table_split.lock */
 };
 
 struct table_split {
     pthread_mutex_t lock;
-    pthread_cond_t work;        /* a range may be fetched, or stop; waited on with lock */
-    pthread_cond_t ready;       /* a page or a failure for the reader; waited on with
+    pthread_cond_t work;          /* a range may be fetched, or stop; waited on with lock */
+    pthread_cond_t ready;         /* a page or a failure for the reader; waited on with
                                  * lock */
-    struct table_client *tc;    /* set by the first table_split_next, before the
+    struct table_client *tc;      /* set by the first table_split_next, before the
                                  * workers start; guarded by lock */
-    const struct table_cursor *c;  /* the query split (borrowed: its owner); set by
+    const struct table_cursor *c; /* the query split (borrowed: its owner); set by
                                     * table_split_new */
-    struct split_range *ranges; /* not yet read to their end by the reader; guarded by
+    struct split_range *ranges;   /* not yet read to their end by the reader; guarded by
                                  * lock */
-    struct workers threads;     /* the fetchers (util/worker.c); none: the reader
+    struct workers threads;       /* the fetchers (util/worker.c); none: the reader
                                  * fetches. Started by the reader under lock, joined
                                  * by table_split_free */
-    int ways;                   /* set by table_split_new */
-    int one_partition;          /* cut RowKeys only: set by table_split_new */
-    int made, empty;            /* ranges made by cuts, ranges that held nothing;
+    int ways;                     /* set by table_split_new */
+    int one_partition;            /* cut RowKeys only: set by table_split_new */
+    int made, empty;              /* ranges made by cuts, ranges that held nothing;
                                  * guarded by lock */
-    size_t held;                /* pages fetched and not yet read, and fetches under
+    size_t held;                  /* pages fetched and not yet read, and fetches under
                                  * way; guarded by lock */
-    int stop;                   /* guarded by lock */
-    int ended;                  /* the reader stopped it (table_split_next); guarded
+    int stop;                     /* guarded by lock */
+    int ended;                    /* the reader stopped it (table_split_next); guarded
                                  * by lock */
-    struct table_prep prep;     /* the workers' work on each page (none: NULLs): set
+    struct table_prep prep;       /* the workers' work on each page (none: NULLs): set
                                  * by table_split_new */
-    void *page_prep;            /* the prep of the page the reader's FN has: the
+    void *page_prep;              /* the prep of the page the reader's FN has: the
                                  * reader's alone, no lock */
 };
 
@@ -145,8 +145,9 @@ static struct split_range *range_new(struct table_split *sp, const char *pk, con
     const char *key = pk ? "RowKey" : "PartitionKey";
     char *upper = hi ? table_filter_cmp(key, "lt", hi, NULL) : NULL;
     char *lower = lo ? table_filter_cmp(key, lo_incl ? "ge" : "gt", lo, upper) : NULL;
-    char *bounds = pk && !sp->one_partition
-                   ? table_filter_cmp("PartitionKey", "eq", pk, lower ? lower : upper) : NULL;
+    char *bounds = pk && !sp->one_partition ?
+        table_filter_cmp("PartitionKey", "eq", pk, lower ? lower : upper) :
+        NULL;
     const char *f = bounds ? bounds : lower ? lower : upper;
 
     if ((!hi || upper) && (!lo || lower) && (!(pk && !sp->one_partition) || bounds))
@@ -206,8 +207,7 @@ static long long digit_run(const char *key, size_t *pre)
 }
 
 /* See tableint.h. */
-int table_split_cuts(const char *first, const char *last, const char *hi, char **cuts,
-                     int max)
+int table_split_cuts(const char *first, const char *last, const char *hi, char **cuts, int max)
 {
     size_t pre = 0, fpre = 0, len = strlen(last), p = 0;
     long long vl = digit_run(last, &pre), vf = digit_run(first, &fpre), step = 1;
@@ -227,7 +227,7 @@ int table_split_cuts(const char *first, const char *last, const char *hi, char *
                 goto nomem;
             if (strlen(k) != len || (hi && strcmp(k, hi) >= 0)) {
                 free(k);
-                break;         /* past the digits' width, or past HI */
+                break; /* past the digits' width, or past HI */
             }
             cuts[n] = k;
         }
@@ -236,7 +236,7 @@ int table_split_cuts(const char *first, const char *last, const char *hi, char *
     while (first[p] && first[p] == last[p])
         p++;
     if (p == len)
-        p = len - 1;           /* LAST is FIRST or starts with it: its last character */
+        p = len - 1; /* LAST is FIRST or starts with it: its last character */
     if (first[p] && (unsigned char)last[p] > (unsigned char)first[p])
         step = (unsigned char)last[p] - (unsigned char)first[p];
     for (; n < max; n++) {
@@ -271,7 +271,7 @@ int table_token_names(const char *tok, const char *pk)
     if (!tok)
         return 0;
     if (tok[0] >= '0' && tok[0] <= '9' && strchr(tok, '!') && strchr(strchr(tok, '!') + 1, '!'))
-        tok = strchr(strchr(tok, '!') + 1, '!') + 1;      /* Azure's "1!N!" */
+        tok = strchr(strchr(tok, '!') + 1, '!') + 1; /* Azure's "1!N!" */
     len = strlen(tok);
     if (len == 0 || len % 4 || len > 4 * (want / 3 + 2) || !(in = strdup(tok)))
         return 0;
@@ -339,7 +339,7 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
     int big = 0;
 
     LOCK_HELD(&sp->lock);
-    room = SPLIT_OPEN_PER_WAY * sp->ways - open_ranges(sp) + 1;     /* R's place too */
+    room = SPLIT_OPEN_PER_WAY * sp->ways - open_ranges(sp) + 1; /* R's place too */
     if (room > SPLIT_MAX_RANGES - sp->made)
         room = SPLIT_MAX_RANGES - sp->made;
     if (room < 2 || sp->empty >= SPLIT_MAX_EMPTY || !pk || !rk || !frk || (!in_row && !fpk))
@@ -356,7 +356,7 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
         else if ((np_cut = table_split_cuts(fpk, pk, r->hi, pcuts, room - 2)) == 0)
             return;
         if (nr_cut < 0 || np_cut < 0) {
-            nr_cut = np_cut = 0;        /* ENOMEM: the cuts made were freed */
+            nr_cut = np_cut = 0; /* ENOMEM: the cuts made were freed */
             goto out;
         }
     }
@@ -364,7 +364,7 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
         if ((rc = add_ranges(sp, &tail, pk, rk, 0, rcuts, nr_cut, in_row ? r->hi : NULL)) < 0)
             goto out;
         made = rc;
-        if (!in_row) {          /* the partitions after the big one: one range */
+        if (!in_row) { /* the partitions after the big one: one range */
             if ((rc = add_ranges(sp, &tail, NULL, pk, 0, (char *[]){ NULL }, 0, r->hi)) < 0)
                 goto out;
             made += rc;
@@ -385,8 +385,7 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
     sp->made += made;
     table_cursor_free(r->cur);
     r->cur = NULL;
-    log_debug(sp->tc->lg, "query cut after %s/%s into %d ranges fetched in parallel", pk, rk,
-              made);
+    log_debug(sp->tc->lg, "query cut after %s/%s into %d ranges fetched in parallel", pk, rk, made);
 out:
     while (list) {
         nr = list->next;
@@ -480,7 +479,7 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
     }
     pg = rc >= 0 ? calloc(1, sizeof(*pg)) : NULL;
     if (pg && sp->prep.prep && json_array_size(f.value) > 0)
-        pg->prep = sp->prep.prep(f.value);      /* NULL (ENOMEM): the reader does it */
+        pg->prep = sp->prep.prep(f.value); /* NULL (ENOMEM): the reader does it */
     replaced = pg && pg->prep && sp->prep.replaces;
     pthread_mutex_lock(&sp->lock);
     r->busy = 0;
@@ -596,8 +595,7 @@ static void start_workers(struct table_split *sp, struct table_client *tc)
     LOCK_HELD(&sp->lock);
     sp->tc = tc;
     if (sp->threads.n < sp->ways)
-        (void)workers_start(&sp->threads, "aztfs-split", sp->ways - sp->threads.n, worker_main,
-                            sp);
+        (void)workers_start(&sp->threads, "aztfs-split", sp->ways - sp->threads.n, worker_main, sp);
 }
 
 /* Drop the ranges at the head that are read to their end (SP locked). */
@@ -613,8 +611,8 @@ static void drop_read(struct table_split *sp)
 }
 
 /* See tableint.h. */
-int table_split_next(struct table_client *tc, struct table_split *sp, table_page_fn fn,
-                     void *ctx, struct az_status *st)
+int table_split_next(struct table_client *tc, struct table_split *sp, table_page_fn fn, void *ctx,
+                     struct az_status *st)
 {
     struct split_range *r;
     struct split_page *pg;
@@ -635,7 +633,7 @@ int table_split_next(struct table_client *tc, struct table_split *sp, table_page
         }
         if (r->head)
             break;
-        if (r->rc) {           /* failed: told once, fetched again when asked again */
+        if (r->rc) { /* failed: told once, fetched again when asked again */
             rc = r->rc;
             *st = r->st;
             r->rc = 0;
@@ -651,7 +649,7 @@ int table_split_next(struct table_client *tc, struct table_split *sp, table_page
         if (sp->threads.n == 0 && !r->busy) {
             fetch_one(sp, r);
         } else {
-            if (r->cur && !r->busy)     /* a worker must take it: wake them */
+            if (r->cur && !r->busy) /* a worker must take it: wake them */
                 pthread_cond_broadcast(&sp->work);
             pthread_cond_wait(&sp->ready, &sp->lock);
         }
@@ -662,11 +660,11 @@ int table_split_next(struct table_client *tc, struct table_split *sp, table_page
     sp->held--;
     pthread_cond_broadcast(&sp->work);
     pthread_mutex_unlock(&sp->lock);
-    sp->page_prep = pg->prep;   /* only the reader reads it: no lock */
+    sp->page_prep = pg->prep; /* only the reader reads it: no lock */
     rc = fn(ctx, pg->value);
     sp->page_prep = NULL;
     page_free(sp, pg);
-    if (rc != 0) {             /* stopped early, or failed: the query ends */
+    if (rc != 0) { /* stopped early, or failed: the query ends */
         pthread_mutex_lock(&sp->lock);
         sp->stop = sp->ended = 1;
         pthread_cond_broadcast(&sp->work);

@@ -21,8 +21,17 @@ struct table_client;
 
 /* Request kinds, counted in http_stats.by_kind. */
 enum table_req_kind {
-    TK_LIST_TABLES, TK_QUERY, TK_GET_ENTITY, TK_INSERT, TK_REPLACE, TK_MERGE,
-    TK_DELETE, TK_BATCH, TK_CREATE_TABLE, TK_DELETE_TABLE, TK_COUNT
+    TK_LIST_TABLES,
+    TK_QUERY,
+    TK_GET_ENTITY,
+    TK_INSERT,
+    TK_REPLACE,
+    TK_MERGE,
+    TK_DELETE,
+    TK_BATCH,
+    TK_CREATE_TABLE,
+    TK_DELETE_TABLE,
+    TK_COUNT
 };
 
 /* "list_tables", "query", ... for stats output; NULL past TK_COUNT. */
@@ -30,10 +39,10 @@ const char *table_kind_name(int kind);
 
 /* What the service said about a failed (or successful) operation. */
 struct az_status {
-    long http_status;       /* 0 when no response was received */
-    char code[64];          /* service error code ("ResourceNotFound"), or "" */
-    char message[256];      /* service message or transport error, secrets-free */
-    int attempts;           /* attempts made by the last request */
+    long http_status;  /* 0 when no response was received */
+    char code[64];     /* service error code ("ResourceNotFound"), or "" */
+    char message[256]; /* service message or transport error, secrets-free */
+    int attempts;      /* attempts made by the last request */
 };
 
 /* Create a client for ACCT (borrowed: must outlive the client). LG and STATS
@@ -100,10 +109,10 @@ char *table_url_encode(const char *s);
 /* One operation of an entity group transaction. */
 struct table_batch_op {
     enum { TB_INSERT, TB_REPLACE, TB_MERGE, TB_DELETE } kind;
-    const char *rk;             /* all operations share one PartitionKey */
-    const json_t *entity;       /* TB_INSERT/TB_REPLACE/TB_MERGE */
-    const char *etag;           /* If-Match for TB_REPLACE/TB_MERGE/TB_DELETE, NULL = "*" */
-    char **new_etag;            /* writes, may be NULL: receives the
+    const char *rk;       /* all operations share one PartitionKey */
+    const json_t *entity; /* TB_INSERT/TB_REPLACE/TB_MERGE */
+    const char *etag;     /* If-Match for TB_REPLACE/TB_MERGE/TB_DELETE, NULL = "*" */
+    char **new_etag;      /* writes, may be NULL: receives the
                                  * written entity's new ETag (see table_batch) */
 };
 
@@ -127,8 +136,8 @@ int table_batch(struct table_client *tc, const char *table, const char *pk,
  * window of our sends starting at FIRST_SENT less 1 s. FIRST_SENT NULL:
  * table_batch. */
 int table_batch_again(struct table_client *tc, const char *table, const char *pk,
-                      const struct table_batch_op *ops, size_t n,
-                      const struct timespec *first_sent, struct az_status *st);
+                      const struct table_batch_op *ops, size_t n, const struct timespec *first_sent,
+                      struct az_status *st);
 
 /* The 0-based index of the operation a failed batch's error names (the
  * service begins the message with "INDEX:"), or -1 when it names none. */
@@ -176,9 +185,8 @@ int table_exists(struct table_client *tc, const char *name, struct az_status *st
  * plain OData expressions (NULL for none), encoded here. TOP > 0 sets $top.
  * A continuation that does not advance is an error (-EIO), not a loop.
  * Returns 0, or -errno with details in *st. */
-int table_query(struct table_client *tc, const char *table, const char *filter,
-                const char *select, int top, table_page_fn fn, void *ctx,
-                struct az_status *st);
+int table_query(struct table_client *tc, const char *table, const char *filter, const char *select,
+                int top, table_page_fn fn, void *ctx, struct az_status *st);
 
 /* A query read one page at a time (what table_query and table_list_tables
  * loop over), for callers that stream: readdir hands out each page's names
@@ -199,8 +207,8 @@ int table_pager_new(struct table_pager **out, const char *table, const char *fil
  * for again). A continuation that does not advance is -EIO, and so are
  * TABLE_MAX_EMPTY_PAGES pages in a row without an entity; -EINTR when the
  * client's cancel callback (table_client_set_cancel) says so. */
-int table_pager_next(struct table_client *tc, struct table_pager *p, table_page_fn fn,
-                     void *ctx, struct az_status *st);
+int table_pager_next(struct table_client *tc, struct table_pager *p, table_page_fn fn, void *ctx,
+                     struct az_status *st);
 
 /* ON: from the next table_pager_next on, fetch each next page in the
  * background while the caller's FN works on the current one (a listing's
@@ -300,14 +308,14 @@ int userfilter_build(const char *pk, const char *filter, char **out, const char 
  * "odata.etag"), and *etag (if ETAG non-NULL) a malloc'd copy of the ETag.
  * Returns 0, -ENOENT when no such entity, -EINVAL when PK or RK is NULL, or
  * -errno with details in *st. */
-int table_get_entity(struct table_client *tc, const char *table, const char *pk,
-                     const char *rk, json_t **entity, char **etag, struct az_status *st);
+int table_get_entity(struct table_client *tc, const char *table, const char *pk, const char *rk,
+                     json_t **entity, char **etag, struct az_status *st);
 
 /* How an entity write is guarded. */
 enum table_write {
-    TW_INSERT,          /* POST: fails with EEXIST when the entity exists */
-    TW_REPLACE,         /* PUT with If-Match: ETAG (ESTALE when it moved on) */
-    TW_MERGE,           /* MERGE with If-Match: ETAG */
+    TW_INSERT,  /* POST: fails with EEXIST when the entity exists */
+    TW_REPLACE, /* PUT with If-Match: ETAG (ESTALE when it moved on) */
+    TW_MERGE,   /* MERGE with If-Match: ETAG */
 };
 
 /* Write ENTITY (wire form, without keys: they come from PK/RK) to TABLE.
@@ -319,17 +327,17 @@ enum table_write {
  * earlier send may have been applied (http_response.resent) is the entity
  * read back, and the write counts as done when it holds exactly what was
  * sent with a Timestamp inside the window of our sends. */
-int table_write_entity(struct table_client *tc, const char *table, const char *pk,
-                       const char *rk, const json_t *entity, enum table_write how,
-                       const char *etag, char **new_etag, struct az_status *st);
+int table_write_entity(struct table_client *tc, const char *table, const char *pk, const char *rk,
+                       const json_t *entity, enum table_write how, const char *etag,
+                       char **new_etag, struct az_status *st);
 
 /* Delete with If-Match: ETAG ("*" for any). Returns 0, -ENOENT when the
  * service says the entity is not there (someone else deleted it; but 0 when
  * an earlier send of ours may have been applied: then the delete was ours),
  * -ESTALE, -EIO (a 404 without the service's not-found code, 5xx, no
  * response), -errno. */
-int table_delete_entity(struct table_client *tc, const char *table, const char *pk,
-                        const char *rk, const char *etag, struct az_status *st);
+int table_delete_entity(struct table_client *tc, const char *table, const char *pk, const char *rk,
+                        const char *etag, struct az_status *st);
 
 /* Create table NAME. Returns 0, -EEXIST when it exists (any case; but 0
  * when our own earlier send created it), or -errno with details in *st. */

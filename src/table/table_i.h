@@ -39,7 +39,7 @@ struct table_client {
     const struct account *acct;
     const struct logger *lg;
     struct http_pool *pool;
-    int (*cancelled)(void *ctx);    /* see table_client_set_cancel */
+    int (*cancelled)(void *ctx); /* see table_client_set_cancel */
     void *cancel_ctx;
 };
 
@@ -48,10 +48,10 @@ struct table_client {
 /* The Table protocol's response headers, captured from every answer
  * (http_request.capture): http_response.captured[TCAP_...]. */
 enum table_capture {
-    TCAP_ERROR_CODE,        /* x-ms-error-code */
-    TCAP_NEXT_PK,           /* x-ms-continuation-NextPartitionKey */
-    TCAP_NEXT_RK,           /* x-ms-continuation-NextRowKey */
-    TCAP_NEXT_TABLE,        /* x-ms-continuation-NextTableName */
+    TCAP_ERROR_CODE, /* x-ms-error-code */
+    TCAP_NEXT_PK,    /* x-ms-continuation-NextPartitionKey */
+    TCAP_NEXT_RK,    /* x-ms-continuation-NextRowKey */
+    TCAP_NEXT_TABLE, /* x-ms-continuation-NextTableName */
     TCAP_COUNT
 };
 
@@ -65,9 +65,9 @@ extern const char *const table_capture[TCAP_COUNT + 1];
  * WHAT names it in logs. A write that may be settled gives SETTLE (see
  * http_request.settle), else NULL. */
 struct table_req {
-    int kind;                           /* enum table_req_kind */
+    int kind; /* enum table_req_kind */
     const char *method, *path, *query;
-    const char *content_type;           /* NULL: none */
+    const char *content_type; /* NULL: none */
     const char *body;
     size_t body_len;
     const char *const *extra;
@@ -81,8 +81,8 @@ struct table_req {
  * 300 or more the service's error code and message). Returns -errno when
  * no response could be had (st->message says why). RESP is the caller's to
  * clear (http_response_clear) either way. */
-int table_send(struct table_client *tc, const struct table_req *rq,
-               struct http_response *resp, struct az_status *st);
+int table_send(struct table_client *tc, const struct table_req *rq, struct http_response *resp,
+               struct az_status *st);
 
 /* Note a failed operation WHAT (debug level: the filesystem layer logs the
  * one line users see, with the path) and return its -errno
@@ -91,9 +91,9 @@ int table_fail(struct table_client *tc, const char *what, const struct az_status
 
 /* Where an error text stands (table_error_parse). */
 enum table_error_src {
-    TE_BODY,        /* a whole response body: odata.error JSON, else the
+    TE_BODY,       /* a whole response body: odata.error JSON, else the
                        XML error (<Code>, <Message>) */
-    TE_BATCH_PART,  /* a $batch part, from its odata.error JSON on: text
+    TE_BATCH_PART, /* a $batch part, from its odata.error JSON on: text
                        after the JSON value is allowed, no XML */
 };
 
@@ -117,10 +117,10 @@ char *table_entity_body(const json_t *entity, const char *pk, const char *rk);
 struct write_probe {
     struct table_client *tc;
     const char *what, *table, *pk, *rk;
-    const json_t *entity;       /* NULL: a delete */
-    int merged;                 /* a Merge: ENTITY over the stored properties */
+    const json_t *entity; /* NULL: a delete */
+    int merged;           /* a Merge: ENTITY over the stored properties */
     char *etag;
-    const struct timespec *since;   /* not NULL: the window of our sends starts here
+    const struct timespec *since; /* not NULL: the window of our sends starts here
                                      * (else it is worked out from the answer) */
 };
 
@@ -150,8 +150,8 @@ int table_cursor_new(struct table_cursor **out, const char *table, const char *f
  * unchanged: the same page may be asked for again). A continuation that does not advance is -EIO, and so are
  * TABLE_MAX_EMPTY_PAGES pages in a row without an entity; -EINTR when the
  * client's cancel callback (table_client_set_cancel) says so. */
-int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn,
-                      void *ctx, struct az_status *st);
+int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_page_fn fn, void *ctx,
+                      struct az_status *st);
 
 /* ON: from the next table_cursor_next on, fetch each next page in the
  * background while the caller's FN works on the current one (a listing's
@@ -185,8 +185,7 @@ struct table_split;
 /* "FIELD OP 'VALUE'" (VALUE quoted), followed by " and REST" unless REST is
  * NULL: malloc'd, NULL on ENOMEM (table/request.c; what table_filter_partition
  * and its kin are made of). */
-char *table_filter_cmp(const char *field, const char *op, const char *value,
-                       const char *rest);
+char *table_filter_cmp(const char *field, const char *op, const char *value, const char *rest);
 
 /* Requests in flight at most (scan_parallel's maximum), ranges one query
  * is cut into at most, empty ranges after which it is cut no more, and
@@ -207,14 +206,12 @@ char *table_filter_cmp(const char *field, const char *op, const char *value,
  * the characters the page spanned at the first place FIRST and LAST differ
  * (printable ASCII only). Each is malloc'd into CUTS. Returns how many (0:
  * no guess), or -ENOMEM. */
-int table_split_cuts(const char *first, const char *last, const char *hi, char **cuts,
-                     int max);
+int table_split_cuts(const char *first, const char *last, const char *hi, char **cuts, int max);
 
 /* A cursor for C's query (its path, filter, $select, $top) with EXTRA
  * and'ed to its filter (NULL: none), from its first page, without
  * background fetch or split. Returns 0 with *OUT or -ENOMEM. */
-int table_cursor_narrow(const struct table_cursor *c, const char *extra,
-                        struct table_cursor **out);
+int table_cursor_narrow(const struct table_cursor *c, const char *extra, struct table_cursor **out);
 
 /* C's NextPartitionKey token, where its next page starts (borrowed; NULL:
  * none, or before the first page). Opaque to the protocol: a hint only. */

@@ -7,7 +7,7 @@
 
 #include "util/util.h"
 
-#define BUF_FIRST 256       /* the first allocation */
+#define BUF_FIRST 256 /* the first allocation */
 
 void buf_init(struct buf *b, size_t max)
 {

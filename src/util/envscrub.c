@@ -33,8 +33,7 @@ static int env_block(unsigned long *start, unsigned long *end)
 
 /* Wipe ENTRY ("NAME=value", NLEN the length of NAME): whole when it lies in
  * the block [START, END), else its value only. */
-static void wipe(char *entry, size_t nlen, int have_block, unsigned long start,
-                 unsigned long end)
+static void wipe(char *entry, size_t nlen, int have_block, unsigned long start, unsigned long end)
 {
     if (have_block && (unsigned long)entry >= start && (unsigned long)entry < end)
         OPENSSL_cleanse(entry, strlen(entry));
@@ -42,7 +41,7 @@ static void wipe(char *entry, size_t nlen, int have_block, unsigned long start,
         OPENSSL_cleanse(entry + nlen + 1, strlen(entry + nlen + 1));
 }
 
-#define SCRUB_MAX 16    /* copies of one name wiped whole; more: values only */
+#define SCRUB_MAX 16 /* copies of one name wiped whole; more: values only */
 
 /* See secenv.h. */
 void env_scrub(const char *name)
@@ -57,10 +56,10 @@ void env_scrub(const char *name)
             continue;
         if (n < SCRUB_MAX)
             found[n++] = *ep;
-        else            /* its name stays in environ until unsetenv below */
+        else /* its name stays in environ until unsetenv below */
             OPENSSL_cleanse(*ep + nlen + 1, strlen(*ep + nlen + 1));
     }
-    unsetenv(name);     /* drops every NAME from environ; the strings stay */
+    unsetenv(name); /* drops every NAME from environ; the strings stay */
     for (size_t i = 0; i < n; i++)
         wipe(found[i], nlen, have_block, start, end);
 }

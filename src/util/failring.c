@@ -9,8 +9,8 @@
 
 #include "util/util.h"
 
-#define PATH_KEEP 512           /* bytes of an escaped path kept */
-#define MESSAGE_KEEP 256        /* bytes of an escaped message kept */
+#define PATH_KEEP 512    /* bytes of an escaped path kept */
+#define MESSAGE_KEEP 256 /* bytes of an escaped message kept */
 
 struct entry {
     time_t when;
@@ -24,8 +24,8 @@ struct entry {
 
 struct failring {
     pthread_mutex_t lock;
-    struct entry e[FAILRING_SIZE];  /* guarded by lock */
-    unsigned long total;        /* recorded ever; e[total % SIZE] is the next slot;
+    struct entry e[FAILRING_SIZE]; /* guarded by lock */
+    unsigned long total;           /* recorded ever; e[total % SIZE] is the next slot;
                                    guarded by lock */
 };
 
@@ -90,9 +90,8 @@ static json_t *entry_json(const struct entry *e)
 
     gmtime_r(&e->when, &tm);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "time", when, "op", e->op,
-                  "path", e->path, "errno", e->err, "error", name ? name : "?",
-                  "message", e->message);
+    o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "time", when, "op", e->op, "path", e->path,
+                  "errno", e->err, "error", name ? name : "?", "message", e->message);
     if (o && e->http_status > 0 &&
         json_object_set_new(o, "http_status", json_integer(e->http_status)) < 0)
         goto fail;

@@ -35,12 +35,12 @@ int lock_init(pthread_mutex_t *m)
 int lock_held(const pthread_mutex_t *cm)
 {
     static const struct timespec past = { 0, 0 };
-    pthread_mutex_t *m = (pthread_mutex_t *)cm;     /* left as it was: see util.h */
+    pthread_mutex_t *m = (pthread_mutex_t *)cm; /* left as it was: see util.h */
     int rc = pthread_mutex_timedlock(m, &past);
 
-    if (rc == 0) {              /* nobody held it: we did not */
+    if (rc == 0) { /* nobody held it: we did not */
         pthread_mutex_unlock(m);
         return 0;
     }
-    return rc == EDEADLK;       /* ETIMEDOUT: another thread holds it */
+    return rc == EDEADLK; /* ETIMEDOUT: another thread holds it */
 }

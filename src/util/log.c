@@ -46,7 +46,7 @@ static size_t escape_unit(const char **in, char *unit)
     size_t w = 0;
 
     if (n == 0)
-        n = 1;              /* not valid UTF-8: this byte alone */
+        n = 1; /* not valid UTF-8: this byte alone */
     *in += n;
     if (!escape) {
         if (cp == '\\')
@@ -66,13 +66,13 @@ static size_t escape_unit(const char **in, char *unit)
 /* log_escape: see log.h. */
 size_t log_escape(char *out, size_t outlen, const char *in)
 {
-    size_t len = 0, kept = 0;   /* length of the whole text; of what OUT holds */
+    size_t len = 0, kept = 0; /* length of the whole text; of what OUT holds */
 
     while (*in) {
         char unit[8];
         size_t w = escape_unit(&in, unit);
 
-        if (kept == len && len + w < outlen) {  /* nothing cut so far, and it fits */
+        if (kept == len && len + w < outlen) { /* nothing cut so far, and it fits */
             memcpy(out + len, unit, w);
             kept += w;
         }
@@ -95,17 +95,16 @@ static void file_line(const struct logger *lg, const char *name, const char *lin
     clock_gettime(CLOCK_REALTIME, &now);
     gmtime_r(&now.tv_sec, &tm);
     strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-    n = snprintf(out, sizeof(out), "%s.%03ldZ aztfs[%ld]: %s: %s\n", when,
-                 now.tv_nsec / 1000000, (long)getpid(), name, line);
+    n = snprintf(out, sizeof(out), "%s.%03ldZ aztfs[%ld]: %s: %s\n", when, now.tv_nsec / 1000000,
+                 (long)getpid(), name, line);
     if (n > (int)sizeof(out) - 1)
         n = (int)sizeof(out) - 1;
     if (n > 0 && write(lg->fd, out, (size_t)n) < 0)
-        return;             /* nowhere left to say so */
+        return; /* nowhere left to say so */
 }
 
 /* Write one message if LEVEL is enabled; syslog priorities map one to one. */
-static void log_vmsg(const struct logger *lg, enum log_level level, const char *fmt,
-                     va_list ap)
+static void log_vmsg(const struct logger *lg, enum log_level level, const char *fmt, va_list ap)
 {
     static const int prio[] = {
         [LOG_LVL_ERROR] = LOG_ERR,
@@ -145,7 +144,7 @@ int log_open_file(struct logger *lg, const char *path, int allow_shared)
     char why[512], *name = NULL, *full = NULL;
     int fd = safe_parent_open(path, allow_shared, &dir, &name, why, sizeof(why));
 
-    if (fd == 0)            /* the directory is fine: now the file */
+    if (fd == 0) /* the directory is fine: now the file */
         fd = safe_open(&dir, name, O_WRONLY | O_APPEND | O_CREAT, 0600, why, sizeof(why));
     if (fd >= 0 && asprintf(&full, "%s/%s", dir.path, name) < 0) {
         full = NULL;
@@ -178,8 +177,8 @@ int log_reopen(struct logger *lg)
         return 0;
     fd = safe_open(&lg->dir, lg->name, O_WRONLY | O_APPEND | O_CREAT, 0600, why, sizeof(why));
     if (fd < 0) {
-        log_error(lg, "cannot reopen the log file %s: %s (still writing to the old one)",
-                  lg->path, why);
+        log_error(lg, "cannot reopen the log file %s: %s (still writing to the old one)", lg->path,
+                  why);
         return fd;
     }
     err = dup3(fd, lg->fd, O_CLOEXEC) < 0 ? errno : 0;
@@ -231,8 +230,10 @@ void log_detach(struct logger *lg, const char *mountpoint)
         lg->use_syslog = 1;
         return;
     }
-    fprintf(stderr, "aztfs: warning: nothing listens on %s (no syslog daemon), so the "
+    fprintf(stderr,
+            "aztfs: warning: nothing listens on %s (no syslog daemon), so the "
             "messages of this mount are lost: add -o logfile=PATH, or -f to keep them on "
             "this terminal; the last failures stay readable with: getfattr -n "
-            "user.aztfs.errors %s\n", LOG_SYSLOG_SOCKET, mountpoint);
+            "user.aztfs.errors %s\n",
+            LOG_SYSLOG_SOCKET, mountpoint);
 }

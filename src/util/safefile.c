@@ -18,8 +18,8 @@
 #define TMP_TRIES 100
 
 /* printf into WHY (if any); returns RC, so callers can "return why_set(...)". */
-__attribute__((format(printf, 4, 5)))
-static int why_set(int rc, char *why, size_t whylen, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int why_set(int rc, char *why, size_t whylen,
+                                                         const char *fmt, ...)
 {
     va_list ap;
 
@@ -40,8 +40,7 @@ static int trusted(uid_t uid)
 /* Is NAME one component (no '/', not "", ".", "..")? */
 static int valid_name(const char *name)
 {
-    return name && *name && !strchr(name, '/') && strcmp(name, ".") != 0 &&
-           strcmp(name, "..") != 0;
+    return name && *name && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
 /* PATH made absolute against the current directory: malloc'd, or NULL
@@ -75,12 +74,12 @@ static int check_links(char *abs, char *why, size_t whylen)
         if (c != '/' && c != '\0')
             continue;
         *s = '\0';
-        if (s[-1] != '/' && lstat(abs, &st) == 0 && S_ISLNK(st.st_mode) &&
-            !trusted(st.st_uid))
-            rc = why_set(-EACCES, why, whylen, "%s is a symlink that belongs to uid %u "
+        if (s[-1] != '/' && lstat(abs, &st) == 0 && S_ISLNK(st.st_mode) && !trusted(st.st_uid))
+            rc = why_set(-EACCES, why, whylen,
+                         "%s is a symlink that belongs to uid %u "
                          "(neither root nor uid %u), who could point it elsewhere: give "
-                         "the real path, " SHARED_FIX, abs, (unsigned)st.st_uid,
-                         (unsigned)geteuid());
+                         "the real path, " SHARED_FIX,
+                         abs, (unsigned)st.st_uid, (unsigned)geteuid());
         *s = c;
         if (c == '\0')
             break;
@@ -109,7 +108,7 @@ static int resolve(const char *abs, int create, char **out, char *why, size_t wh
             cut--;
         while (cut > 1 && copy[cut - 1] != '/')
             cut--;
-        copy[cut] = '\0';   /* "/" at the latest, which exists */
+        copy[cut] = '\0'; /* "/" at the latest, which exists */
     }
     rest = copy + cut;
     memcpy(rest, abs + cut, strlen(abs + cut) + 1);
@@ -120,8 +119,10 @@ static int resolve(const char *abs, int create, char **out, char *why, size_t wh
     rc = 0;
     for (c = strtok_r(rest, "/", &save); c; c = strtok_r(NULL, "/", &save))
         if (strcmp(c, "..") == 0)
-            rc = why_set(-EINVAL, why, whylen, "%s: \"..\" after a directory that does "
-                         "not exist", abs);
+            rc = why_set(-EINVAL, why, whylen,
+                         "%s: \"..\" after a directory that does "
+                         "not exist",
+                         abs);
     if (rc < 0) {
         free(*out);
         *out = NULL;
@@ -134,25 +135,28 @@ out:
 
 /* The directory rules of safe_dir_open for PATH, whose status is ST: FINAL
  * for the directory itself, else an ancestor. Returns 0 or -EACCES with WHY. */
-static int check_dir(const struct stat *st, const char *path, int final, char *why,
-                     size_t whylen)
+static int check_dir(const struct stat *st, const char *path, int final, char *why, size_t whylen)
 {
     int others_write = (st->st_mode & (S_IWGRP | S_IWOTH)) != 0;
 
     if (!trusted(st->st_uid))
-        return why_set(-EACCES, why, whylen, "%s belongs to uid %u (neither root nor uid "
+        return why_set(-EACCES, why, whylen,
+                       "%s belongs to uid %u (neither root nor uid "
                        "%u), who could replace the %s in it: use a directory of your "
-                       "own, " SHARED_FIX, path, (unsigned)st->st_uid, (unsigned)geteuid(),
+                       "own, " SHARED_FIX,
+                       path, (unsigned)st->st_uid, (unsigned)geteuid(),
                        final ? "files" : "directories");
     if (others_write && final)
-        return why_set(-EACCES, why, whylen, "%s is writable by group or others (mode "
-                       "%04o), who could replace the files in it: run chmod go-w %s, "
-                       SHARED_FIX, path, (unsigned)(st->st_mode & 07777), path);
+        return why_set(-EACCES, why, whylen,
+                       "%s is writable by group or others (mode "
+                       "%04o), who could replace the files in it: run chmod go-w %s, " SHARED_FIX,
+                       path, (unsigned)(st->st_mode & 07777), path);
     if (others_write && !(st->st_mode & S_ISVTX))
-        return why_set(-EACCES, why, whylen, "%s is writable by group or others without "
+        return why_set(-EACCES, why, whylen,
+                       "%s is writable by group or others without "
                        "the sticky bit (mode %04o), so the directories in it can be "
-                       "replaced: run chmod go-w %s, " SHARED_FIX, path,
-                       (unsigned)(st->st_mode & 07777), path);
+                       "replaced: run chmod go-w %s, " SHARED_FIX,
+                       path, (unsigned)(st->st_mode & 07777), path);
     return 0;
 }
 
@@ -174,8 +178,10 @@ static int open_step(int dirfd, const char *comp, int create, const char *path, 
         return fd;
     rc = -errno;
     if (rc == -ELOOP || rc == -ENOTDIR)
-        return why_set(rc, why, whylen, "%s is a symlink or not a directory (it changed "
-                       "while being checked): give the path of a directory", path);
+        return why_set(rc, why, whylen,
+                       "%s is a symlink or not a directory (it changed "
+                       "while being checked): give the path of a directory",
+                       path);
     return why_set(rc, why, whylen, "%s: %s", path, strerror(-rc));
 }
 
@@ -193,8 +199,8 @@ static char *next_comp(char *s, char **save)
 
 /* Walk the resolved REAL from "/" (see safe_dir_open). Returns 0 with
  * *OUT, or -errno with WHY. */
-static int walk(const char *real, int create, int allow_shared, struct safe_dir *out,
-                char *why, size_t whylen)
+static int walk(const char *real, int create, int allow_shared, struct safe_dir *out, char *why,
+                size_t whylen)
 {
     char *copy = strdup(real), *path = malloc(strlen(real) + 2), *save = NULL, *comp;
     size_t len = 1;
@@ -241,8 +247,8 @@ fail:
 }
 
 /* See safefile.h. */
-int safe_dir_open(const char *path, int create, int allow_shared, struct safe_dir *out,
-                  char *why, size_t whylen)
+int safe_dir_open(const char *path, int create, int allow_shared, struct safe_dir *out, char *why,
+                  size_t whylen)
 {
     char *abs = absolute(path), *real = NULL;
     int rc;
@@ -278,7 +284,7 @@ int safe_path_split(const char *path, char **dir, char **name)
     *dir = *name = NULL;
     if (!abs)
         return -errno;
-    slash = strrchr(abs, '/');      /* there is one: ABS is absolute */
+    slash = strrchr(abs, '/'); /* there is one: ABS is absolute */
     if (valid_name(slash + 1)) {
         *name = strdup(slash + 1);
         *dir = slash == abs ? strdup("/") : strndup(abs, (size_t)(slash - abs));
@@ -316,44 +322,47 @@ int safe_parent_open(const char *path, int allow_shared, struct safe_dir *dir, c
 
 /* The file rules of safe_open for NAME in D, open as FD. Returns 0 or
  * -errno with WHY. */
-static int check_file(const struct safe_dir *d, const char *name, int fd, char *why,
-                      size_t whylen)
+static int check_file(const struct safe_dir *d, const char *name, int fd, char *why, size_t whylen)
 {
     struct stat st;
 
     if (fstat(fd, &st) < 0)
         return why_set(-errno, why, whylen, "%s/%s: %s", d->path, name, strerror(errno));
     if (!S_ISREG(st.st_mode))
-        return why_set(-EINVAL, why, whylen, "%s/%s is not a regular file: remove it",
-                       d->path, name);
+        return why_set(-EINVAL, why, whylen, "%s/%s is not a regular file: remove it", d->path,
+                       name);
     if (st.st_nlink != 1)
-        return why_set(-EMLINK, why, whylen, "%s/%s has %lu links (another name shares "
-                       "it): remove it", d->path, name, (unsigned long)st.st_nlink);
+        return why_set(-EMLINK, why, whylen,
+                       "%s/%s has %lu links (another name shares "
+                       "it): remove it",
+                       d->path, name, (unsigned long)st.st_nlink);
     if (st.st_uid != geteuid())
-        return why_set(-EACCES, why, whylen, "%s/%s belongs to uid %u, not to uid %u: "
-                       "remove it", d->path, name, (unsigned)st.st_uid,
-                       (unsigned)geteuid());
+        return why_set(-EACCES, why, whylen,
+                       "%s/%s belongs to uid %u, not to uid %u: "
+                       "remove it",
+                       d->path, name, (unsigned)st.st_uid, (unsigned)geteuid());
     if (st.st_mode & (S_IWGRP | S_IWOTH))
-        return why_set(-EACCES, why, whylen, "%s/%s is writable by group or others "
-                       "(mode %04o): run chmod go-w %s/%s", d->path, name,
-                       (unsigned)(st.st_mode & 07777), d->path, name);
+        return why_set(-EACCES, why, whylen,
+                       "%s/%s is writable by group or others "
+                       "(mode %04o): run chmod go-w %s/%s",
+                       d->path, name, (unsigned)(st.st_mode & 07777), d->path, name);
     return 0;
 }
 
 /* Why opening NAME in D failed with RC: a symlink, something that is not a
  * regular file (a FIFO without a reader: ENXIO), or RC's text. */
-static int open_failed(const struct safe_dir *d, const char *name, int rc, char *why,
-                       size_t whylen)
+static int open_failed(const struct safe_dir *d, const char *name, int rc, char *why, size_t whylen)
 {
     struct stat st;
 
     if (rc == -ELOOP)
-        return why_set(rc, why, whylen, "%s/%s is a symlink (aztfs writes no file through "
-                       "one): remove it", d->path, name);
-    if (rc == -ENXIO && fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        !S_ISREG(st.st_mode))
-        return why_set(-EINVAL, why, whylen, "%s/%s is not a regular file: remove it",
+        return why_set(rc, why, whylen,
+                       "%s/%s is a symlink (aztfs writes no file through "
+                       "one): remove it",
                        d->path, name);
+    if (rc == -ENXIO && fstatat(d->fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode))
+        return why_set(-EINVAL, why, whylen, "%s/%s is not a regular file: remove it", d->path,
+                       name);
     return why_set(rc, why, whylen, "%s/%s: %s", d->path, name, strerror(-rc));
 }
 
@@ -369,9 +378,9 @@ int safe_open(const struct safe_dir *d, const char *name, int flags, mode_t mode
     if (fd < 0)
         return open_failed(d, name, -errno, why, whylen);
     rc = check_file(d, name, fd, why, whylen);
-    if (rc == 0 && ((fl = fcntl(fd, F_GETFL)) < 0 ||
-                    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
-                    ((flags & O_TRUNC) && ftruncate(fd, 0) < 0)))
+    if (rc == 0 &&
+        ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+         ((flags & O_TRUNC) && ftruncate(fd, 0) < 0)))
         rc = why_set(-errno, why, whylen, "%s/%s: %s", d->path, name, strerror(errno));
     if (rc < 0) {
         close(fd);

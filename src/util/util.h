@@ -12,16 +12,19 @@
  * always NUL-terminated, bounded by a size cap, and a failure is sticky. */
 
 struct buf {
-    char *ptr;      /* NULL until something is added; then NUL-terminated */
-    size_t len;     /* bytes held, the terminating NUL not counted */
-    size_t alloc;   /* bytes allocated at ptr */
-    size_t max;     /* LEN never exceeds this: adding more fails with -EFBIG */
-    int err;        /* 0, or the first failure (-ENOMEM, -EFBIG): from then on
+    char *ptr;    /* NULL until something is added; then NUL-terminated */
+    size_t len;   /* bytes held, the terminating NUL not counted */
+    size_t alloc; /* bytes allocated at ptr */
+    size_t max;   /* LEN never exceeds this: adding more fails with -EFBIG */
+    int err;      /* 0, or the first failure (-ENOMEM, -EFBIG): from then on
                        every add does nothing and returns it */
 };
 
 /* An empty buffer that may grow to MAX bytes (static initialiser). */
-#define BUF_INIT(max) { NULL, 0, 0, (max), 0 }
+#define BUF_INIT(max)        \
+    {                        \
+        NULL, 0, 0, (max), 0 \
+    }
 
 /* Make B empty, with cap MAX, owning nothing. */
 void buf_init(struct buf *b, size_t max);
@@ -76,12 +79,12 @@ struct failring;
 
 /* One failure as the caller knows it. */
 struct failure {
-    const char *op;       /* "save", "delete", "list", ... */
-    const char *path;     /* the path it was about (any bytes; escaped when kept) */
-    int err;              /* the positive errno the operation returned */
-    long http_status;     /* the service's HTTP status; 0: none */
-    const char *code;     /* the service's error code; NULL or "": none */
-    const char *message;  /* why, in words; NULL: strerror(err) */
+    const char *op;      /* "save", "delete", "list", ... */
+    const char *path;    /* the path it was about (any bytes; escaped when kept) */
+    int err;             /* the positive errno the operation returned */
+    long http_status;    /* the service's HTTP status; 0: none */
+    const char *code;    /* the service's error code; NULL or "": none */
+    const char *message; /* why, in words; NULL: strerror(err) */
 };
 
 /* A new, empty ring; NULL on ENOMEM. */
@@ -158,8 +161,8 @@ struct safe_dir {
  * what is wrong and the fix, e.g. "chmod go-w DIR", or "-o
  * allow_shared_dirs if you mean it"): -ENOENT, -ENOTDIR, -ELOOP (a symlink
  * appeared during the walk), -EACCES (a rule above), -ENOMEM, ... */
-int safe_dir_open(const char *path, int create, int allow_shared, struct safe_dir *out,
-                  char *why, size_t whylen);
+int safe_dir_open(const char *path, int create, int allow_shared, struct safe_dir *out, char *why,
+                  size_t whylen);
 
 /* Close D's descriptor and free its path; D is zeroed. A zeroed D: nothing. */
 void safe_dir_close(struct safe_dir *d);
@@ -211,17 +214,17 @@ int safe_same_file(const struct safe_dir *d, const char *name, int fd);
 /* QUIET drops everything (while the mount-time check prints its own verdict). */
 enum log_level { LOG_LVL_QUIET = -1, LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
-struct failring;     /* failring.h: the ring the logger carries, borrowed */
+struct failring; /* failring.h: the ring the logger carries, borrowed */
 
 struct logger {
-    enum log_level level;   /* messages above this level are dropped */
-    int use_syslog;         /* 0: stderr, 1: syslog(3) (unless use_file) */
-    int use_file;           /* 1: lines are appended to fd (log_open_file) */
-    int fd;                 /* the log file, when use_file */
-    struct safe_dir dir;    /* its checked directory (log_reopen opens NAME there) */
-    char *name;             /* its name in DIR, malloc'd */
-    char *path;             /* its resolved absolute path (messages), malloc'd */
-    struct failring *failures;  /* borrowed; NULL: failures are only logged
+    enum log_level level;      /* messages above this level are dropped */
+    int use_syslog;            /* 0: stderr, 1: syslog(3) (unless use_file) */
+    int use_file;              /* 1: lines are appended to fd (log_open_file) */
+    int fd;                    /* the log file, when use_file */
+    struct safe_dir dir;       /* its checked directory (log_reopen opens NAME there) */
+    char *name;                /* its name in DIR, malloc'd */
+    char *path;                /* its resolved absolute path (messages), malloc'd */
+    struct failring *failures; /* borrowed; NULL: failures are only logged
                                    (store_log_failure adds to it) */
 };
 
@@ -288,8 +291,8 @@ void log_detach(struct logger *lg, const char *mountpoint);
 size_t log_escape(char *out, size_t outlen, const char *in);
 
 #define log_error(lg, ...) log_msg((lg), LOG_LVL_ERROR, __VA_ARGS__)
-#define log_warn(lg, ...)  log_msg((lg), LOG_LVL_WARN, __VA_ARGS__)
-#define log_info(lg, ...)  log_msg((lg), LOG_LVL_INFO, __VA_ARGS__)
+#define log_warn(lg, ...) log_msg((lg), LOG_LVL_WARN, __VA_ARGS__)
+#define log_info(lg, ...) log_msg((lg), LOG_LVL_INFO, __VA_ARGS__)
 #define log_debug(lg, ...) log_msg((lg), LOG_LVL_DEBUG, __VA_ARGS__)
 
 /* ---- envscrub.c: secrets passed in environment variables: removed from the
@@ -371,7 +374,7 @@ int lock_held(const pthread_mutex_t *m);
  * caller tells them to stop, then joins). Zero-initialised before use. */
 struct workers {
     pthread_t tids[WORKERS_MAX];
-    int n;                      /* started, not yet joined */
+    int n; /* started, not yet joined */
 };
 
 /* Start one more thread of W running FN(ARG), named NAME (the kernel keeps

@@ -20,7 +20,7 @@
 struct start {
     void *(*fn)(void *);
     void *arg;
-    char name[16];              /* the kernel keeps 15 bytes of a thread's name */
+    char name[16]; /* the kernel keeps 15 bytes of a thread's name */
 };
 
 /* The first thing every thread runs: its name, then its function. */
@@ -92,16 +92,16 @@ void workers_join(struct workers *w)
 /* One thread and its one job slot. */
 struct worker {
     pthread_mutex_t lock;
-    pthread_cond_t cv;          /* a job posted, a job done, or stop; waited on
+    pthread_cond_t cv;      /* a job posted, a job done, or stop; waited on
                                    with lock */
-    pthread_t tid;              /* set by worker_new, read by worker_free */
-    void (*job)(void *arg);     /* the posted job not yet done (NULL: none);
+    pthread_t tid;          /* set by worker_new, read by worker_free */
+    void (*job)(void *arg); /* the posted job not yet done (NULL: none);
                                    guarded by lock (the thread reads it and ARG
                                    unlocked to run it: no post changes them
                                    until it is done) */
-    void *arg;                  /* guarded by lock */
-    int running;                /* the job is running now; guarded by lock */
-    int stop;                   /* worker_free asked the thread to end; guarded by lock */
+    void *arg;              /* guarded by lock */
+    int running;            /* the job is running now; guarded by lock */
+    int stop;               /* worker_free asked the thread to end; guarded by lock */
 };
 
 static void *worker_main(void *p)
@@ -151,7 +151,7 @@ int worker_new(struct worker **out, const char *name)
 void worker_post(struct worker *w, void (*job)(void *arg), void *arg)
 {
     pthread_mutex_lock(&w->lock);
-    while (w->job)              /* one slot: the job before this one runs first */
+    while (w->job) /* one slot: the job before this one runs first */
         pthread_cond_wait(&w->cv, &w->lock);
     w->job = job;
     w->arg = arg;
@@ -177,7 +177,7 @@ void worker_free(struct worker *w)
     w->stop = 1;
     pthread_cond_broadcast(&w->cv);
     pthread_mutex_unlock(&w->lock);
-    pthread_join(w->tid, NULL);     /* it runs the job posted, if any, first */
+    pthread_join(w->tid, NULL); /* it runs the job posted, if any, first */
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->lock);
     free(w);

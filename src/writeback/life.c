@@ -79,9 +79,11 @@ static void fit_queue(struct writeback *wb)
     if (fit < WB_QUEUE_MIN)
         fit = WB_QUEUE_MIN;
     if (fit < wb->cfg.max_bytes) {
-        log_info(wb->lg, "journal %s: the queue is bounded at %.1f MiB instead of %.1f MiB: "
-                 "its disk has room for %.1f MiB", journal_path(wb->j), fit / 1048576.0,
-                 wb->cfg.max_bytes / 1048576.0, journal_room(wb->j) / 1048576.0);
+        log_info(wb->lg,
+                 "journal %s: the queue is bounded at %.1f MiB instead of %.1f MiB: "
+                 "its disk has room for %.1f MiB",
+                 journal_path(wb->j), fit / 1048576.0, wb->cfg.max_bytes / 1048576.0,
+                 journal_room(wb->j) / 1048576.0);
         wb->cfg.max_bytes = fit;
     }
 }
@@ -106,9 +108,9 @@ static int wb_aborted(void *ctx)
 }
 
 /* See writeback.h. */
-int wb_open(const struct wb_config *cfg, const struct account *acct,
-            const struct http_config *hc, struct logger *lg, struct http_stats *stats,
-            const struct wb_hooks *hooks, struct writeback **out)
+int wb_open(const struct wb_config *cfg, const struct account *acct, const struct http_config *hc,
+            struct logger *lg, struct http_stats *stats, const struct wb_hooks *hooks,
+            struct writeback **out)
 {
     struct writeback *wb = calloc(1, sizeof(*wb));
     pthread_condattr_t ca;
@@ -143,7 +145,7 @@ int wb_open(const struct wb_config *cfg, const struct account *acct,
         (rc = wb_replay(wb)) < 0)
         goto out_err;
     pthread_mutex_lock(&wb->mu);
-    rc = wb_compact(wb);        /* what is live, before anything is appended */
+    rc = wb_compact(wb); /* what is live, before anything is appended */
     pthread_mutex_unlock(&wb->mu);
     if (rc < 0)
         goto out_err;
@@ -195,12 +197,14 @@ static void log_failed(struct writeback *wb)
 
     LOCK_HELD(&wb->mu);
     for (struct wb_op *f = wb->failed_head; f && n < 10; f = f->next, n++)
-        log_error(wb->lg, "%s: the queued %s failed (%s%s%s); it stays in the journal %s",
-                  f->path, wb_kind_name(f->kind), strerror(f->err), f->why ? ": " : "",
-                  f->why ? f->why : "", journal_path(wb->j));
+        log_error(wb->lg, "%s: the queued %s failed (%s%s%s); it stays in the journal %s", f->path,
+                  wb_kind_name(f->kind), strerror(f->err), f->why ? ": " : "", f->why ? f->why : "",
+                  journal_path(wb->j));
     if (wb->n_failed > n)
-        log_error(wb->lg, "... and %zu more failed changes (user.aztfs.pending at the next "
-                  "mount lists them)", wb->n_failed - n);
+        log_error(wb->lg,
+                  "... and %zu more failed changes (user.aztfs.pending at the next "
+                  "mount lists them)",
+                  wb->n_failed - n);
 }
 
 /* Begin the stop (lock held): every partition due now, the deadline set,
@@ -242,15 +246,18 @@ size_t wb_close(struct writeback *wb)
     log_failed(wb);
     left = wb->n_queued + wb->n_failed;
     if (left == 0)
-        log_info(wb->lg, "write-behind stopped: every change sent (%zu since the stop, in "
-                 "%.1f s); the journal is empty", wb->n_applied - applied0,
-                 (now_ms() - t0) / 1000.0);
+        log_info(wb->lg,
+                 "write-behind stopped: every change sent (%zu since the stop, in "
+                 "%.1f s); the journal is empty",
+                 wb->n_applied - applied0, (now_ms() - t0) / 1000.0);
     else
-        log_error(wb->lg, "write-behind stopped after %.1f s: %zu change%s sent since the "
+        log_error(wb->lg,
+                  "write-behind stopped after %.1f s: %zu change%s sent since the "
                   "stop; %zu unsent and %zu failed stay in the journal %s (sent, or "
-                  "reported, at the next mount with it)", (now_ms() - t0) / 1000.0,
-                  wb->n_applied - applied0, wb->n_applied - applied0 == 1 ? "" : "s",
-                  wb->n_queued, wb->n_failed, journal_path(wb->j));
+                  "reported, at the next mount with it)",
+                  (now_ms() - t0) / 1000.0, wb->n_applied - applied0,
+                  wb->n_applied - applied0 == 1 ? "" : "s", wb->n_queued, wb->n_failed,
+                  journal_path(wb->j));
     wb_compact(wb);
     pthread_mutex_unlock(&wb->mu);
     wb_free(wb);
@@ -309,7 +316,7 @@ int wb_flush(struct writeback *wb, const char *scope, int wait)
     for (size_t b = 0; b < wb->n_part_buckets; b++)
         for (struct wb_part *p = wb->parts[b]; p; p = p->hnext)
             if (p->head && part_in(p, scope)) {
-                p->flush = 1;       /* now, even in a backoff: the caller waits */
+                p->flush = 1; /* now, even in a backoff: the caller waits */
                 p->backoff = 0;
                 p->not_before = (struct timespec){ 0, 0 };
             }
@@ -335,14 +342,13 @@ char *wb_pending_json(struct writeback *wb, size_t limit)
     char *out = NULL;
 
     pthread_mutex_lock(&wb->mu);
-    o = json_pack("{s:I, s:I, s:I, s:I, s:s}", "queued", (json_int_t)wb->n_queued,
-                  "sending", (json_int_t)wb->n_sending, "failed", (json_int_t)wb->n_failed,
-                  "damaged", (json_int_t)wb->n_damaged,
-                  "journal", wb->j ? journal_path(wb->j) : "");
+    o = json_pack("{s:I, s:I, s:I, s:I, s:s}", "queued", (json_int_t)wb->n_queued, "sending",
+                  (json_int_t)wb->n_sending, "failed", (json_int_t)wb->n_failed, "damaged",
+                  (json_int_t)wb->n_damaged, "journal", wb->j ? journal_path(wb->j) : "");
     for (struct wb_op *f = wb->failed_head; o && fails && f; f = f->next) {
-        json_t *x = json_pack("{s:s, s:s, s:i, s:s, s:s?}", "path", f->path,
-                              "op", wb_kind_name(f->kind), "errno", f->err,
-                              "error", strerror(f->err), "why", f->why);
+        json_t *x =
+            json_pack("{s:s, s:s, s:i, s:s, s:s?}", "path", f->path, "op", wb_kind_name(f->kind),
+                      "errno", f->err, "error", strerror(f->err), "why", f->why);
 
         used += strlen(f->path) + (f->why ? strlen(f->why) : 0) + 80;
         if (!x || used > limit || json_array_append_new(fails, x) < 0)
@@ -370,8 +376,7 @@ int wb_discard(struct writeback *wb, const char *path, const char *why)
         next = f->next;
         if (strcmp(path, "*") != 0 && strcmp(path, f->path) != 0)
             continue;
-        if (wb_journal(wb, json_pack("{s:s, s:I}", "t", "drop", "seq",
-                                     (json_int_t)f->seq)) < 0) {
+        if (wb_journal(wb, json_pack("{s:s, s:I}", "t", "drop", "seq", (json_int_t)f->seq)) < 0) {
             rc = -EIO;
             break;
         }

@@ -121,12 +121,11 @@ void wb_done_put(struct writeback *wb, const char *token, const char *etag)
             wb->n_dones--;
         }
     }
-    if (!(d = calloc(1, sizeof(*d))) || !(d->token = strdup(token)) ||
-        !(d->etag = strdup(etag))) {
+    if (!(d = calloc(1, sizeof(*d))) || !(d->token = strdup(token)) || !(d->etag = strdup(etag))) {
         if (d)
             free(d->token);
         free(d);
-        return;     /* a file open with this token then gets ESTALE */
+        return; /* a file open with this token then gets ESTALE */
     }
     d->hnext = wb->dones[b];
     wb->dones[b] = d;
@@ -138,8 +137,7 @@ int wb_done_get(struct writeback *wb, const char *token, char **etag)
 {
     LOCK_HELD(&wb->mu);
     *etag = NULL;
-    for (struct wb_done *d = wb->dones[hash_fnv1a(token) % wb->n_done_buckets]; d;
-         d = d->hnext)
+    for (struct wb_done *d = wb->dones[hash_fnv1a(token) % wb->n_done_buckets]; d; d = d->hnext)
         if (strcmp(d->token, token) == 0)
             return (*etag = strdup(d->etag)) ? 1 : -ENOMEM;
     return 0;

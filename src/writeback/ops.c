@@ -23,8 +23,10 @@ void wb_op_token(const struct wb_op *op, char out[64])
 
 const char *wb_kind_name(enum wb_kind k)
 {
-    return k == WB_INSERT ? "insert" : k == WB_REPLACE ? "replace" :
-           k == WB_MERGE ? "merge" : "delete";
+    return k == WB_INSERT ? "insert" :
+        k == WB_REPLACE   ? "replace" :
+        k == WB_MERGE     ? "merge" :
+                            "delete";
 }
 
 void wb_op_free(struct wb_op *op)
@@ -138,16 +140,16 @@ void wb_op_swap(struct writeback *wb, struct wb_op *old, struct wb_op *new)
  * change it was merged into (0: none). */
 json_t *wb_op_record(const struct wb_op *op, uint64_t replaces)
 {
-    json_t *r = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:O?, s:I, s:I, s:I}",
-                          "t", "op", "seq", (json_int_t)op->seq, "path", op->path,
-                          "table", op->table, "pk", op->pk, "rk", op->rk,
-                          "k", wb_kind_name(op->kind), "if", op->if_match, "e", op->entity,
-                          "dep", (json_int_t)(op->dep ? op->dep->seq : 0),
-                          "g", (json_int_t)op->group, "replaces", (json_int_t)replaces);
+    json_t *r =
+        json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:s, s:s?, s:O?, s:I, s:I, s:I}", "t", "op",
+                  "seq", (json_int_t)op->seq, "path", op->path, "table", op->table, "pk", op->pk,
+                  "rk", op->rk, "k", wb_kind_name(op->kind), "if", op->if_match, "e", op->entity,
+                  "dep", (json_int_t)(op->dep ? op->dep->seq : 0), "g", (json_int_t)op->group,
+                  "replaces", (json_int_t)replaces);
 
     if (r && op->sent_at.tv_sec &&
-        json_object_set_new(r, "sent", json_real((double)op->sent_at.tv_sec +
-                                                 op->sent_at.tv_nsec / 1e9)) < 0) {
+        json_object_set_new(
+            r, "sent", json_real((double)op->sent_at.tv_sec + op->sent_at.tv_nsec / 1e9)) < 0) {
         json_decref(r);
         r = NULL;
     }
@@ -175,7 +177,7 @@ int wb_journal(struct writeback *wb, json_t *rec)
 
     if (!rec)
         return -ENOMEM;
-    if (!wb->j) {           /* replaying: the records are already there */
+    if (!wb->j) { /* replaying: the records are already there */
         json_decref(rec);
         return 0;
     }
@@ -218,8 +220,11 @@ static int op_records(json_t *recs, const struct wb_op *op)
         return 0;
     seqs = json_pack("[I]", (json_int_t)op->seq);
     etags = json_pack("[s?]", op->done_etag);
-    return json_array_append_new(recs, json_pack("{s:s, s:o?, s:o?}", "t", "done", "seqs",
-                                                 seqs, "etags", etags)) < 0 ? -ENOMEM : 0;
+    return json_array_append_new(
+               recs, json_pack("{s:s, s:o?, s:o?}", "t", "done", "seqs", seqs, "etags", etags)) <
+            0 ?
+        -ENOMEM :
+        0;
 }
 
 /* What is live, as journal records (a journal_rewrite builder; CTX the
@@ -249,9 +254,10 @@ static json_t *live_records(void *ctx)
     free(all);
     for (struct wb_op *f = wb->failed_head; ok && f; f = f->next)
         ok = json_array_append_new(recs, wb_op_record(f, 0)) == 0 &&
-             json_array_append_new(recs, json_pack("{s:s, s:I, s:i, s:s?}", "t", "fail",
-                                                   "seq", (json_int_t)f->seq, "errno",
-                                                   f->err, "why", f->why)) == 0;
+            json_array_append_new(recs,
+                                  json_pack("{s:s, s:I, s:i, s:s?}", "t", "fail", "seq",
+                                            (json_int_t)f->seq, "errno", f->err, "why", f->why)) ==
+                0;
     if (!ok) {
         json_decref(recs);
         return NULL;

@@ -24,14 +24,13 @@ struct wb_call {
 /* --- outcomes ------------------------------------------------------------------ */
 
 /* Queue a hook call on *CALLS. */
-void wb_call_add(struct wb_call **calls, int applied, const struct wb_op *op,
-                 const char *etag)
+void wb_call_add(struct wb_call **calls, int applied, const struct wb_op *op, const char *etag)
 {
     struct wb_call *k = calloc(1, sizeof(*k));
 
     if (!k || !(k->path = strdup(op->path))) {
         free(k);
-        return;     /* the cache keeps what it shows until it expires */
+        return; /* the cache keeps what it shows until it expires */
     }
     k->applied = applied;
     k->entity = json_incref(op->entity);
@@ -60,8 +59,7 @@ void wb_calls_run(struct writeback *wb, struct wb_call *calls)
 }
 
 /* See wb_int.h. */
-void wb_op_applied(struct writeback *wb, struct wb_op *op, const char *etag,
-                   struct wb_call **calls)
+void wb_op_applied(struct writeback *wb, struct wb_op *op, const char *etag, struct wb_call **calls)
 {
     struct wb_ent *e;
     char tok[64];
@@ -70,7 +68,7 @@ void wb_op_applied(struct writeback *wb, struct wb_op *op, const char *etag,
     e = wb_ent_get(wb, op->path, 0);
     wb_op_token(op, tok);
     wb_done_put(wb, tok, etag);
-    if (op->succ) {             /* the next change of the entity is guarded by it */
+    if (op->succ) { /* the next change of the entity is guarded by it */
         free(op->succ->if_match);
         op->succ->if_match = op->kind == WB_DELETE ? NULL : strdup(etag ? etag : "*");
         op->succ->dep = NULL;
@@ -140,23 +138,22 @@ void wb_op_failed(struct writeback *wb, struct wb_op *op, int rc, const char *wh
         wb_part_unlink(s);
         wb->n_queued--;
         wb->bytes -= s->bytes;
-        (void)wb_journal(wb, json_pack("{s:s, s:I}", "t", "drop", "seq",
-                                       (json_int_t)op->seq));
+        (void)wb_journal(wb, json_pack("{s:s, s:I}", "t", "drop", "seq", (json_int_t)op->seq));
         s->dep = NULL;
         wb_op_free(op);
         op = s;
     }
     if (e)
-        e->last = NULL;     /* the chain ended at the latest change */
-    rec = json_pack("{s:s, s:I, s:i, s:s?}", "t", "fail", "seq", (json_int_t)op->seq,
-                    "errno", -rc, "why", why);
+        e->last = NULL; /* the chain ended at the latest change */
+    rec = json_pack("{s:s, s:I, s:i, s:s?}", "t", "fail", "seq", (json_int_t)op->seq, "errno", -rc,
+                    "why", why);
     (void)wb_journal(wb, rec);
     wb_failed_keep(wb, op, rc, why);
-    log_error(wb->lg, "%s: the queued %s failed: %s%s%s; it stays in the journal, reported "
+    log_error(wb->lg,
+              "%s: the queued %s failed: %s%s%s; it stays in the journal, reported "
               "by the root's user.aztfs.pending, and fsync returns EIO until the file is "
               "written again or the change is discarded (doc/USAGE.md \"Write-behind\")",
               op->path, what, strerror(-rc), why ? ": " : "", why ? why : "");
-    failring_add(wb->lg->failures, &(struct failure){ "writeback", op->path, -rc, 0, NULL,
-                                                      why });
+    failring_add(wb->lg->failures, &(struct failure){ "writeback", op->path, -rc, 0, NULL, why });
     wb_call_add(calls, 0, op, NULL);
 }

@@ -26,7 +26,7 @@ static json_t *props_merged(const json_t *a, const json_t *b)
 
     if (!m)
         return NULL;
-    json_object_foreach((json_t *)b, k, v) {
+    json_object_foreach ((json_t *)b, k, v) {
         char ann[300];
 
         if (strstr(k, "@odata.type"))
@@ -44,8 +44,8 @@ static json_t *props_merged(const json_t *a, const json_t *b)
 /* Can change C be made now, given the entity's queued change LAST (may be
  * NULL)? 0 (with *if_match a malloc'd ETag to guard it with, or NULL), or
  * -errno. */
-static int change_check(struct writeback *wb, const struct wb_change *c,
-                        const struct wb_op *last, char **if_match)
+static int change_check(struct writeback *wb, const struct wb_change *c, const struct wb_op *last,
+                        char **if_match)
 {
     char tok[64];
 
@@ -63,7 +63,7 @@ static int change_check(struct writeback *wb, const struct wb_change *c,
     if (c->kind == WB_INSERT)
         return 0;
     if (c->if_match && strncmp(c->if_match, WB_TOKEN_PREFIX, strlen(WB_TOKEN_PREFIX)) == 0) {
-        int r = wb_done_get(wb, c->if_match, if_match);     /* lock held */
+        int r = wb_done_get(wb, c->if_match, if_match); /* lock held */
 
         return r == 1 ? 0 : r < 0 ? r : -ESTALE;
     }
@@ -81,8 +81,7 @@ static int op_build(struct writeback *wb, const struct wb_change *c, char *if_ma
     json_t *e = c->entity ? json_deep_copy(c->entity) : NULL;
 
     *out = NULL;
-    *merged = last && last->state == WS_QUEUED && !last->sent_at.tv_sec && !last->group &&
-              !group;
+    *merged = last && last->state == WS_QUEUED && !last->sent_at.tv_sec && !last->group && !group;
     if (*merged) {
         free(if_match);
         if_match = last->if_match ? strdup(last->if_match) : NULL;
@@ -94,11 +93,11 @@ static int op_build(struct writeback *wb, const struct wb_change *c, char *if_ma
         if (k == WB_MERGE && last->kind != WB_DELETE) {
             json_decref(e);
             e = props_merged(last->entity, c->entity);
-            k = last->kind;         /* insert/replace stay; merge onto merge */
+            k = last->kind; /* insert/replace stay; merge onto merge */
         } else if (last->kind == WB_INSERT) {
-            k = WB_INSERT;          /* an insert rewritten: still an insert */
+            k = WB_INSERT; /* an insert rewritten: still an insert */
         } else if (last->kind == WB_DELETE) {
-            k = WB_REPLACE;         /* deleted and made again: a replace */
+            k = WB_REPLACE; /* deleted and made again: a replace */
         }
     }
     if (!op || (c->entity && !e) || (last && *merged && last->if_match && !if_match)) {
@@ -163,12 +162,13 @@ static int change_build(struct writeback *wb, const struct wb_change *c, uint64_
         (rc = op_build(wb, c, if_match, r->last, group, &r->op, &r->merged)) < 0)
         goto out_err;
     rc = -ENOMEM;
-    if (json_array_append_new(recs, r->op ? wb_op_record(r->op, r->merged ? r->last->seq : 0)
-                                          : json_pack("{s:s, s:I}", "t", "drop", "seq",
-                                                      (json_int_t)r->last->seq)) < 0 ||
+    if (json_array_append_new(
+            recs,
+            r->op ? wb_op_record(r->op, r->merged ? r->last->seq : 0) :
+                    json_pack("{s:s, s:I}", "t", "drop", "seq", (json_int_t)r->last->seq)) < 0 ||
         (r->e->failed &&
-         json_array_append_new(recs, json_pack("{s:s, s:I}", "t", "drop", "seq",
-                                               (json_int_t)r->e->failed->seq)) < 0))
+         json_array_append_new(
+             recs, json_pack("{s:s, s:I}", "t", "drop", "seq", (json_int_t)r->e->failed->seq)) < 0))
         goto out_err;
     return 0;
 out_err:
@@ -187,7 +187,7 @@ static int change_apply(struct writeback *wb, const struct wb_change *c, struct 
 
     LOCK_HELD(&wb->mu);
     r->op = NULL;
-    if (!op) {                      /* an insert deleted before it was sent */
+    if (!op) { /* an insert deleted before it was sent */
         wb_part_unlink(last);
         wb->n_queued--;
         wb->bytes -= last->bytes;
@@ -202,9 +202,10 @@ static int change_apply(struct writeback *wb, const struct wb_change *c, struct 
         dir = strndup(c->path, (size_t)(strrchr(c->path, '/') - c->path));
         op->part = dir ? wb_part_get(wb, dir, 1) : NULL;
         free(dir);
-        if (!op->part || (op->part->table == NULL && (!(op->part->table = strdup(c->table)) ||
-                                                       !(op->part->pk = strdup(c->pk))))) {
-            wb_op_free(op);         /* journalled: the next mount queues it */
+        if (!op->part ||
+            (op->part->table == NULL &&
+             (!(op->part->table = strdup(c->table)) || !(op->part->pk = strdup(c->pk))))) {
+            wb_op_free(op); /* journalled: the next mount queues it */
             ready_drop(wb, r);
             return -ENOMEM;
         }
@@ -215,7 +216,7 @@ static int change_apply(struct writeback *wb, const struct wb_change *c, struct 
         wb->bytes += op->bytes;
         e->last = op;
     }
-    if (e->failed) {                /* a new change replaces a failed one */
+    if (e->failed) { /* a new change replaces a failed one */
         struct wb_op *f = e->failed;
 
         wb_failed_unlink(wb, f);
@@ -237,11 +238,13 @@ static int wait_room(struct writeback *wb, const char *path)
 
     LOCK_HELD(&wb->mu);
     while (wb->bytes >= wb->cfg.max_bytes && !wb->stopping && rc == 0) {
-        wb->urgent = 1;         /* the queue is full: send, and wait for room */
+        wb->urgent = 1; /* the queue is full: send, and wait for room */
         pthread_cond_broadcast(&wb->work_cv);
         if ((rc = wb_wait_sent(wb)) < 0)
-            log_warn(wb->lg, "%s: not saved: the change waited for room in the write-behind "
-                     "queue and the request was interrupted or the mount is ending", path);
+            log_warn(wb->lg,
+                     "%s: not saved: the change waited for room in the write-behind "
+                     "queue and the request was interrupted or the mount is ending",
+                     path);
     }
     return rc;
 }
@@ -258,18 +261,22 @@ static int make_room(struct writeback *wb, const char *path, int *waited)
     LOCK_HELD(&wb->mu);
     compacted = wb_compact(wb) == 0;
     if (compacted && !*waited) {
-        *waited = 1;            /* dead records are gone: try once at once */
+        *waited = 1; /* dead records are gone: try once at once */
         return 0;
     }
     if (wb->n_queued + wb->n_sending == 0) {
-        log_error(wb->lg, "%s: not saved: the journal's disk is full (%s) and no queued "
-                  "change is left to free room", path, journal_path(wb->j));
+        log_error(wb->lg,
+                  "%s: not saved: the journal's disk is full (%s) and no queued "
+                  "change is left to free room",
+                  path, journal_path(wb->j));
         return -ENOSPC;
     }
     if (*waited < 2)
-        log_warn(wb->lg, "%s: the journal's disk is full (%s): the change waits while %zu "
-                 "queued change%s are sent", path, journal_path(wb->j),
-                 wb->n_queued + wb->n_sending, wb->n_queued + wb->n_sending == 1 ? "" : "s");
+        log_warn(wb->lg,
+                 "%s: the journal's disk is full (%s): the change waits while %zu "
+                 "queued change%s are sent",
+                 path, journal_path(wb->j), wb->n_queued + wb->n_sending,
+                 wb->n_queued + wb->n_sending == 1 ? "" : "s");
     *waited = 2;
     wb->urgent = 1;
     pthread_cond_broadcast(&wb->work_cv);
@@ -295,8 +302,8 @@ static int sync_healed(struct writeback *wb, uint64_t lsn)
 
 /* Queue the N changes C (made ready together, journalled in one append:
  * all or none) once their records are in the journal. Lock held. */
-static int submit_locked(struct writeback *wb, const struct wb_change *c, size_t n,
-                         char **tokens, uint64_t *lsn)
+static int submit_locked(struct writeback *wb, const struct wb_change *c, size_t n, char **tokens,
+                         uint64_t *lsn)
 {
     struct ready r[2];
     int rc, waited = 0;
@@ -318,7 +325,7 @@ static int submit_locked(struct writeback *wb, const struct wb_change *c, size_t
         if (rc == 0) {
             for (size_t i = 0; i < n; i++)
                 if (change_apply(wb, &c[i], &r[i], tokens ? &tokens[i] : NULL) < 0)
-                    rc = -ENOMEM;   /* journalled: the next mount has it */
+                    rc = -ENOMEM; /* journalled: the next mount has it */
             return rc;
         }
         for (size_t i = 0; i < built; i++)

@@ -16,8 +16,8 @@
 /* The journal's live ops while it is read back, in seq order. */
 struct replay {
     struct writeback *wb;
-    struct journal *j;          /* the journal read (wb->j is NULL meanwhile) */
-    unsigned bad;               /* records skipped */
+    struct journal *j; /* the journal read (wb->j is NULL meanwhile) */
+    unsigned bad;      /* records skipped */
     struct wb_op **ops;
     uint64_t *seqs;
     size_t n, cap;
@@ -75,16 +75,15 @@ static struct wb_op *op_from_record(const json_t *rec, uint64_t *replaces, uint6
     double sent = 0;
     struct wb_op *op;
 
-    if (json_unpack((json_t *)rec, "{s:I, s:s, s:s, s:s, s:s, s:s, s?o, s:I, s:I, s:I, s?F}",
-                    "seq", &seq, "path", &path, "table", &table, "pk", &pk, "rk", &rk,
-                    "k", &k, "e", &e, "dep", &d, "g", &g, "replaces", &rep,
-                    "sent", &sent) < 0 || !(op = calloc(1, sizeof(*op))))
+    if (json_unpack((json_t *)rec, "{s:I, s:s, s:s, s:s, s:s, s:s, s?o, s:I, s:I, s:I, s?F}", "seq",
+                    &seq, "path", &path, "table", &table, "pk", &pk, "rk", &rk, "k", &k, "e", &e,
+                    "dep", &d, "g", &g, "replaces", &rep, "sent", &sent) < 0 ||
+        !(op = calloc(1, sizeof(*op))))
         return NULL;
-    im = json_string_value(json_object_get(rec, "if"));     /* null for an insert */
+    im = json_string_value(json_object_get(rec, "if")); /* null for an insert */
     if (parse_kind(k, &op->kind) < 0 || (op->kind != WB_DELETE && !json_is_object(e)) ||
-        !(op->path = strdup(path)) || !(op->table = strdup(table)) ||
-        !(op->pk = strdup(pk)) || !(op->rk = strdup(rk)) ||
-        (im && !(op->if_match = strdup(im)))) {
+        !(op->path = strdup(path)) || !(op->table = strdup(table)) || !(op->pk = strdup(pk)) ||
+        !(op->rk = strdup(rk)) || (im && !(op->if_match = strdup(im)))) {
         wb_op_free(op);
         return NULL;
     }
@@ -119,7 +118,7 @@ static int replay_index(struct replay *r, struct wb_op *op)
     if (r->n == 0 || op->seq > r->seqs[r->n - 1]) {
         r->ops[r->n] = op;
         r->seqs[r->n++] = op->seq;
-    } else {                /* out of order (a journal of another writer): in place */
+    } else { /* out of order (a journal of another writer): in place */
         size_t at = r->n;
 
         while (at > 0 && r->seqs[at - 1] > op->seq)
@@ -144,7 +143,7 @@ static int replay_op(struct replay *r, const json_t *rec)
     struct wb_ent *e;
     char *dir;
 
-    if (!op) {              /* whole, but not ours to read: nothing of it is sent */
+    if (!op) { /* whole, but not ours to read: nothing of it is sent */
         log_error(wb->lg, "journal %s: a change record cannot be read: skipped",
                   journal_path(wb->j ? wb->j : r->j));
         r->bad++;
@@ -163,8 +162,8 @@ static int replay_op(struct replay *r, const json_t *rec)
     if (dep && (d = replay_find(r, dep, NULL)) && d->state == WS_QUEUED) {
         op->dep = d;
         d->succ = op;
-    } else if (op->if_match && strncmp(op->if_match, WB_TOKEN_PREFIX,
-                                       strlen(WB_TOKEN_PREFIX)) == 0) {
+    } else if (op->if_match &&
+               strncmp(op->if_match, WB_TOKEN_PREFIX, strlen(WB_TOKEN_PREFIX)) == 0) {
         char *real = NULL;
 
         /* unresolved, the token stays: the service refuses it, and the
@@ -177,8 +176,9 @@ static int replay_op(struct replay *r, const json_t *rec)
     dir = strndup(op->path, (size_t)(strrchr(op->path, '/') - op->path));
     op->part = dir ? wb_part_get(wb, dir, 1) : NULL;
     free(dir);
-    if (!op->part || (!op->part->table && (!(op->part->table = strdup(op->table)) ||
-                                           !(op->part->pk = strdup(op->pk))))) {
+    if (!op->part ||
+        (!op->part->table &&
+         (!(op->part->table = strdup(op->table)) || !(op->part->pk = strdup(op->pk))))) {
         replay_forget(r, op->seq);
         wb_op_free(op);
         return -ENOMEM;
@@ -219,7 +219,7 @@ static void replay_one(struct replay *r, const json_t *rec, const char *t, struc
             return;
         replay_unqueue(wb, op);
         e = wb_ent_get(wb, op->path, 1);
-        if (e && e->failed)         /* replaced by this one: freed by wb_failed_keep */
+        if (e && e->failed) /* replaced by this one: freed by wb_failed_keep */
             replay_forget(r, e->failed->seq);
         wb_failed_keep(wb, op, -(int)json_integer_value(json_object_get(rec, "errno")),
                        json_string_value(json_object_get(rec, "why")));
@@ -293,7 +293,7 @@ int wb_replay(struct writeback *wb)
     unsigned bad;
     int rc;
 
-    wb->j = NULL;           /* records of the replay itself are not appended */
+    wb->j = NULL; /* records of the replay itself are not appended */
     rc = journal_read(j, replay_record, &r, &d);
     wb->j = j;
     free(r.ops);
@@ -306,10 +306,10 @@ int wb_replay(struct writeback *wb)
     if (r.max_seq >= wb->next_seq)
         wb->next_seq = r.max_seq + 1;
     if (wb->n_queued || wb->n_failed || bad || d.torn)
-        log_info(wb->lg, "journal %s: %zu change%s to send, %zu failed; %u damaged or refused "
+        log_info(wb->lg,
+                 "journal %s: %zu change%s to send, %zu failed; %u damaged or refused "
                  "stretch%s skipped (the lines above say which), %u cut short",
-                 journal_path(j), wb->n_queued, wb->n_queued == 1 ? "" : "s", wb->n_failed,
-                 bad, bad == 1 ? "" : "es", d.torn);
+                 journal_path(j), wb->n_queued, wb->n_queued == 1 ? "" : "s", wb->n_failed, bad,
+                 bad == 1 ? "" : "es", d.torn);
     return 0;
 }
-

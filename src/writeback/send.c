@@ -47,7 +47,7 @@ static int part_ready(struct writeback *wb, struct wb_part *p, int force, struct
 
     if (p->sending || !p->head || p->gave_up)
         return 0;
-    if (p->head->dep)       /* waits for its entity's change in another batch */
+    if (p->head->dep) /* waits for its entity's change in another batch */
         return 0;
     if (before(now, p->not_before)) {
         if (!next->tv_sec || before(p->not_before, *next))
@@ -132,7 +132,7 @@ size_t wb_take_batch(struct writeback *wb, int force, struct wb_op **ops,
     LOCK_HELD(&wb->mu);
     *wait_until = next;
     if (wb->stopping && stop_passed(wb))
-        return 0;           /* stopped: what is left stays in the journal */
+        return 0; /* stopped: what is left stays in the journal */
     for (size_t b = 0; b < wb->n_part_buckets && !p; b++)
         for (struct wb_part *q = wb->parts[b]; q && !p; q = q->hnext)
             if (part_ready(wb, q, force, now, &next))
@@ -162,13 +162,13 @@ static int transient(int rc, const struct az_status *st)
     if (rc == -ENOMEM || rc == -EINTR)
         return 1;
     return st->http_status == 0 || st->http_status == 408 || st->http_status == 429 ||
-           st->http_status >= 500;
+        st->http_status >= 500;
 }
 
 /* Record that OPS (N) are handed to the network now, unless they were
  * before (then *first gets when). Returns 0 or -EIO. */
-static int mark_sent(struct writeback *wb, struct wb_op **ops, size_t n,
-                     struct timespec *first, int *again)
+static int mark_sent(struct writeback *wb, struct wb_op **ops, size_t n, struct timespec *first,
+                     int *again)
 {
     struct timespec now;
     json_t *rec;
@@ -189,7 +189,7 @@ static int mark_sent(struct writeback *wb, struct wb_op **ops, size_t n,
     if (wb_journal(wb, rec) == 0)
         return 0;
     pthread_mutex_lock(&wb->mu);
-    for (size_t i = 0; i < n; i++)      /* not sent: a compaction may heal the journal */
+    for (size_t i = 0; i < n; i++) /* not sent: a compaction may heal the journal */
         ops[i]->sent_at = (struct timespec){ 0, 0 };
     (void)wb_compact(wb);
     pthread_mutex_unlock(&wb->mu);
@@ -213,8 +213,8 @@ static void batch_applied(struct writeback *wb, struct wb_op **ops, size_t n, ch
     pthread_mutex_unlock(&wb->mu);
     /* not durable (a full disk): after a crash the resend is settled by
      * reading the entities back */
-    (void)wb_journal(wb, json_pack("{s:s, s:o, s:o?}", "t", "done", "seqs",
-                                   wb_seq_array(ops, n), "etags", e));
+    (void)wb_journal(
+        wb, json_pack("{s:s, s:o, s:o?}", "t", "done", "seqs", wb_seq_array(ops, n), "etags", e));
     pthread_mutex_lock(&wb->mu);
     ops[0]->part->sending = 0;
     ops[0]->part->backoff = 0;
@@ -241,24 +241,22 @@ static void batch_later(struct writeback *wb, struct wb_op **ops, size_t n, int 
     wb->n_sending -= n;
     wb->n_queued += n;
     p->sending = 0;
-    p->backoff = p->backoff ? (p->backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : p->backoff * 2)
-                            : 1;
+    p->backoff = p->backoff ? (p->backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : p->backoff * 2) : 1;
     p->not_before = wb_now();
     p->not_before.tv_sec += p->backoff;
     if (wb->stopping)
         p->gave_up = 1;
     log_warn(wb->lg, "%s: %zu queued change%s not sent: %s (HTTP %ld); %s", p->dir, n,
-             n == 1 ? "" : "s", st->message[0] ? st->message : strerror(-rc),
-             st->http_status, wb->stopping ? "they stay in the journal for the next mount"
-                                           : "trying again");
+             n == 1 ? "" : "s", st->message[0] ? st->message : strerror(-rc), st->http_status,
+             wb->stopping ? "they stay in the journal for the next mount" : "trying again");
     pthread_cond_broadcast(&wb->done_cv);
     pthread_cond_broadcast(&wb->work_cv);
     pthread_mutex_unlock(&wb->mu);
 }
 
 /* See wb_int.h (exposed for the unit tests). */
-size_t wb_batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t n, size_t i,
-                            int rc, const char *why)
+size_t wb_batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t n, size_t i, int rc,
+                            const char *why)
 {
     struct wb_call *calls = NULL;
     uint64_t group = ops[i]->group;
@@ -267,8 +265,8 @@ size_t wb_batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t n, 
     pthread_mutex_lock(&wb->mu);
     for (size_t k = 0; k < n; k++) {
         if (k == i || (group && ops[k]->group == group))
-            wb_op_failed(wb, ops[k], rc, k == i ? why :
-                         "the other half of its rename failed", &calls);
+            wb_op_failed(wb, ops[k], rc, k == i ? why : "the other half of its rename failed",
+                         &calls);
         else
             ops[m++] = ops[k];
     }
@@ -289,7 +287,7 @@ size_t wb_split_at(struct wb_op **ops, size_t n)
         return h;
     for (h = n / 2; h > 0 && ops[h]->group && ops[h]->group == ops[h - 1]->group; h--)
         ;
-    return h;               /* 0: the batch is one rename, which is never cut */
+    return h; /* 0: the batch is one rename, which is never cut */
 }
 
 /* See wb_int.h. */
@@ -313,13 +311,14 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
         for (size_t i = 0; i < n; i++) {
             struct wb_op *o = ops[i];
 
-            bops[i] = (struct table_batch_op){
-                o->kind == WB_INSERT ? TB_INSERT : o->kind == WB_REPLACE ? TB_REPLACE :
-                o->kind == WB_MERGE ? TB_MERGE : TB_DELETE,
-                o->rk, o->entity, o->if_match, &etags[i] };
+            bops[i] = (struct table_batch_op){ o->kind == WB_INSERT      ? TB_INSERT :
+                                                   o->kind == WB_REPLACE ? TB_REPLACE :
+                                                   o->kind == WB_MERGE   ? TB_MERGE :
+                                                                           TB_DELETE,
+                                               o->rk, o->entity, o->if_match, &etags[i] };
         }
-        rc = table_batch_again(wb->tc, ops[0]->table, ops[0]->pk, bops, n,
-                               again ? &first : NULL, &st);
+        rc = table_batch_again(wb->tc, ops[0]->table, ops[0]->pk, bops, n, again ? &first : NULL,
+                               &st);
         if (rc == 0) {
             batch_applied(wb, ops, n, etags);
             for (size_t i = 0; i < n; i++)
@@ -355,7 +354,7 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
         } else {
             wb_send_batch(wb, ops, h);
             pthread_mutex_lock(&wb->mu);
-            ops[h]->part->sending = 1;      /* the first half's end released it */
+            ops[h]->part->sending = 1; /* the first half's end released it */
             pthread_mutex_unlock(&wb->mu);
             ops += h;
             n -= h;
@@ -389,7 +388,7 @@ void *wb_sender(void *arg)
         }
         if (wb->stopping && ((wb->n_sending == 0 && !until.tv_sec) || stop_passed(wb)))
             break;
-        if (wb->stopping)       /* not past the stop deadline */
+        if (wb->stopping) /* not past the stop deadline */
             until = stop_deadline(wb, until);
         if (until.tv_sec)
             pthread_cond_timedwait(&wb->work_cv, &wb->mu, &until);

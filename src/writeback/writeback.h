@@ -22,11 +22,11 @@ enum wb_kind { WB_INSERT, WB_REPLACE, WB_MERGE, WB_DELETE };
 
 /* One change, as store/store.c hands it over (everything borrowed). */
 struct wb_change {
-    const char *path;           /* the entity's path in the mount */
+    const char *path; /* the entity's path in the mount */
     const char *table, *pk, *rk;
     enum wb_kind kind;
-    const json_t *entity;       /* wire form without keys; NULL for WB_DELETE */
-    const char *if_match;       /* the ETag the change was made against (a real
+    const json_t *entity; /* wire form without keys; NULL for WB_DELETE */
+    const char *if_match; /* the ETag the change was made against (a real
                                  * one, or the token of a queued change);
                                  * NULL for WB_INSERT */
 };
@@ -37,8 +37,7 @@ struct wb_hooks {
     /* PATH's change is applied: ENTITY (NULL: deleted) now has ETAG (NULL:
      * unknown). EXACT: the entity is exactly ENTITY (not a merge). Called
      * only when no later change of PATH is queued. */
-    void (*applied)(void *ctx, const char *path, const json_t *entity, int exact,
-                    const char *etag);
+    void (*applied)(void *ctx, const char *path, const json_t *entity, int exact, const char *etag);
     /* PATH's queued changes failed for good: what the mount shows of it
      * must be read again. */
     void (*failed)(void *ctx, const char *path);
@@ -51,13 +50,13 @@ struct wb_hooks {
 };
 
 struct wb_config {
-    const char *dir;            /* journal directory */
-    const char *name;           /* journal file name in it */
-    double delay;               /* seconds a change may wait for batch-mates */
-    size_t max_bytes;           /* queue bound: writers wait beyond it */
-    int senders;                /* partitions sent in parallel */
-    double stop_seconds;        /* wb_close sends for at most this long */
-    int allow_shared_dir;       /* -o allow_shared_dirs: the directory's owner and mode
+    const char *dir;      /* journal directory */
+    const char *name;     /* journal file name in it */
+    double delay;         /* seconds a change may wait for batch-mates */
+    size_t max_bytes;     /* queue bound: writers wait beyond it */
+    int senders;          /* partitions sent in parallel */
+    double stop_seconds;  /* wb_close sends for at most this long */
+    int allow_shared_dir; /* -o allow_shared_dirs: the directory's owner and mode
                                  * are not checked (journal_open) */
 };
 
@@ -83,9 +82,9 @@ struct writeback;
  * cancellation never cuts its requests, and its stop deadline cuts only
  * them); ACCT, LG and STATS borrowed (they outlive it), HC copied.
  * Returns 0 with *out, or -errno (logged). */
-int wb_open(const struct wb_config *cfg, const struct account *acct,
-            const struct http_config *hc, struct logger *lg, struct http_stats *stats,
-            const struct wb_hooks *hooks, struct writeback **out);
+int wb_open(const struct wb_config *cfg, const struct account *acct, const struct http_config *hc,
+            struct logger *lg, struct http_stats *stats, const struct wb_hooks *hooks,
+            struct writeback **out);
 
 /* Send everything queued from this thread, now (before the mount serves:
  * the replay of a crash). Returns 0, or -EIO when some changes failed

@@ -24,14 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&st, 0, sizeof(st));
     rc = table_batch_outcome(body, &st);
     if (rc == 0 && st.http_status != 0)
-        abort();        /* success must not report a status */
+        abort(); /* success must not report a status */
     if (strlen(st.code) >= sizeof(st.code) || strlen(st.message) >= sizeof(st.message))
         abort();
-    for (size_t i = 0; i < 3; i++) {    /* the ETags of the first operations */
+    for (size_t i = 0; i < 3; i++) { /* the ETags of the first operations */
         char *etag = NULL;
 
         if (table_batch_etag(body, i, &etag) == 0 && etag && strlen(etag) > size)
-            abort();    /* an ETag is a piece of the body */
+            abort(); /* an ETag is a piece of the body */
         free(etag);
     }
     free(body);

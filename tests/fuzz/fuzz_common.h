@@ -11,9 +11,15 @@
 
 #include "entity/entity.h"
 
-#define FUZZ_CHECK(cond, ...) do { if (!(cond)) { \
-    fprintf(stderr, "%s: check failed: %s: ", __FILE__, #cond); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+#define FUZZ_CHECK(cond, ...)                                           \
+    do {                                                                \
+        if (!(cond)) {                                                  \
+            fprintf(stderr, "%s: check failed: %s: ", __FILE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                               \
+            fputc('\n', stderr);                                        \
+            abort();                                                    \
+        }                                                               \
+    } while (0)
 
 /* Render WIRE (an entity as the service could send it). When that succeeds,
  * the canonical text must parse back (entity_parse), and the parsed wire
@@ -62,39 +68,38 @@ static void fuzz_render_roundtrip(const json_t *wire)
 
     /* Deterministic: rendering again gives the same bytes. */
     rc = entity_render(wire, &text2, &len2, NULL);
-    FUZZ_CHECK(rc == 0 && len2 == len && memcmp(text, text2, len) == 0,
-               "second render differs");
+    FUZZ_CHECK(rc == 0 && len2 == len && memcmp(text, text2, len) == 0, "second render differs");
     free(text2);
     text2 = NULL;
 
     rc = entity_parse(text, len, &back, &pk, &rk, &err);
     if (rc < 0) {
         FUZZ_CHECK(rc != -ENOMEM ? fuzz_parse_refusal_ok(rc, &err) : 1,
-                   "rendered text does not parse back (rc %d, line %d, property '%s': %s):\n%s",
-                   rc, err.line, err.property, err.text, text);
+                   "rendered text does not parse back (rc %d, line %d, property '%s': %s):\n%s", rc,
+                   err.line, err.property, err.text, text);
         goto out;
     }
     FUZZ_CHECK(pk && rk, "entity_parse lost the keys");
     FUZZ_CHECK(strcmp(pk, json_string_value(json_object_get(wire, "PartitionKey"))) == 0 &&
-               strcmp(rk, json_string_value(json_object_get(wire, "RowKey"))) == 0,
+                   strcmp(rk, json_string_value(json_object_get(wire, "RowKey"))) == 0,
                "PartitionKey/RowKey changed in the round trip");
     FUZZ_CHECK(json_object_get(back, "Timestamp") == NULL &&
-               json_object_get(back, "PartitionKey") == NULL, "parse kept a system property");
+                   json_object_get(back, "PartitionKey") == NULL,
+               "parse kept a system property");
     if (json_object_set_new(back, "PartitionKey", json_string(pk)) != 0 ||
         json_object_set_new(back, "RowKey", json_string(rk)) != 0)
-        goto out;                                   /* ENOMEM */
+        goto out; /* ENOMEM */
     ts = json_object_get(wire, "Timestamp");
-    if (json_is_string(ts) &&
-        json_object_set_new(back, "Timestamp", json_deep_copy(ts)) != 0)
+    if (json_is_string(ts) && json_object_set_new(back, "Timestamp", json_deep_copy(ts)) != 0)
         goto out;
     rc = entity_render(back, &text2, &len2, &err);
     if (rc == -ENOMEM)
         goto out;
-    FUZZ_CHECK(rc == 0, "parsed entity does not render (rc %d, property '%s': %s):\n%s",
-               rc, err.property, err.text, text);
+    FUZZ_CHECK(rc == 0, "parsed entity does not render (rc %d, property '%s': %s):\n%s", rc,
+               err.property, err.text, text);
     FUZZ_CHECK(len2 == len && memcmp(text, text2, len) == 0,
-               "render -> parse -> render is not the identity:\n--- first\n%s--- second\n%s",
-               text, text2);
+               "render -> parse -> render is not the identity:\n--- first\n%s--- second\n%s", text,
+               text2);
 out:
     free(text2);
     free(pk);

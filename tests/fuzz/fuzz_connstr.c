@@ -16,9 +16,15 @@
 
 #include "auth/auth.h"
 
-#define CHECK(cond, ...) do { if (!(cond)) { \
-    fprintf(stderr, "fuzz_connstr: check failed: %s: ", #cond); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+#define CHECK(cond, ...)                                                \
+    do {                                                                \
+        if (!(cond)) {                                                  \
+            fprintf(stderr, "fuzz_connstr: check failed: %s: ", #cond); \
+            fprintf(stderr, __VA_ARGS__);                               \
+            fputc('\n', stderr);                                        \
+            abort();                                                    \
+        }                                                               \
+    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

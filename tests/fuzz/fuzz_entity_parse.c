@@ -23,15 +23,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(rc == -EINVAL || rc == -EFBIG || rc == -ENOMEM, "rc %d", rc);
         FUZZ_CHECK(wire == NULL && pk == NULL && rk == NULL, "outputs not cleared");
         FUZZ_CHECK(memchr(err.text, '\0', sizeof(err.text)) != NULL &&
-                   memchr(err.property, '\0', sizeof(err.property)) != NULL,
+                       memchr(err.property, '\0', sizeof(err.property)) != NULL,
                    "error strings not terminated");
         return 0;
     }
     FUZZ_CHECK(json_is_object(wire), "wire is not an object");
     FUZZ_CHECK(!json_object_get(wire, "PartitionKey") && !json_object_get(wire, "RowKey") &&
-               !json_object_get(wire, "Timestamp"), "system property kept");
+                   !json_object_get(wire, "Timestamp"),
+               "system property kept");
     FUZZ_CHECK(json_object_size(wire) <= 2 * ENTITY_MAX_PROPERTIES, "too many members");
-    json_object_foreach(wire, key, v) {
+    json_object_foreach (wire, key, v) {
         const char *at = strstr(key, "@odata.type");
 
         FUZZ_CHECK(strncmp(key, "odata.", 6) != 0, "odata member kept: %s", key);
@@ -55,8 +56,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             json_object_set_new(copy, "RowKey", json_string(rk ? rk : "r")) == 0) {
             rc = entity_render(copy, &text, &len, &err);
             FUZZ_CHECK(rc == 0 || rc == -ENOMEM,
-                       "accepted entity does not render (rc %d, property '%s': %s)",
-                       rc, err.property, err.text);
+                       "accepted entity does not render (rc %d, property '%s': %s)", rc,
+                       err.property, err.text);
             free(text);
         }
         json_decref(copy);

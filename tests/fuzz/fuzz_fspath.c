@@ -22,9 +22,15 @@
 #include "names/names.h"
 #include "table/table.h"
 
-#define CHECK(cond, ...) do { if (!(cond)) { \
-    fprintf(stderr, "fuzz_fspath: check failed: %s: ", #cond); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+#define CHECK(cond, ...)                                               \
+    do {                                                               \
+        if (!(cond)) {                                                 \
+            fprintf(stderr, "fuzz_fspath: check failed: %s: ", #cond); \
+            fprintf(stderr, __VA_ARGS__);                              \
+            fputc('\n', stderr);                                       \
+            abort();                                                   \
+        }                                                              \
+    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,7 +46,7 @@ static void check_normal(const char *path, const struct fspath *fp)
     struct fspath nfp;
 
     if (!n)
-        return;                     /* ENOMEM */
+        return; /* ENOMEM */
     CHECK(fspath_parse(n, &nfp) == 0, "%s: normal path '%s' does not parse", path, n);
     CHECK(nfp.kind == (fp->kind == FSP_VIEW_ENTITY ? FSP_ENTITY : FSP_PARTITION),
           "%s: normal path '%s' of kind %d", path, n, nfp.kind);
@@ -86,8 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(rc == 0 || rc == -ENOENT || rc == -EINVAL || rc == -ENAMETOOLONG || rc == -ENOMEM,
           "%s: rc %d", path, rc);
     if (rc != -ENOMEM)
-        CHECK((why != NULL) == (rc == -EINVAL || rc == -ENAMETOOLONG), "%s: rc %d, reason %s",
-              path, rc, why ? why : "(none)");
+        CHECK((why != NULL) == (rc == -EINVAL || rc == -ENAMETOOLONG), "%s: rc %d, reason %s", path,
+              rc, why ? why : "(none)");
     if (rc == 0) {
         int view = fp.kind >= FSP_WHERE;
 
@@ -97,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fp.kind > FSP_WHERE) {
             CHECK(fp.filter && *fp.filter && fp.view, "%s: a view without a filter", path);
             CHECK(strstr(path, "//") || strncmp(path, fp.view, strlen(fp.view)) == 0,
-                  "%s: view '%s'", path, fp.view);  /* (FUSE sends no "//") */
+                  "%s: view '%s'", path, fp.view); /* (FUSE sends no "//") */
             check_filter(&fp);
         }
         if (fp.kind == FSP_VIEW_ENTITY || fp.kind == FSP_VIEW_PARTITION)

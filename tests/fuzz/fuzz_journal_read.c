@@ -31,9 +31,15 @@
 
 #include "journal/journal_i.h"
 
-#define CHECK(cond, ...) do { if (!(cond)) { \
-    fprintf(stderr, "fuzz_journal_read: check failed: %s: ", #cond); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "fuzz_journal_read: check failed: %s: ", #cond); \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fputc('\n', stderr);                                             \
+            abort();                                                         \
+        }                                                                    \
+    } while (0)
 
 static const unsigned char key[JOURNAL_KEY_LEN] = "aztfs fuzz_journal_read key 32 b";
 
@@ -128,19 +134,22 @@ static void check_span(const char *d, size_t end, const struct jspan *sp, int le
         return;
     }
     n = form_at(s, sp->len, &h, &o);
-    CHECK(n == sp->len, "span at %zu (kind %d, %zu bytes) is not one line of a record's "
-          "form (%zu)", sp->off, (int)sp->kind, sp->len, n);
+    CHECK(n == sp->len,
+          "span at %zu (kind %d, %zu bytes) is not one line of a record's "
+          "form (%zu)",
+          sp->off, (int)sp->kind, sp->len, n);
     digest(s + h + 1, sp->len - h - 2, h, want);
     match = memcmp(want, s, h) == 0;
     if (sp->kind == JS_FOREIGN) {
         CHECK(sp->rec == NULL, "foreign record at %zu kept", sp->off);
-        CHECK(!match || (h == JREC_OLD_HEX && !legacy), "foreign record at %zu verifies",
-              sp->off);
+        CHECK(!match || (h == JREC_OLD_HEX && !legacy), "foreign record at %zu verifies", sp->off);
     } else {
         CHECK(match, "record at %zu does not verify", sp->off);
         CHECK(sp->kind == (h == JREC_MAC_HEX ? JS_RECORD : JS_LEGACY) &&
-              (sp->kind == JS_RECORD || legacy), "record at %zu: kind %d, %zu digits, "
-              "legacy %d", sp->off, (int)sp->kind, h, legacy);
+                  (sp->kind == JS_RECORD || legacy),
+              "record at %zu: kind %d, %zu digits, "
+              "legacy %d",
+              sp->off, (int)sp->kind, h, legacy);
         CHECK(sp->rec && json_equal(sp->rec, o), "record at %zu is not its JSON", sp->off);
     }
     json_decref(o);

@@ -25,9 +25,15 @@
 
 #include "names/names.h"
 
-#define CHECK(cond, ...) do { if (!(cond)) { \
-    fprintf(stderr, "fuzz_keycodec: check failed: %s: ", #cond); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+#define CHECK(cond, ...)                                                 \
+    do {                                                                 \
+        if (!(cond)) {                                                   \
+            fprintf(stderr, "fuzz_keycodec: check failed: %s: ", #cond); \
+            fprintf(stderr, __VA_ARGS__);                                \
+            fputc('\n', stderr);                                         \
+            abort();                                                     \
+        }                                                                \
+    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -44,7 +50,7 @@ static void key_roundtrip(const char *key)
     int rc, frc, m;
 
     if (!name)
-        return;                          /* ENOMEM */
+        return; /* ENOMEM */
     CHECK(strlen(name) <= KEYCODEC_NAME_MAX, "name of %zu bytes", strlen(name));
     CHECK(strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && strchr(name, '/') == NULL,
           "unsafe name '%s'", name);
@@ -77,8 +83,8 @@ static void key_roundtrip(const char *key)
         CHECK(strncmp(fname, name, n) == 0 && strcmp(fname + n, ENTITY_SUFFIX) == 0,
               "file name '%s' vs name '%s'", fname, name);
         frc = keycodec_file_decode(fname, &fback);
-        CHECK(frc == rc || frc == -ENOMEM || rc == -ENOMEM,
-              "file_decode rc %d, decode rc %d", frc, rc);
+        CHECK(frc == rc || frc == -ENOMEM || rc == -ENOMEM, "file_decode rc %d, decode rc %d", frc,
+              rc);
         if (frc >= 0 && rc >= 0)
             CHECK(strcmp(fback, back) == 0, "file_decode and decode differ");
         free(fback);
@@ -99,8 +105,7 @@ static void name_roundtrip(const char *name)
         CHECK(key != NULL, "rc 0 without key");
         again = keycodec_encode(key);
         if (again) {
-            CHECK(strcmp(again, name) == 0,
-                  "decode('%s') = '%s' (%zu bytes) re-encodes to '%s'",
+            CHECK(strcmp(again, name) == 0, "decode('%s') = '%s' (%zu bytes) re-encodes to '%s'",
                   name, key, strlen(key), again);
             free(again);
         }
@@ -115,9 +120,9 @@ static void name_roundtrip(const char *name)
         again = keycodec_encode(key);
         if (again) {
             CHECK(strlen(again) == (size_t)(mark - name) &&
-                  strncmp(again, name, (size_t)(mark - name)) == 0,
-                  "long-form prefix of '%s' decodes to '%s' which re-encodes to '%s'",
-                  name, key, again);
+                      strncmp(again, name, (size_t)(mark - name)) == 0,
+                  "long-form prefix of '%s' decodes to '%s' which re-encodes to '%s'", name, key,
+                  again);
             free(again);
         }
     } else {
@@ -133,11 +138,21 @@ static int valid_utf8(const unsigned char *s)
     while (*s) {
         unsigned c = *s, n, cp;
 
-        if (c < 0x80) { s++; continue; }
-        if (c >= 0xC2 && c <= 0xDF) { n = 1; cp = c & 0x1F; }
-        else if (c >= 0xE0 && c <= 0xEF) { n = 2; cp = c & 0x0F; }
-        else if (c >= 0xF0 && c <= 0xF4) { n = 3; cp = c & 0x07; }
-        else return 0;
+        if (c < 0x80) {
+            s++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            cp = c & 0x07;
+        } else
+            return 0;
         for (unsigned i = 1; i <= n; i++) {
             if ((s[i] & 0xC0) != 0x80)
                 return 0;
@@ -160,10 +175,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!s)
         return 0;
     memcpy(s, data, size);
-    s[size] = '\0';             /* a C string: cut at the first NUL */
+    s[size] = '\0'; /* a C string: cut at the first NUL */
     if (utf8_only < 0)
         utf8_only = getenv("FUZZ_KEYCODEC_VALID_UTF8") != NULL &&
-                    strcmp(getenv("FUZZ_KEYCODEC_VALID_UTF8"), "0") != 0;
+            strcmp(getenv("FUZZ_KEYCODEC_VALID_UTF8"), "0") != 0;
     if (valid_utf8((const unsigned char *)s))
         CHECK(!same_reason(keycodec_key_problem(s, strlen(s)), KEYCODEC_WHY_UTF8),
               "valid UTF-8 refused as not UTF-8");

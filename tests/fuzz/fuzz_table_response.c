@@ -22,7 +22,7 @@ static int on_page(void *ctx, json_t *value)
     json_t *e;
 
     (void)ctx;
-    json_array_foreach(value, i, e)
+    json_array_foreach (value, i, e)
         fuzz_render_roundtrip(e);
     return 0;
 }

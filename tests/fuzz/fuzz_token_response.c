@@ -12,9 +12,15 @@
 
 #include "auth/auth_i.h"
 
-#define CHECK(cond, ...) do { if (!(cond)) { \
-    fprintf(stderr, "fuzz_token_response: check failed: %s: ", #cond); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); abort(); } } while (0)
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "fuzz_token_response: check failed: %s: ", #cond); \
+            fprintf(stderr, __VA_ARGS__);                                      \
+            fputc('\n', stderr);                                               \
+            abort();                                                           \
+        }                                                                      \
+    } while (0)
 
 #define NOW ((time_t)1795335994)
 

@@ -32,7 +32,7 @@ static struct {
     pthread_t thread;
     pthread_mutex_t lock;
     httpd_fn fn;
-    int seen;                   /* requests received since httpd_reset */
+    int seen; /* requests received since httpd_reset */
     atomic_int stop;
 } httpd = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -156,9 +156,9 @@ static inline void httpd_stop(void)
 static inline size_t httpd_response(char *out, size_t size, int status, const char *headers,
                                     const char *body, int keep)
 {
-    int n = snprintf(out, size, "HTTP/1.1 %d Answer\r\nContent-Length: %zu\r\n%s%s\r\n%s",
-                     status, strlen(body), keep ? "" : "Connection: close\r\n",
-                     headers ? headers : "", body);
+    int n =
+        snprintf(out, size, "HTTP/1.1 %d Answer\r\nContent-Length: %zu\r\n%s%s\r\n%s", status,
+                 strlen(body), keep ? "" : "Connection: close\r\n", headers ? headers : "", body);
 
     return n > 0 && (size_t)n < size ? (size_t)n : 0;
 }

@@ -120,8 +120,8 @@ static inline int jt_spill(const char *path, const char *mode, const void *data,
  * covers the UTF-8 bytes). */
 static inline json_t *jt_record(int n)
 {
-    return json_pack("{s:i, s:s, s:{s:b}}", "n", n, "name", "r\xc3\xa9sum\xc3\xa9 \"q\"",
-                     "meta", "ok", n % 2);
+    return json_pack("{s:i, s:s, s:{s:b}}", "n", n, "name", "r\xc3\xa9sum\xc3\xa9 \"q\"", "meta",
+                     "ok", n % 2);
 }
 
 /* The key of the journal NAME in DIR (NAME.key: 64 lowercase hex digits and
@@ -174,7 +174,7 @@ static inline char *jt_line(const json_t *rec, const unsigned char *key)
 struct jt_collect {
     json_t *arr;
     int calls;
-    int stop_after;     /* > 0: return -42 at that call */
+    int stop_after; /* > 0: return -42 at that call */
 };
 
 /* A journal_read callback: keep a copy of REC. */

@@ -41,8 +41,8 @@ static void test_files(void)
 
 /* A sealed listing of COUNT entries from NAMES/KEYS; file attributes when
  * ATTR (size = index + 10). */
-static struct listing *make_listing(const char *const *names, const char *const *keys,
-                                    int count, int attr)
+static struct listing *make_listing(const char *const *names, const char *const *keys, int count,
+                                    int attr)
 {
     struct listing *l = listing_new();
     struct timespec mt = { 1700000000, 7 };
@@ -66,7 +66,7 @@ static void test_dirs(void)
     is_int(cache_dir_lookup(c, "/t/p", "a.json", &key), -EAGAIN, "lookup without listing");
     ok(cache_get_listing(c, "/t/p") == NULL, "no listing yet");
     is_int(cache_put_listing(c, "/t/p", in, 0), 0, "put listing");
-    listing_unref(in);          /* the cache holds its own reference */
+    listing_unref(in); /* the cache holds its own reference */
     out = cache_get_listing(c, "/t/p");
     ok(out != NULL, "get listing");
     is_int(listing_count(out), 2, "two entries");
@@ -236,7 +236,7 @@ static void test_listings_outlive_entities(void)
 
     memset(data, 'x', sizeof(data));
     is_int(cache_put_listing(c, "/t/p", l, 0), 0, "listing cached");
-    for (int i = 0; i < 6; i++) {       /* twice what fits, all newer than the listing */
+    for (int i = 0; i < 6; i++) { /* twice what fits, all newer than the listing */
         snprintf(path, sizeof(path), "/t/p/%d.json", i);
         cache_put_file(c, path, data, sizeof(data), NULL, mt, 0);
     }
@@ -269,7 +269,7 @@ static void *race_dropper(void *p)
     struct race *r = p;
 
     for (int i = 0; !atomic_load(&r->done); i++) {
-        if (i % 4 == 3) {               /* a listing replaces the marker */
+        if (i % 4 == 3) { /* a listing replaces the marker */
             struct listing *l = make_listing(one, onekey, 1, 0);
 
             cache_put_listing(r->c, "/t/p", l, 0);

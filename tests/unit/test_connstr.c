@@ -13,13 +13,13 @@
 /* base64 of "secret-key-for-tests":
  *   python3 -c 'import base64; print(base64.b64encode(b"secret-key-for-tests"))' */
 #define TEST_KEY64 "c2VjcmV0LWtleS1mb3ItdGVzdHM="
-#define TEST_KEY   "secret-key-for-tests"
+#define TEST_KEY "secret-key-for-tests"
 
 /* Is every member of A NULL/0 (the state after a failed parse)? */
 static int is_zeroed(const struct account *a)
 {
-    return !a->name && !a->key && !a->key_len && !a->sas && !a->endpoint &&
-           !a->scheme && !a->host && !a->base_path;
+    return !a->name && !a->key && !a->key_len && !a->sas && !a->endpoint && !a->scheme &&
+        !a->host && !a->base_path;
 }
 
 /* Does A hold the raw key K (LEN bytes)? */
@@ -44,8 +44,8 @@ static int key_is_devstore(const struct account *a)
 
 /* Parse S expecting failure RC; checks the account is left zeroed and that
  * the message is non-empty and does not contain SECRET (if given). */
-static void parse_fails(const char *s, int want_rc, const char *want_msg,
-                        const char *secret, const char *name)
+static void parse_fails(const char *s, int want_rc, const char *want_msg, const char *secret,
+                        const char *name)
 {
     struct account a;
     char err[256] = "";
@@ -88,13 +88,12 @@ static void test_devstore(void)
     is_str(a.name, DEVSTORE_ACCOUNT, "devstore: name (variant)");
     account_free(&a);
 
-    parse_fails("UseDevelopmentStorage=yes", -EINVAL,
-                "UseDevelopmentStorage must be true or false", NULL, "devstore: bad value");
+    parse_fails("UseDevelopmentStorage=yes", -EINVAL, "UseDevelopmentStorage must be true or false",
+                NULL, "devstore: bad value");
     parse_fails("UseDevelopmentStorage=true;AccountName=x", -EINVAL, NULL, NULL,
                 "devstore: combined with AccountName");
-    parse_fails("UseDevelopmentStorage=false", -EINVAL,
-                "AccountName or TableEndpoint is required", NULL,
-                "devstore: false means not set");
+    parse_fails("UseDevelopmentStorage=false", -EINVAL, "AccountName or TableEndpoint is required",
+                NULL, "devstore: false means not set");
 }
 
 static void test_azure(void)
@@ -103,8 +102,9 @@ static void test_azure(void)
     char err[256] = "";
 
     memset(&a, 0, sizeof(a));
-    is_int(connstr_parse("DefaultEndpointsProtocol=https;AccountName=myacct;AccountKey="
-                         TEST_KEY64 ";EndpointSuffix=core.windows.net", &a, err, sizeof(err)),
+    is_int(connstr_parse("DefaultEndpointsProtocol=https;AccountName=myacct;AccountKey=" TEST_KEY64
+                         ";EndpointSuffix=core.windows.net",
+                         &a, err, sizeof(err)),
            0, "azure: full string parses");
     is_str(a.name, "myacct", "azure: name");
     ok(key_is(&a, TEST_KEY, strlen(TEST_KEY)), "azure: key decoded (value with '=')");
@@ -122,23 +122,26 @@ static void test_azure(void)
 
     is_int(connstr_parse("DefaultEndpointsProtocol=HTTP;AccountName=a1;AccountKey=" TEST_KEY64
                          ";EndpointSuffix=core.chinacloudapi.cn;BlobEndpoint=https://x/;"
-                         "QueueEndpoint=https://y/", &a, err, sizeof(err)), 0,
-           "azure: EndpointSuffix, http, unknown keys ignored");
+                         "QueueEndpoint=https://y/",
+                         &a, err, sizeof(err)),
+           0, "azure: EndpointSuffix, http, unknown keys ignored");
     is_str(a.endpoint, "http://a1.table.core.chinacloudapi.cn", "azure: endpoint from suffix");
     is_str(a.scheme, "http", "azure: scheme lower-cased");
     is_str(a.host, "a1.table.core.chinacloudapi.cn", "azure: host from suffix");
     account_free(&a);
 
     is_int(connstr_parse("accountname=a1;ACCOUNTKEY=" TEST_KEY64
-                         ";tableENDPOINT=HTTPS://a1.table.core.windows.net/", &a, err, sizeof(err)),
+                         ";tableENDPOINT=HTTPS://a1.table.core.windows.net/",
+                         &a, err, sizeof(err)),
            0, "case-insensitive keys");
     is_str(a.name, "a1", "case-insensitive: name");
     ok(key_is(&a, TEST_KEY, strlen(TEST_KEY)), "case-insensitive: key");
     is_str(a.endpoint, "https://a1.table.core.windows.net", "case-insensitive: endpoint");
     account_free(&a);
 
-    is_int(connstr_parse("  AccountName = a1 ;\t AccountKey =  " TEST_KEY64 "  ;; ; ",
-                         &a, err, sizeof(err)), 0, "whitespace and empty segments");
+    is_int(connstr_parse("  AccountName = a1 ;\t AccountKey =  " TEST_KEY64 "  ;; ; ", &a, err,
+                         sizeof(err)),
+           0, "whitespace and empty segments");
     is_str(a.name, "a1", "whitespace: name trimmed");
     ok(key_is(&a, TEST_KEY, strlen(TEST_KEY)), "whitespace: key trimmed");
     account_free(&a);
@@ -152,36 +155,41 @@ static void test_endpoints(void)
     memset(&a, 0, sizeof(a));
     is_int(connstr_parse("AccountName=devstoreaccount1;AccountKey=" DEVSTORE_KEY
                          ";TableEndpoint=http://127.0.0.1:10002/devstoreaccount1/",
-                         &a, err, sizeof(err)), 0, "path-style TableEndpoint");
-    is_str(a.endpoint, "http://127.0.0.1:10002/devstoreaccount1", "path-style: trailing / stripped");
+                         &a, err, sizeof(err)),
+           0, "path-style TableEndpoint");
+    is_str(a.endpoint, "http://127.0.0.1:10002/devstoreaccount1",
+           "path-style: trailing / stripped");
     is_str(a.scheme, "http", "path-style: scheme");
     is_str(a.host, "127.0.0.1:10002", "path-style: host");
     is_str(a.base_path, "/devstoreaccount1", "path-style: base_path");
     ok(key_is_devstore(&a), "path-style: dev key");
     account_free(&a);
 
-    is_int(connstr_parse("DefaultEndpointsProtocol=https;AccountName=mycosmos;AccountKey="
-                         TEST_KEY64 ";TableEndpoint=https://mycosmos.table.cosmos.azure.com:443/;",
-                         &a, err, sizeof(err)), 0, "Cosmos endpoint");
+    is_int(
+        connstr_parse("DefaultEndpointsProtocol=https;AccountName=mycosmos;AccountKey=" TEST_KEY64
+                      ";TableEndpoint=https://mycosmos.table.cosmos.azure.com:443/;",
+                      &a, err, sizeof(err)),
+        0, "Cosmos endpoint");
     is_str(a.name, "mycosmos", "Cosmos: name");
     is_str(a.endpoint, "https://mycosmos.table.cosmos.azure.com:443", "Cosmos: endpoint");
     is_str(a.host, "mycosmos.table.cosmos.azure.com:443", "Cosmos: host with port");
     is_str(a.base_path, "", "Cosmos: host-style");
     account_free(&a);
 
-    is_int(connstr_parse("AccountName=x;AccountKey=" TEST_KEY64
-                         ";TableEndpoint=http://h:1/a/b//", &a, err, sizeof(err)), 0,
-           "deeper path");
+    is_int(connstr_parse("AccountName=x;AccountKey=" TEST_KEY64 ";TableEndpoint=http://h:1/a/b//",
+                         &a, err, sizeof(err)),
+           0, "deeper path");
     is_str(a.base_path, "/a/b", "deeper path: every trailing / stripped");
     account_free(&a);
 
     parse_fails("AccountName=x;AccountKey=" TEST_KEY64 ";TableEndpoint=ftp://h/", -EINVAL,
                 "TableEndpoint must be an http:// or https:// URL", NULL, "ftp endpoint");
     parse_fails("AccountName=x;AccountKey=" TEST_KEY64 ";TableEndpoint=h.example.com", -EINVAL,
-                "TableEndpoint must be an http:// or https:// URL", NULL, "endpoint without scheme");
+                "TableEndpoint must be an http:// or https:// URL", NULL,
+                "endpoint without scheme");
     parse_fails("AccountName=x;AccountKey=" TEST_KEY64
-                ";TableEndpoint=https://h/?sv=1&sig=SIGSECRET", -EINVAL,
-                "TableEndpoint must not carry a query string or fragment", "SIGSECRET",
+                ";TableEndpoint=https://h/?sv=1&sig=SIGSECRET",
+                -EINVAL, "TableEndpoint must not carry a query string or fragment", "SIGSECRET",
                 "endpoint with query string");
     parse_fails("AccountName=x;AccountKey=" TEST_KEY64 ";TableEndpoint=https:///p", -EINVAL,
                 "TableEndpoint has no host", NULL, "endpoint without host");
@@ -192,10 +200,9 @@ static void test_endpoints(void)
     parse_fails("AccountKey=" TEST_KEY64 ";TableEndpoint=https://acct.table.core.windows.net",
                 -EINVAL, "AccountName is required with AccountKey (it is part of the signature)",
                 NULL, "key + TableEndpoint without AccountName");
-    parse_fails("AccountKey=" TEST_KEY64, -EINVAL, "AccountName or TableEndpoint is required",
-                NULL, "key alone");
-    parse_fails("AccountName=a.b;AccountKey=" TEST_KEY64, -EINVAL, NULL, NULL,
-                "bad account name");
+    parse_fails("AccountKey=" TEST_KEY64, -EINVAL, "AccountName or TableEndpoint is required", NULL,
+                "key alone");
+    parse_fails("AccountName=a.b;AccountKey=" TEST_KEY64, -EINVAL, NULL, NULL, "bad account name");
     parse_fails("AccountName=a;AccountKey=" TEST_KEY64 ";EndpointSuffix=x/y", -EINVAL, NULL, NULL,
                 "bad EndpointSuffix");
 }
@@ -208,8 +215,9 @@ static void test_sas(void)
     memset(&a, 0, sizeof(a));
     is_int(connstr_parse("TableEndpoint=https://acct.table.core.windows.net/;"
                          "SharedAccessSignature=?sv=2019-02-02&ss=t&srt=sco&sp=rl"
-                         "&se=2026-12-31T00:00:00Z&sig=abc%2Bdef%3D==", &a, err, sizeof(err)), 0,
-           "SAS with host-style TableEndpoint");
+                         "&se=2026-12-31T00:00:00Z&sig=abc%2Bdef%3D==",
+                         &a, err, sizeof(err)),
+           0, "SAS with host-style TableEndpoint");
     is_str(a.sas, "sv=2019-02-02&ss=t&srt=sco&sp=rl&se=2026-12-31T00:00:00Z&sig=abc%2Bdef%3D==",
            "SAS: leading '?' stripped, '=' and '&' kept");
     ok(a.key == NULL && a.key_len == 0, "SAS: no key");
@@ -218,15 +226,17 @@ static void test_sas(void)
     account_free(&a);
 
     is_int(connstr_parse("TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
-                         "SharedAccessSignature=sv=x&sig=y", &a, err, sizeof(err)), 0,
-           "SAS with path-style TableEndpoint");
+                         "SharedAccessSignature=sv=x&sig=y",
+                         &a, err, sizeof(err)),
+           0, "SAS with path-style TableEndpoint");
     is_str(a.name, "devstoreaccount1", "SAS: name derived from the first path segment");
     is_str(a.sas, "sv=x&sig=y", "SAS: without '?' kept as is");
     account_free(&a);
 
     is_int(connstr_parse("AccountName=other;TableEndpoint=https://acct.table.core.windows.net;"
-                         "SharedAccessSignature=sv=x&sig=y", &a, err, sizeof(err)), 0,
-           "SAS with explicit AccountName");
+                         "SharedAccessSignature=sv=x&sig=y",
+                         &a, err, sizeof(err)),
+           0, "SAS with explicit AccountName");
     is_str(a.name, "other", "SAS: explicit AccountName wins");
     account_free(&a);
 
@@ -241,10 +251,10 @@ static void test_sas(void)
     parse_fails("TableEndpoint=http://localhost:10002/;SharedAccessSignature=sv=x&sig=y", -EINVAL,
                 "cannot derive the account name from TableEndpoint; set AccountName", NULL,
                 "SAS: localhost without path");
-    parse_fails("AccountName=a;SharedAccessSignature=?", -EINVAL,
-                "SharedAccessSignature is empty", NULL, "SAS: only '?'");
-    parse_fails("AccountName=a;SharedAccessSignature=sv=x&sig=SAS SECRET", -EINVAL, NULL,
-                "SECRET", "SAS: space inside");
+    parse_fails("AccountName=a;SharedAccessSignature=?", -EINVAL, "SharedAccessSignature is empty",
+                NULL, "SAS: only '?'");
+    parse_fails("AccountName=a;SharedAccessSignature=sv=x&sig=SAS SECRET", -EINVAL, NULL, "SECRET",
+                "SAS: space inside");
     parse_fails("AccountName=a;AccountKey=" TEST_KEY64 ";SharedAccessSignature=sv=x&sig=SASSECRET",
                 -EINVAL, "give either AccountKey or SharedAccessSignature, not both", "SASSECRET",
                 "key and SAS");
@@ -267,8 +277,7 @@ static void test_errors(void)
     ok(a.key == NULL && a.sas == NULL && a.name && strcmp(a.name, "a") == 0,
        "no key, no SAS: account without shared secrets");
     account_free(&a);
-    parse_fails("", -EINVAL, "AccountName or TableEndpoint is required", NULL,
-                "empty string");
+    parse_fails("", -EINVAL, "AccountName or TableEndpoint is required", NULL, "empty string");
     parse_fails("DefaultEndpointsProtocol=ftp;AccountName=a;AccountKey=" TEST_KEY64, -EINVAL,
                 "DefaultEndpointsProtocol must be http or https", NULL, "bad protocol");
     parse_fails("AccountName=a;;AccountKey c2VjcmV0LWtleS1mb3ItdGVzdHMx", -EINVAL,
@@ -331,21 +340,24 @@ static void test_files(void)
 
     memset(&a, 0, sizeof(a));
     rc = load_tmp("DefaultEndpointsProtocol=https;AccountName=myacct;AccountKey=" TEST_KEY64
-                  ";EndpointSuffix=core.windows.net\n", 0600, &a, err, sizeof(err));
+                  ";EndpointSuffix=core.windows.net\n",
+                  0600, &a, err, sizeof(err));
     is_int(rc, 0, "file: connection string form, 0600");
     is_str(a.endpoint, "https://myacct.table.core.windows.net", "file: endpoint");
     ok(key_is(&a, TEST_KEY, strlen(TEST_KEY)), "file: key");
     account_free(&a);
 
     rc = load_tmp("# aztfs account\r\nDefaultEndpointsProtocol=https;AccountName=myacct;\r\n"
-                  "AccountKey=" TEST_KEY64 ";\r\n", 0400, &a, err, sizeof(err));
+                  "AccountKey=" TEST_KEY64 ";\r\n",
+                  0400, &a, err, sizeof(err));
     is_int(rc, 0, "file: connection string over several lines, CRLF, 0400");
     is_str(a.name, "myacct", "file: name (multi-line)");
     ok(key_is(&a, TEST_KEY, strlen(TEST_KEY)), "file: key (multi-line)");
     account_free(&a);
 
     rc = load_tmp("# Azure account for aztfs\n\nAccountName = myacct\n   # indented comment\n"
-                  "AccountKey=" TEST_KEY64 "\n\t\nTableEndpoint=https://myacct.table.core.windows.net/\n",
+                  "AccountKey=" TEST_KEY64
+                  "\n\t\nTableEndpoint=https://myacct.table.core.windows.net/\n",
                   0600, &a, err, sizeof(err));
     is_int(rc, 0, "file: one field per line with comments and blank lines");
     is_str(a.name, "myacct", "file: name (per line)");
@@ -357,8 +369,10 @@ static void test_files(void)
     rc = connstr_load_file(path, &a, err, sizeof(err));
     is_int(rc, -EACCES, "file: key in a 0644 file -> -EACCES");
     ok(is_zeroed(&a), "file: account zeroed after -EACCES");
-    snprintf(want, sizeof(want), "config file %s is readable or writable by group or others"
-             " and holds a secret; run chmod 600 %s", path, path);
+    snprintf(want, sizeof(want),
+             "config file %s is readable or writable by group or others"
+             " and holds a secret; run chmod 600 %s",
+             path, path);
     is_str(err, want, "file: -EACCES message names the file and chmod 600");
     ok(strstr(err, TEST_KEY64) == NULL, "file: -EACCES message does not contain the key");
     unlink(path);
@@ -374,14 +388,14 @@ static void test_files(void)
     account_free(&a);
 
     rc = load_tmp("AccountName=devstoreaccount1\nAccountKey=" DEVSTORE_KEY
-                  "\nTableEndpoint=http://127.0.0.1:10002/devstoreaccount1\n", 0644, &a, err,
-                  sizeof(err));
+                  "\nTableEndpoint=http://127.0.0.1:10002/devstoreaccount1\n",
+                  0644, &a, err, sizeof(err));
     is_int(rc, -EACCES, "file: any AccountKey written out, even the public dev key, needs 0600");
     account_free(&a);
 
     rc = load_tmp("AccountName=devstoreaccount1\nAccountKey=" DEVSTORE_KEY
-                  "\nTableEndpoint=http://127.0.0.1:10002/devstoreaccount1\n", 0600, &a, err,
-                  sizeof(err));
+                  "\nTableEndpoint=http://127.0.0.1:10002/devstoreaccount1\n",
+                  0600, &a, err, sizeof(err));
     is_int(rc, 0, "file: the dev key with explicit TableEndpoint at 0600 is accepted");
     is_str(a.base_path, "/devstoreaccount1", "file: explicit Azurite base_path");
     account_free(&a);
@@ -389,7 +403,8 @@ static void test_files(void)
     rc = load_tmp("AccountName=a\nAccountKey\n", 0600, &a, err, sizeof(err));
     is_int(rc, -EINVAL, "file: parse error -> -EINVAL");
     ok(strncmp(err, "config file /tmp/aztfs-test-connstr-", 36) == 0 &&
-       strstr(err, ": segment 2 has no '='") != NULL, "file: parse error names the file (%s)", err);
+           strstr(err, ": segment 2 has no '='") != NULL,
+       "file: parse error names the file (%s)", err);
 
     rc = load_tmp("", 0600, &a, err, sizeof(err));
     is_int(rc, -EINVAL, "file: empty file -> -EINVAL");
@@ -398,7 +413,8 @@ static void test_files(void)
 
     /* sign-in settings: kept by name; a secret among them demands mode 0600 */
     rc = load_tmp("AccountName=a\nAuth=secret\nazure_tenant_id=t1\nAZURE_CLIENT_ID=c1\n"
-                  "AZURE_CLIENT_SECRET=TopSecretClientValue\n", 0600, &a, err, sizeof(err));
+                  "AZURE_CLIENT_SECRET=TopSecretClientValue\n",
+                  0600, &a, err, sizeof(err));
     is_int(rc, 0, "file: sign-in settings parse");
     is_str(a.auth[AS_AUTH], "secret", "file: Auth kept");
     is_str(a.auth[AS_TENANT_ID], "t1", "file: AZURE_TENANT_ID kept (name case-insensitive)");
@@ -451,17 +467,15 @@ static void test_files(void)
 
 static void test_loopback(void)
 {
-    static const struct { const char *ep; int want; } cases[] = {
-        { "http://127.0.0.1:10002/devstoreaccount1", 1 },
-        { "http://127.1.2.3", 1 },
-        { "http://localhost:10002/devstoreaccount1", 1 },
-        { "http://LOCALHOST", 1 },
-        { "http://[::1]:10002/devstoreaccount1", 1 },
-        { "http://127.evil.example.com", 0 },
-        { "http://10.0.0.1:10002/devstoreaccount1", 0 },
-        { "http://localhost.example.com", 0 },
-        { "https://acct.table.core.windows.net", 0 },
-        { "http://[::2]:10002/x", 0 },
+    static const struct {
+        const char *ep;
+        int want;
+    } cases[] = {
+        { "http://127.0.0.1:10002/devstoreaccount1", 1 }, { "http://127.1.2.3", 1 },
+        { "http://localhost:10002/devstoreaccount1", 1 }, { "http://LOCALHOST", 1 },
+        { "http://[::1]:10002/devstoreaccount1", 1 },     { "http://127.evil.example.com", 0 },
+        { "http://10.0.0.1:10002/devstoreaccount1", 0 },  { "http://localhost.example.com", 0 },
+        { "https://acct.table.core.windows.net", 0 },     { "http://[::2]:10002/x", 0 },
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

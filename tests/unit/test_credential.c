@@ -39,8 +39,8 @@ static void test_setup(void)
     enum cred_kind k;
     int rc;
 
-    is_str(cred_scope_for_host("acct.table.core.windows.net"),
-           "https://storage.azure.com/.default", "scope: storage");
+    is_str(cred_scope_for_host("acct.table.core.windows.net"), "https://storage.azure.com/.default",
+           "scope: storage");
     is_str(cred_scope_for_host("acct.table.cosmos.azure.com:443"),
            "https://cosmos.azure.com/.default", "scope: Cosmos DB (port ignored)");
     is_str(cred_scope_for_host("ACCT.TABLE.COSMOSDB.AZURE.COM"),
@@ -50,8 +50,10 @@ static void test_setup(void)
     ok(cred_kind_parse("managed", &k) == 0 && k == CRED_MANAGED, "auth=managed");
     ok(cred_kind_parse("key", &k) == -EINVAL, "auth=key is no Entra credential");
 
-    is_int(make(CRED_MANAGED, &s, &e), 0, "managed identity: the default IMDS (plain http) is "
-           "accepted (%s)", e.msg);
+    is_int(make(CRED_MANAGED, &s, &e), 0,
+           "managed identity: the default IMDS (plain http) is "
+           "accepted (%s)",
+           e.msg);
     rc = make(CRED_SECRET, &s, &e);
     ok(rc == -ENODATA && e.unavailable && strstr(e.msg, "AZURE_CLIENT_SECRET is not set"),
        "secret: missing setting is 'unavailable' (%s)", e.msg);
@@ -74,8 +76,10 @@ static void test_setup(void)
     s.identity_endpoint = "http://10.0.0.1/msi/token";
     s.identity_header = "h";
     rc = make(CRED_MANAGED, &s, &e);
-    ok(rc == -EINVAL && strstr(e.msg, "IDENTITY_ENDPOINT"), "plain http IDENTITY_ENDPOINT off "
-       "loopback refused (%s)", e.msg);
+    ok(rc == -EINVAL && strstr(e.msg, "IDENTITY_ENDPOINT"),
+       "plain http IDENTITY_ENDPOINT off "
+       "loopback refused (%s)",
+       e.msg);
     s.certificate_path = "/nonexistent.pem";
     rc = make(CRED_CERTIFICATE, &s, &e);
     ok(rc == -EINVAL && strstr(e.msg, "/nonexistent.pem"), "certificate: unreadable file (%s)",
@@ -93,7 +97,8 @@ static void write_az(void)
 
     snprintf(path, sizeof(path), "%s/az", dir);
     f = fopen(path, "w");
-    fprintf(f, "#!/bin/sh\n"
+    fprintf(f,
+            "#!/bin/sh\n"
             "echo run >> %s/runs\n"
             "/bin/sleep 0.3\n"
             "if [ -e %s/fail ]; then echo 'ERROR: Please run az login' >&2; exit 1; fi\n"
@@ -149,8 +154,7 @@ static void test_cache(void)
 
     write_az();
     setenv("PATH", dir, 1);
-    rc = credential_new(&cred, CRED_CLI, &s, "https://storage.azure.com/.default", &hc, &quiet,
-                        &e);
+    rc = credential_new(&cred, CRED_CLI, &s, "https://storage.azure.com/.default", &hc, &quiet, &e);
     is_int(rc, 0, "cli credential");
     if (rc < 0 || token_cache_new(&c, cred, NULL, 0, &quiet) < 0)
         return;
@@ -176,8 +180,10 @@ static void test_cache(void)
     snprintf(path, sizeof(path), "%s/fail", dir);
     fclose(fopen(path, "w"));
     rc = token_cache_header(c, &line, &gen, err, sizeof(err));
-    ok(rc < 0 && line == NULL && strstr(err, "az login"), "refused token, failing az: the "
-       "error (%s)", err);
+    ok(rc < 0 && line == NULL && strstr(err, "az login"),
+       "refused token, failing az: the "
+       "error (%s)",
+       err);
     rc = token_cache_header(c, &line, &gen, err, sizeof(err));
     ok(rc < 0 && runs() == 2, "the failure is held: no new run at once");
     unlink(path);

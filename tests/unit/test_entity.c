@@ -24,7 +24,7 @@ static char *render_text(const char *wire_text, int *rc_out, struct entity_error
     }
     rc = entity_render(w, &out, &len, err);
     if (rc == 0 && strlen(out) != len)
-        rc = -998;   /* length mismatch (no NUL in file text expected here) */
+        rc = -998; /* length mismatch (no NUL in file text expected here) */
     *rc_out = rc;
     json_decref(w);
     return out;
@@ -48,8 +48,10 @@ static char *render_value(const char *value_json, const char *type)
     int rc;
 
     if (type)
-        snprintf(wire, sizeof(wire), "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":%s,"
-                 "\"v@odata.type\":\"%s\"}", value_json, type);
+        snprintf(wire, sizeof(wire),
+                 "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":%s,"
+                 "\"v@odata.type\":\"%s\"}",
+                 value_json, type);
     else
         snprintf(wire, sizeof(wire), "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":%s}",
                  value_json);
@@ -91,27 +93,26 @@ static void test_example(void)
         "\"t\":\"2020-01-02T03:04:05Z\",\"t@odata.type\":\"Edm.DateTime\","
         "\"bin\":\"AAEC\",\"bin@odata.type\":\"Edm.Binary\","
         "\"nan\":\"NaN\",\"nan@odata.type\":\"Edm.Double\"}";
-    static const char want[] =
-        "{\n"
-        "  \"PartitionKey\": \"p\",\n"
-        "  \"RowKey\": \"r\",\n"
-        "  \"Timestamp\": \"2026-11-22T08:26:34.9118804Z\",\n"
-        "  \"b\": true,\n"
-        "  \"big\": \"9007199254740993\",\n"
-        "  \"big@odata.type\": \"Edm.Int64\",\n"
-        "  \"bin\": \"AAEC\",\n"
-        "  \"bin@odata.type\": \"Edm.Binary\",\n"
-        "  \"d\": 2.0,\n"
-        "  \"d@odata.type\": \"Edm.Double\",\n"
-        "  \"g\": \"0f8fad5b-d9cb-469f-a165-70867728950e\",\n"
-        "  \"g@odata.type\": \"Edm.Guid\",\n"
-        "  \"n\": 42,\n"
-        "  \"nan\": \"NaN\",\n"
-        "  \"nan@odata.type\": \"Edm.Double\",\n"
-        "  \"s\": \"h\xC3\xA9llo \\\"q\\\"\\n\",\n"
-        "  \"t\": \"2020-01-02T03:04:05Z\",\n"
-        "  \"t@odata.type\": \"Edm.DateTime\"\n"
-        "}\n";
+    static const char want[] = "{\n"
+                               "  \"PartitionKey\": \"p\",\n"
+                               "  \"RowKey\": \"r\",\n"
+                               "  \"Timestamp\": \"2026-11-22T08:26:34.9118804Z\",\n"
+                               "  \"b\": true,\n"
+                               "  \"big\": \"9007199254740993\",\n"
+                               "  \"big@odata.type\": \"Edm.Int64\",\n"
+                               "  \"bin\": \"AAEC\",\n"
+                               "  \"bin@odata.type\": \"Edm.Binary\",\n"
+                               "  \"d\": 2.0,\n"
+                               "  \"d@odata.type\": \"Edm.Double\",\n"
+                               "  \"g\": \"0f8fad5b-d9cb-469f-a165-70867728950e\",\n"
+                               "  \"g@odata.type\": \"Edm.Guid\",\n"
+                               "  \"n\": 42,\n"
+                               "  \"nan\": \"NaN\",\n"
+                               "  \"nan@odata.type\": \"Edm.Double\",\n"
+                               "  \"s\": \"h\xC3\xA9llo \\\"q\\\"\\n\",\n"
+                               "  \"t\": \"2020-01-02T03:04:05Z\",\n"
+                               "  \"t@odata.type\": \"Edm.DateTime\"\n"
+                               "}\n";
     struct entity_error err;
     int rc;
     char *out = render_text(wire, &rc, &err);
@@ -130,11 +131,14 @@ static void test_example(void)
                       "\"s@odata.type\":\"Edm.String\",\"s\":\"x\","
                       "\"i\":7,\"i@odata.type\":\"Edm.Int32\","
                       "\"f\":false,\"f@odata.type\":\"Edm.Boolean\",\"z\":null,"
-                      "\"orphan@odata.type\":\"Edm.Int64\"}", &rc, &err);
-    is_str(out, "{\n  \"PartitionKey\": \"p\",\n  \"RowKey\": \"r\",\n"
-                "  \"Timestamp\": \"2020-01-02T03:04:05Z\",\n"
-                "  \"f\": false,\n  \"i\": 7,\n  \"s\": \"x\"\n}\n",
-           "full metadata: odata.*, Timestamp type, String/Int32/Boolean annotations, null dropped");
+                      "\"orphan@odata.type\":\"Edm.Int64\"}",
+                      &rc, &err);
+    is_str(
+        out,
+        "{\n  \"PartitionKey\": \"p\",\n  \"RowKey\": \"r\",\n"
+        "  \"Timestamp\": \"2020-01-02T03:04:05Z\",\n"
+        "  \"f\": false,\n  \"i\": 7,\n  \"s\": \"x\"\n}\n",
+        "full metadata: odata.*, Timestamp type, String/Int32/Boolean annotations, null dropped");
     free(out);
 }
 
@@ -222,25 +226,29 @@ static void test_doubles(void)
 static void test_order_and_escapes(void)
 {
     struct entity_error err;
-    json_t *w = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i}", "PartitionKey", "p",
-                          "RowKey", "r", "b", 1, "a", 2, "_x", 3, "Z1", 4, "B", 5);
+    json_t *w = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i}", "PartitionKey", "p", "RowKey", "r",
+                          "b", 1, "a", 2, "_x", 3, "Z1", 4, "B", 5);
     char *out = NULL;
     size_t len;
 
     entity_render(w, &out, &len, &err);
-    is_str(out, "{\n  \"PartitionKey\": \"p\",\n  \"RowKey\": \"r\",\n  \"B\": 5,\n  \"Z1\": 4,\n"
-                "  \"_x\": 3,\n  \"a\": 2,\n  \"b\": 1\n}\n", "properties sorted by byte order");
+    is_str(out,
+           "{\n  \"PartitionKey\": \"p\",\n  \"RowKey\": \"r\",\n  \"B\": 5,\n  \"Z1\": 4,\n"
+           "  \"_x\": 3,\n  \"a\": 2,\n  \"b\": 1\n}\n",
+           "properties sorted by byte order");
     free(out);
     json_decref(w);
 
     /* Escapes, including an embedded NUL (JSON_ALLOW_NUL wire strings). */
-    w = json_pack("{s:s, s:s, s:s%}", "PartitionKey", "p\"k", "RowKey", "r\\k",
-                  "s", "q\" b\\ \b\f\n\r\t \x01\x1F/\x7F \xC3\xA9\xF0\x9F\x98\x80 \0z", (size_t)26);
+    w = json_pack("{s:s, s:s, s:s%}", "PartitionKey", "p\"k", "RowKey", "r\\k", "s",
+                  "q\" b\\ \b\f\n\r\t \x01\x1F/\x7F \xC3\xA9\xF0\x9F\x98\x80 \0z", (size_t)26);
     out = NULL;
     entity_render(w, &out, &len, &err);
-    is_str(out, "{\n  \"PartitionKey\": \"p\\\"k\",\n  \"RowKey\": \"r\\\\k\",\n"
-                "  \"s\": \"q\\\" b\\\\ \\b\\f\\n\\r\\t \\u0001\\u001F/\x7F \xC3\xA9\xF0\x9F\x98\x80"
-                " \\u0000z\"\n}\n", "string escapes: only quote, backslash and controls");
+    is_str(out,
+           "{\n  \"PartitionKey\": \"p\\\"k\",\n  \"RowKey\": \"r\\\\k\",\n"
+           "  \"s\": \"q\\\" b\\\\ \\b\\f\\n\\r\\t \\u0001\\u001F/\x7F \xC3\xA9\xF0\x9F\x98\x80"
+           " \\u0000z\"\n}\n",
+           "string escapes: only quote, backslash and controls");
     free(out);
     json_decref(w);
 }
@@ -257,20 +265,23 @@ static void test_render_errors(void)
         { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"abc\",\"v@odata.type\":\"Edm.Int64\"}",
           "Int64 not a number" },
         { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"9223372036854775808\","
-          "\"v@odata.type\":\"Edm.Int64\"}", "Int64 out of range" },
+          "\"v@odata.type\":\"Edm.Int64\"}",
+          "Int64 out of range" },
         { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"1.5\",\"v@odata.type\":\"Edm.Double\"}",
           "Double from a numeric string" },
         { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"nan\",\"v@odata.type\":\"Edm.Double\"}",
           "Double lower-case nan" },
         { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"x\",\"v@odata.type\":\"Edm.Guid\"}",
           "bad Guid" },
-        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"2020\",\"v@odata.type\":\"Edm.DateTime\"}",
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"2020\",\"v@odata.type\":\"Edm."
+          "DateTime\"}",
           "bad DateTime" },
         { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"A\",\"v@odata.type\":\"Edm.Binary\"}",
           "bad Binary" },
         { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":1,\"v@odata.type\":\"Edm.Single\"}",
           "unknown type" },
-        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":2147483648,\"v@odata.type\":\"Edm.Int32\"}",
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":2147483648,\"v@odata.type\":\"Edm."
+          "Int32\"}",
           "Int32 out of range" },
         { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":{}}", "nested object" },
         { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":[1]}", "nested array" },
@@ -336,28 +347,37 @@ static void test_parse_errors(void)
     parse_fails("{\n \"o\": [1]\n}", -EINVAL, 2, "nested", "nested array");
     parse_fails("{\"o\": {}, \"o@odata.type\": \"Edm.String\"}", -EINVAL, 1, "nested",
                 "nested object with a type");
-    parse_fails("{\n \"x\": 1,\n \"age\": \"abc\",\n \"age@odata.type\": \"Edm.Int64\"\n}", -EINVAL, 3,
-                "property 'age': value \"abc\" is not an Edm.Int64", "bad Int64");
+    parse_fails("{\n \"x\": 1,\n \"age\": \"abc\",\n \"age@odata.type\": \"Edm.Int64\"\n}", -EINVAL,
+                3, "property 'age': value \"abc\" is not an Edm.Int64", "bad Int64");
     parse_fails("{\"v\": \"9223372036854775808\", \"v@odata.type\": \"Edm.Int64\"}", -EINVAL, 1,
                 "Edm.Int64", "Int64 overflow");
-    parse_fails("{\"v\": \" 5\", \"v@odata.type\": \"Edm.Int64\"}", -EINVAL, 1, NULL, "Int64 with space");
-    parse_fails("{\"v\": \"+5\", \"v@odata.type\": \"Edm.Int64\"}", -EINVAL, 1, NULL, "Int64 with plus");
-    parse_fails("{\"v\": 1.5, \"v@odata.type\": \"Edm.Int64\"}", -EINVAL, 1, NULL, "Int64 from real");
-    parse_fails("{\"v\": 99999999999999999999}", -EINVAL, 1, "invalid JSON", "bare integer beyond Int64");
+    parse_fails("{\"v\": \" 5\", \"v@odata.type\": \"Edm.Int64\"}", -EINVAL, 1, NULL,
+                "Int64 with space");
+    parse_fails("{\"v\": \"+5\", \"v@odata.type\": \"Edm.Int64\"}", -EINVAL, 1, NULL,
+                "Int64 with plus");
+    parse_fails("{\"v\": 1.5, \"v@odata.type\": \"Edm.Int64\"}", -EINVAL, 1, NULL,
+                "Int64 from real");
+    parse_fails("{\"v\": 99999999999999999999}", -EINVAL, 1, "invalid JSON",
+                "bare integer beyond Int64");
     parse_fails("{\"v\": 2147483648, \"v@odata.type\": \"Edm.Int32\"}", -EINVAL, 1, "Edm.Int32",
                 "Int32 out of range");
-    parse_fails("{\"v\": \"1\", \"v@odata.type\": \"Edm.Int32\"}", -EINVAL, 1, NULL, "Int32 from string");
+    parse_fails("{\"v\": \"1\", \"v@odata.type\": \"Edm.Int32\"}", -EINVAL, 1, NULL,
+                "Int32 from string");
     parse_fails("{\"v\": \"inf\", \"v@odata.type\": \"Edm.Double\"}", -EINVAL, 1, "Edm.Double",
                 "Double 'inf'");
-    parse_fails("{\"v\": true, \"v@odata.type\": \"Edm.Double\"}", -EINVAL, 1, NULL, "Double from bool");
-    parse_fails("{\"v\": 1, \"v@odata.type\": \"Edm.Boolean\"}", -EINVAL, 1, NULL, "Boolean from int");
-    parse_fails("{\"v\": 1, \"v@odata.type\": \"Edm.String\"}", -EINVAL, 1, NULL, "String from int");
+    parse_fails("{\"v\": true, \"v@odata.type\": \"Edm.Double\"}", -EINVAL, 1, NULL,
+                "Double from bool");
+    parse_fails("{\"v\": 1, \"v@odata.type\": \"Edm.Boolean\"}", -EINVAL, 1, NULL,
+                "Boolean from int");
+    parse_fails("{\"v\": 1, \"v@odata.type\": \"Edm.String\"}", -EINVAL, 1, NULL,
+                "String from int");
     parse_fails("{\"v\": \"0f8fad5b-d9cb-469f-a165-70867728950\", \"v@odata.type\": \"Edm.Guid\"}",
                 -EINVAL, 1, "Edm.Guid", "short Guid");
     parse_fails("{\"v\": \"0f8fad5bxd9cb-469f-a165-70867728950e\", \"v@odata.type\": \"Edm.Guid\"}",
                 -EINVAL, 1, NULL, "Guid without dash");
-    parse_fails("{\"v\": \"{0f8fad5b-d9cb-469f-a165-70867728950e}\", \"v@odata.type\": \"Edm.Guid\"}",
-                -EINVAL, 1, NULL, "Guid in braces");
+    parse_fails(
+        "{\"v\": \"{0f8fad5b-d9cb-469f-a165-70867728950e}\", \"v@odata.type\": \"Edm.Guid\"}",
+        -EINVAL, 1, NULL, "Guid in braces");
     parse_fails("{\"v\": \"2020-13-01T00:00:00Z\", \"v@odata.type\": \"Edm.DateTime\"}", -EINVAL, 1,
                 "Edm.DateTime", "DateTime month 13");
     parse_fails("{\"v\": \"yesterday\", \"v@odata.type\": \"Edm.DateTime\"}", -EINVAL, 1, NULL,
@@ -376,7 +396,8 @@ static void test_parse_errors(void)
                 "annotation without its property");
     parse_fails("{\"v\": 1, \"v@odata.type\": \"Edm.Int16\"}", -EINVAL, 1, "Edm type",
                 "unknown type");
-    parse_fails("{\"v\": 1, \"v@odata.type\": 5}", -EINVAL, 1, "must be a string", "type not a string");
+    parse_fails("{\"v\": 1, \"v@odata.type\": 5}", -EINVAL, 1, "must be a string",
+                "type not a string");
     parse_fails("{\"1abc\": 1}", -EINVAL, 1, "not valid", "name starting with a digit");
     parse_fails("{\"a-b\": 1}", -EINVAL, 1, "not valid", "name with '-'");
     parse_fails("{\"a b\": 1}", -EINVAL, 1, "not valid", "name with a space");
@@ -437,13 +458,13 @@ static void test_parse_errors(void)
     json_decref(w);
     free(big);
     big = big_text("{\"b@odata.type\": \"Edm.Binary\", \"b\": \"", "AAAA", 65536 / 3,
-                   "AQ==\"}");   /* 65535 + 1 bytes */
+                   "AQ==\"}"); /* 65535 + 1 bytes */
     w = parse_text(big, &rc, &err);
     is_int(rc, 0, "64 KiB Binary accepted");
     json_decref(w);
     free(big);
     big = big_text("{\"b@odata.type\": \"Edm.Binary\", \"b\": \"", "AAAA", 65536 / 3,
-                   "AAE=\"}");   /* 65535 + 2 bytes */
+                   "AAE=\"}"); /* 65535 + 2 bytes */
     parse_fails(big, -EFBIG, 1, "64 KiB", "64 KiB + 1 Binary");
     free(big);
 }
@@ -459,9 +480,12 @@ static void test_parse_ok(void)
         "  \"Timestamp@odata.type\": \"Edm.DateTime\",\n"
         "  \"i\": 42, \"big\": 3000000000, \"neg\": -3000000000,\n"
         "  \"d\": 2.5, \"d2\": 2, \"d2@odata.type\": \"Edm.Double\",\n"
-        "  \"l\": 5, \"l@odata.type\": \"Edm.Int64\", \"l2\": \"-007\", \"l2@odata.type\": \"Edm.Int64\",\n"
-        "  \"s\": \"x\", \"s@odata.type\": \"Edm.String\", \"i2\": 3, \"i2@odata.type\": \"Edm.Int32\",\n"
-        "  \"b\": false, \"b@odata.type\": \"Edm.Boolean\", \"n\": null, \"n@odata.type\": \"Edm.Int64\",\n"
+        "  \"l\": 5, \"l@odata.type\": \"Edm.Int64\", \"l2\": \"-007\", \"l2@odata.type\": "
+        "\"Edm.Int64\",\n"
+        "  \"s\": \"x\", \"s@odata.type\": \"Edm.String\", \"i2\": 3, \"i2@odata.type\": "
+        "\"Edm.Int32\",\n"
+        "  \"b\": false, \"b@odata.type\": \"Edm.Boolean\", \"n\": null, \"n@odata.type\": "
+        "\"Edm.Int64\",\n"
         "  \"t\": \"2020-01-02T03:04:05+00:00\", \"t@odata.type\": \"Edm.DateTime\",\n"
         "  \"inf\": \"-Infinity\", \"inf@odata.type\": \"Edm.Double\"\n"
         "}\n";
@@ -475,15 +499,12 @@ static void test_parse_ok(void)
     is_str(rk, "rk", "RowKey copied out");
     want = json_pack("{s:i, s:s, s:s, s:s, s:s, s:f, s:s, s:f, s:s, s:s, s:s, s:s, s:s,"
                      " s:s, s:i, s:b, s:s, s:s, s:s, s:s}",
-                     "i", 42, "big", "3000000000", "big@odata.type", "Edm.Int64",
-                     "neg", "-3000000000", "neg@odata.type", "Edm.Int64",
-                     "d", 2.5, "d@odata.type", "Edm.Double",
-                     "d2", 2.0, "d2@odata.type", "Edm.Double",
-                     "l", "5", "l@odata.type", "Edm.Int64",
-                     "l2", "-7", "l2@odata.type", "Edm.Int64",
-                     "s", "x", "i2", 3, "b", 0,
-                     "t", "2020-01-02T03:04:05Z", "t@odata.type", "Edm.DateTime",
-                     "inf", "-Infinity", "inf@odata.type", "Edm.Double");
+                     "i", 42, "big", "3000000000", "big@odata.type", "Edm.Int64", "neg",
+                     "-3000000000", "neg@odata.type", "Edm.Int64", "d", 2.5, "d@odata.type",
+                     "Edm.Double", "d2", 2.0, "d2@odata.type", "Edm.Double", "l", "5",
+                     "l@odata.type", "Edm.Int64", "l2", "-7", "l2@odata.type", "Edm.Int64", "s",
+                     "x", "i2", 3, "b", 0, "t", "2020-01-02T03:04:05Z", "t@odata.type",
+                     "Edm.DateTime", "inf", "-Infinity", "inf@odata.type", "Edm.Double");
     ok(json_equal(w, want), "wire object is canonical");
     got = json_dumps(w, JSON_SORT_KEYS);
     exp = json_dumps(want, JSON_SORT_KEYS);
@@ -570,12 +591,16 @@ static void test_roundtrip(void)
     static const char *fixed[] = {
         "{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}",
         "{\"PartitionKey\":\"\",\"RowKey\":\"\",\"Timestamp\":\"2026-11-22T08:26:34.9118804Z\"}",
-        ("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"s\":\"line1\\nline2\\t\\\"q\\\" \\\\ \\u0001 \\u00e9\","
+        ("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"s\":\"line1\\nline2\\t\\\"q\\\" \\\\ \\u0001 "
+         "\\u00e9\","
          "\"n\":-5,\"b\":true,\"d\":0.1,\"z\":-0.0,\"big\":\"-9223372036854775808\","
          "\"big@odata.type\":\"Edm.Int64\",\"g\":\"0f8fad5b-d9cb-469f-a165-70867728950e\","
-         "\"g@odata.type\":\"Edm.Guid\",\"t\":\"2020-01-02T03:04:05Z\",\"t@odata.type\":\"Edm.DateTime\","
-         "\"bin\":\"AAEC\",\"bin@odata.type\":\"Edm.Binary\",\"x\":\"Infinity\",\"x@odata.type\":\"Edm.Double\"}"),
-        "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"nul\":\"a\\u0000b\",\"tiny\":5e-324,\"huge\":1.7976931348623157e308}",
+         "\"g@odata.type\":\"Edm.Guid\",\"t\":\"2020-01-02T03:04:05Z\",\"t@odata.type\":\"Edm."
+         "DateTime\","
+         "\"bin\":\"AAEC\",\"bin@odata.type\":\"Edm.Binary\",\"x\":\"Infinity\",\"x@odata.type\":"
+         "\"Edm.Double\"}"),
+        "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"nul\":\"a\\u0000b\",\"tiny\":5e-324,\"huge\":1."
+        "7976931348623157e308}",
         ("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"i\":2147483648,\"j\":-2147483648,\"d\":2,"
          "\"d@odata.type\":\"Edm.Double\",\"nan\":\"NaN\",\"nan@odata.type\":\"Edm.Double\"}"),
     };
@@ -632,8 +657,8 @@ static void test_roundtrip(void)
                 json_object_set_new(w, ann, json_string("Edm.DateTime"));
                 break;
             case 6:
-                snprintf(str, sizeof(str), "%08x-0000-4000-8000-%012llx",
-                         (unsigned)rng_next(&s), (unsigned long long)(rng_next(&s) >> 16));
+                snprintf(str, sizeof(str), "%08x-0000-4000-8000-%012llx", (unsigned)rng_next(&s),
+                         (unsigned long long)(rng_next(&s) >> 16));
                 json_object_set_new(w, name, json_string(str));
                 json_object_set_new(w, ann, json_string("Edm.Guid"));
                 break;
@@ -672,20 +697,32 @@ static void test_datetime(void)
         { "9999-12-31T23:59:59.9999999Z", 253402300799LL, 999999900 },
     };
     static const char *bad[] = {
-        "", "2020-01-02", "2020-01-02T03:04:05", "2020-01-02 03:04:05Z",
-        "2020-1-02T03:04:05Z", "2020-02-30T00:00:00Z", "2021-02-29T00:00:00Z",
-        "2020-01-02T24:00:00Z", "2020-01-02T03:60:00Z", "2020-01-02T03:04:60Z",
-        "2020-01-02T03:04:05.Z", "2020-01-02T03:04:05.12345678Z", "2020-01-02T03:04:05+0100",
-        "2020-01-02T03:04:05Zjunk", "0000-01-01T00:00:00Z", "2020-00-10T00:00:00Z",
-        "0001-01-01T00:30:00+01:00", "9999-12-31T23:30:00-01:00",
+        "",
+        "2020-01-02",
+        "2020-01-02T03:04:05",
+        "2020-01-02 03:04:05Z",
+        "2020-1-02T03:04:05Z",
+        "2020-02-30T00:00:00Z",
+        "2021-02-29T00:00:00Z",
+        "2020-01-02T24:00:00Z",
+        "2020-01-02T03:60:00Z",
+        "2020-01-02T03:04:60Z",
+        "2020-01-02T03:04:05.Z",
+        "2020-01-02T03:04:05.12345678Z",
+        "2020-01-02T03:04:05+0100",
+        "2020-01-02T03:04:05Zjunk",
+        "0000-01-01T00:00:00Z",
+        "2020-00-10T00:00:00Z",
+        "0001-01-01T00:30:00+01:00",
+        "9999-12-31T23:30:00-01:00",
     };
     struct timespec ts;
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         int rc = entity_parse_datetime(good[i].s, &ts);
 
-        ok(rc == 0 && ts.tv_sec == good[i].sec && ts.tv_nsec == good[i].nsec,
-           "datetime %s", good[i].s);
+        ok(rc == 0 && ts.tv_sec == good[i].sec && ts.tv_nsec == good[i].nsec, "datetime %s",
+           good[i].s);
     }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         is_int(entity_parse_datetime(bad[i], &ts), -EINVAL, "datetime rejects '%s'", bad[i]);
@@ -846,8 +883,9 @@ static void test_datetime_refused(void)
 
         is_int(rc, -EINVAL, "DateTime %s refused", cases[i].json);
         ok(got == NULL && strstr(err.text, cases[i].why) != NULL &&
-           strstr(err.text, "expected YYYY-MM-DDThh:mm:ss[.fffffff] then Z or +hh:mm") != NULL &&
-           strcmp(err.property, "When") == 0 && err.line == 1,
+               strstr(err.text, "expected YYYY-MM-DDThh:mm:ss[.fffffff] then Z or +hh:mm") !=
+                   NULL &&
+               strcmp(err.property, "When") == 0 && err.line == 1,
            "  reason '%s' and the expected spelling: %s", cases[i].why, err.text);
         free(got);
     }
@@ -869,12 +907,14 @@ static void test_datetime_errors_and_roundtrip(void)
     int rc;
 
     parse_fails("{\n  \"x\": 1,\n  \"When\": \"2020-02-30T00:00:00Z\",\n"
-                "  \"When@odata.type\": \"Edm.DateTime\"\n}\n", -EINVAL, 3,
+                "  \"When@odata.type\": \"Edm.DateTime\"\n}\n",
+                -EINVAL, 3,
                 "property 'When': value \"2020-02-30T00:00:00Z\" is not an Edm.DateTime "
                 "(no such date); expected YYYY-MM-DDThh:mm:ss[.fffffff] then Z or +hh:mm",
                 "DateTime Feb 30: exact reason");
     out = render_text("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"2020-01-02T03:04:05\","
-                      "\"v@odata.type\":\"Edm.DateTime\"}", &rc, &err);
+                      "\"v@odata.type\":\"Edm.DateTime\"}",
+                      &rc, &err);
     is_int(rc, -EINVAL, "render refuses a DateTime without a time zone");
     ok(out == NULL && strstr(err.text, "no time zone") != NULL, "  reason: %s", err.text);
     free(out);
@@ -942,9 +982,8 @@ static void test_datetime_random(void)
         for (int k = 0; k < nfrac; k++)
             frac[k] = (char)('0' + rng_next(&s) % 10);
         frac[nfrac] = '\0';
-        snprintf(in, sizeof(in), "%04d-%02d-%02dT%02d:%02d:%02d%s%s%c%02d:%02d", y, mo, d, h,
-                 mi, sec, nfrac ? "." : "", frac, off < 0 ? '-' : '+', abs(off) / 60,
-                 abs(off) % 60);
+        snprintf(in, sizeof(in), "%04d-%02d-%02dT%02d:%02d:%02d%s%s%c%02d:%02d", y, mo, d, h, mi,
+                 sec, nfrac ? "." : "", frac, off < 0 ? '-' : '+', abs(off) / 60, abs(off) % 60);
         t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
         ut = t - off * 60LL;
         civil_from_days(ut >= 0 ? ut / 86400 : (ut - 86399) / 86400, &uy, &um, &ud);
@@ -960,8 +999,7 @@ static void test_datetime_random(void)
         }
         if (entity_datetime_canonical(in, got, NULL) == 0 && strcmp(got, want) == 0 &&
             entity_parse_datetime(in, &ts) == 0 && entity_parse_datetime(got, &ts2) == 0 &&
-            ts.tv_sec == ts2.tv_sec && ts.tv_nsec == ts2.tv_nsec &&
-            ts.tv_sec == t - off * 60LL)
+            ts.tv_sec == ts2.tv_sec && ts.tv_nsec == ts2.tv_nsec && ts.tv_sec == t - off * 60LL)
             good++;
         else
             printf("# %s: got '%s', want '%s'\n", in, got, want);
@@ -1006,8 +1044,8 @@ static void test_wire_digest(void)
                       "\"Timestamp\":\"2026-01-01T00:00:00Z\",\"d\":1.0,\"n\":5,"
                       "\"s\":\"x\",\"z\":null}";
 
-    is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\",\"d@odata.type\":\"Edm.Double\",\"d\":1.0}"),
-           1, "digest: system members, null and the Double annotation change nothing");
+    is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\",\"d@odata.type\":\"Edm.Double\",\"d\":1.0}"), 1,
+           "digest: system members, null and the Double annotation change nothing");
     is_int(same_digest(svc, "{\"n\":\"5\",\"n@odata.type\":\"Edm.Int64\",\"s\":\"x\",\"d\":1.0}"),
            0, "digest: Int32 5 and Int64 5 differ");
     is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\",\"d\":1.5}"), 0, "digest: values differ");

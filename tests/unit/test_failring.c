@@ -21,8 +21,9 @@ static json_t *parsed(struct failring *r, size_t max)
 static void test_empty_and_fields(void)
 {
     struct failring *r = failring_new();
-    struct failure f = { "save", "/t/p/a.json", ESTALE, 412, "UpdateConditionNotSatisfied",
-                         "changed since read" };
+    struct failure f = {
+        "save", "/t/p/a.json", ESTALE, 412, "UpdateConditionNotSatisfied", "changed since read"
+    };
     json_t *j, *e;
 
     j = parsed(r, 65536);
@@ -39,8 +40,7 @@ static void test_empty_and_fields(void)
     is_int(json_integer_value(json_object_get(e, "errno")), ESTALE, "errno");
     is_str(json_string_value(json_object_get(e, "error")), "ESTALE", "errno's name");
     is_int(json_integer_value(json_object_get(e, "http_status")), 412, "http_status");
-    is_str(json_string_value(json_object_get(e, "code")), "UpdateConditionNotSatisfied",
-           "code");
+    is_str(json_string_value(json_object_get(e, "code")), "UpdateConditionNotSatisfied", "code");
     ok(strlen(json_string_value(json_object_get(e, "time"))) == 20, "time, UTC to the second");
     e = json_array_get(json_object_get(j, "recent"), 1);
     ok(!json_object_get(e, "http_status") && !json_object_get(e, "code"),
@@ -49,7 +49,7 @@ static void test_empty_and_fields(void)
            "message defaults to strerror");
     is_int(failring_count(r), 2, "count");
     json_decref(j);
-    failring_add(NULL, &f);     /* no ring: nothing happens */
+    failring_add(NULL, &f); /* no ring: nothing happens */
     failring_free(r);
 }
 
@@ -65,21 +65,18 @@ static void test_bounded(void)
     }
     j = parsed(r, 65536);
     recent = json_object_get(j, "recent");
-    is_int(json_integer_value(json_object_get(j, "failures")), FAILRING_SIZE + 8,
-           "all counted");
+    is_int(json_integer_value(json_object_get(j, "failures")), FAILRING_SIZE + 8, "all counted");
     is_int(json_array_size(recent), FAILRING_SIZE, "only the last FAILRING_SIZE kept");
-    is_str(json_string_value(json_object_get(json_array_get(recent, 0), "path")),
-           "/t/p/8.json", "oldest kept first");
+    is_str(json_string_value(json_object_get(json_array_get(recent, 0), "path")), "/t/p/8.json",
+           "oldest kept first");
     json_decref(j);
     text = failring_json(r, 600);
     ok(text && strlen(text) <= 600, "max_bytes: the oldest are left out to fit");
     j = text ? json_loads(text, 0, NULL) : NULL;
     recent = json_object_get(j, "recent");
-    ok(json_array_size(recent) > 0 && json_array_size(recent) < FAILRING_SIZE,
-       "some, not all");
-    is_str(json_string_value(json_object_get(json_array_get(recent,
-                                                            json_array_size(recent) - 1),
-                                             "path")),
+    ok(json_array_size(recent) > 0 && json_array_size(recent) < FAILRING_SIZE, "some, not all");
+    is_str(json_string_value(
+               json_object_get(json_array_get(recent, json_array_size(recent) - 1), "path")),
            "/t/p/39.json", "the newest kept");
     json_decref(j);
     free(text);

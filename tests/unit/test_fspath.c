@@ -41,7 +41,7 @@ static void test_kinds(void)
     is_int(fspath_parse("/Customers/p/.json", &fp), -EINVAL,
            "bare .json is refused: neither scratch nor the empty key");
     ok(fspath_invalid_reason("/Customers/p/.json") != NULL &&
-       strstr(fspath_invalid_reason("/Customers/p/.json"), "%.json") != NULL,
+           strstr(fspath_invalid_reason("/Customers/p/.json"), "%.json") != NULL,
        "the reason names %%.json");
     is_int(fspath_parse("/Customers/p/%.json", &fp), 0, "%%.json parses");
     is_str(fp.rk, "", "%%.json is the empty row key");
@@ -343,8 +343,7 @@ static void test_views(void)
     is_int(fspath_parse("/t12/EU/.where/F/x/r.json", &fp), -ENOENT,
            "no partitions under a partition's view");
     is_int(fspath_parse("/t12/.where/F/EU/r.json/x", &fp), -ENOENT, "six components");
-    is_int(fspath_parse("/t12/.where/F/EU/notes.txt", &fp), -ENOENT,
-           "no scratch files in a view");
+    is_int(fspath_parse("/t12/.where/F/EU/notes.txt", &fp), -ENOENT, "no scratch files in a view");
     is_int(fspath_parse("/t12/.where/50%", &fp), -EINVAL, "a bare percent in a filter");
     ok(fspath_invalid_reason("/t12/.where/50%") != NULL, "with a reason");
     is_int(fspath_parse("/t12/.where/%", &fp), -EINVAL, "the empty filter (a lone percent)");

@@ -34,9 +34,9 @@ struct step {
 
 #define SCRIPT_MAX 8
 
-static struct step steps[SCRIPT_MAX];  /* the last step repeats (httpd.lock) */
+static struct step steps[SCRIPT_MAX]; /* the last step repeats (httpd.lock) */
 static int nsteps;
-static char last_method[16];           /* of the last request (httpd.lock) */
+static char last_method[16]; /* of the last request (httpd.lock) */
 
 /* From now on answer the requests with STEPS_ (N of them), counting anew. */
 static void script(const struct step *steps_, int n)
@@ -72,9 +72,12 @@ static char url[64];
 /* The defaults of these tests: retries a few milliseconds apart. */
 static struct http_config config(int max_retries)
 {
-    return (struct http_config){ .connect_timeout_ms = 500, .request_timeout_ms = 1000,
-                                 .max_retries = max_retries, .retry_base_ms = 2,
-                                 .retry_max_ms = 4, .retry_deadline_ms = 2000 };
+    return (struct http_config){ .connect_timeout_ms = 500,
+                                 .request_timeout_ms = 1000,
+                                 .max_retries = max_retries,
+                                 .retry_base_ms = 2,
+                                 .retry_max_ms = 4,
+                                 .retry_deadline_ms = 2000 };
 }
 
 static double now_ms(void)
@@ -89,13 +92,17 @@ static double now_ms(void)
  * of CFG to URL_; the response in *RESP (cleared by the caller), the time
  * it took in *MS (MS may be NULL). Returns http_perform's answer. */
 static int perform(const struct http_config *cfg, const char *method, const char *url_,
-                   int (*settle)(void *, const struct http_response *),
-                   struct http_response *resp, double *ms)
+                   int (*settle)(void *, const struct http_response *), struct http_response *resp,
+                   double *ms)
 {
     static const char *const headers[] = { "x-ms-version: 2019-02-02", NULL };
     struct http_request req = {
-        .method = method, .url = url_, .headers = headers, .log_what = "test",
-        .body = strcmp(method, "GET") ? "{}" : NULL, .body_len = strcmp(method, "GET") ? 2 : 0,
+        .method = method,
+        .url = url_,
+        .headers = headers,
+        .log_what = "test",
+        .body = strcmp(method, "GET") ? "{}" : NULL,
+        .body_len = strcmp(method, "GET") ? 2 : 0,
         .settle = settle,
     };
     struct http_pool *pool = NULL;
@@ -112,8 +119,9 @@ static int perform(const struct http_config *cfg, const char *method, const char
     return rc;
 }
 
-#define STEPS(...) (const struct step[]){ __VA_ARGS__ }, \
-    (int)(sizeof((const struct step[]){ __VA_ARGS__ }) / sizeof(struct step))
+#define STEPS(...)                        \
+    (const struct step[]){ __VA_ARGS__ }, \
+        (int)(sizeof((const struct step[]){ __VA_ARGS__ }) / sizeof(struct step))
 
 /* --- retries ---------------------------------------------------------------- */
 
@@ -191,8 +199,7 @@ static void test_max_retries(void)
     cfg = config(-1);
     script(STEPS({ 503, NULL, 0 }, { 200, NULL, 0 }));
     perform(&cfg, "GET", url, NULL, &r, NULL);
-    ok(r.status == 503 && r.attempts == 1 && httpd_seen() == 1,
-       "max_retries -1: one attempt");
+    ok(r.status == 503 && r.attempts == 1 && httpd_seen() == 1, "max_retries -1: one attempt");
     http_response_clear(&r);
 }
 
@@ -223,8 +230,10 @@ static void test_deadline(void)
 static void test_retry_after(void)
 {
     static const char *const soon[] = {
-        "Retry-After: 0\r\n", "Retry-After: Thu, 01 Jan 2015 00:00:00 GMT\r\n",
-        "Retry-After: -5\r\n", "Retry-After: soon\r\n",
+        "Retry-After: 0\r\n",
+        "Retry-After: Thu, 01 Jan 2015 00:00:00 GMT\r\n",
+        "Retry-After: -5\r\n",
+        "Retry-After: soon\r\n",
     };
     struct http_config cfg = config(3);
     struct http_response r;
@@ -273,7 +282,7 @@ static void test_no_answer(void)
     is_int(atomic_load(&stats.transport_errors), 3, "stats: three transport errors");
     http_response_clear(&r);
 
-    close(fd);                  /* nobody listens on PORT now */
+    close(fd); /* nobody listens on PORT now */
     snprintf(refused, sizeof(refused), "http://127.0.0.1:%d/t", port);
     is_int(perform(&cfg, "PUT", refused, NULL, &r, NULL), -EIO, "refused: -EIO");
     ok(r.status == 0 && r.attempts == 3, "refused: three attempts");
@@ -332,8 +341,7 @@ static void test_settle(void)
         is_int(perform(&cfg, "PUT", url, settle, &r, NULL), 0, "settle %d: 0", answer[i]);
         is_int(settle_calls, 1, "settle %d: asked once, after the 503", answer[i]);
         if (answer[i] == 1)
-            ok(r.settled && r.attempts == 1 && httpd_seen() == 1,
-               "applied: settled, no retry");
+            ok(r.settled && r.attempts == 1 && httpd_seen() == 1, "applied: settled, no retry");
         else
             ok(!r.settled && r.status == 204 && r.attempts == 2 && r.resent == (answer[i] < 0),
                "settle %d: retried, resent %d", answer[i], answer[i] < 0);

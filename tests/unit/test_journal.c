@@ -54,7 +54,7 @@ static void test_open_and_lock(void)
     is_int(journal_open(dir, "wb.journal", 0, &quiet, &j), 0,
            "open again after close (lock released)");
     journal_close(j);
-    journal_close(NULL);        /* must do nothing */
+    journal_close(NULL); /* must do nothing */
     free(dir);
     free(a);
     free(ab);
@@ -183,11 +183,11 @@ out:
  * new file after what BUILD returned). */
 struct race {
     struct journal *j;
-    json_t *rec, *built;        /* appended by the racer; returned by BUILD */
+    json_t *rec, *built; /* appended by the racer; returned by BUILD */
     pthread_t tid;
     int started, waited, rc;
-    atomic_int state;           /* 1: about to append; 2: the append returned */
-    atomic_long lwp;            /* the racer's thread id */
+    atomic_int state; /* 1: about to append; 2: the append returned */
+    atomic_long lwp;  /* the racer's thread id */
     uint64_t lsn;
 };
 
@@ -274,7 +274,7 @@ struct writer {
     pthread_t tid;
     struct journal *j;
     int t;
-    int failures;       /* append or sync not 0, or an LSN not increasing */
+    int failures; /* append or sync not 0, or an LSN not increasing */
 };
 
 /* Append PER_THREAD records, each made durable before the next. */
@@ -330,7 +330,7 @@ static void test_concurrency(void)
     is_int(jt_read(j, &got, &d), 0, "read back");
     ok(d.torn == 0 && d.damaged == 0 && d.foreign == 0, "no damage");
     is_int(got ? json_array_size(got) : 0, THREADS * PER_THREAD, "all records read back");
-    json_array_foreach(got, i, rec) {
+    json_array_foreach (got, i, rec) {
         json_int_t t = json_integer_value(json_object_get(rec, "t"));
         json_int_t k = json_integer_value(json_object_get(rec, "k"));
 
@@ -382,8 +382,7 @@ out:
 }
 
 /* Try to append REC to J: it must be refused with WANT, nothing appended. */
-static void refused(struct journal *j, const char *file, json_t *rec, int want,
-                    const char *what)
+static void refused(struct journal *j, const char *file, json_t *rec, int want, const char *what)
 {
     uint64_t size = journal_size(j), lsn = 77;
     size_t before = 0, after = 0;
@@ -430,7 +429,7 @@ static void test_append_array(void)
     is_int(journal_open(dir, "j", 0, &quiet, &j), 0, "reopen");
     is_int(j ? jt_read(j, &got, NULL) : -1, 0, "read");
     ok(got && json_array_size(got) == 6 &&
-       json_integer_value(json_object_get(json_array_get(got, 5), "n")) == 2,
+           json_integer_value(json_object_get(json_array_get(got, 5), "n")) == 2,
        "the two arrays of 3, nothing of the refused ones");
 out:
     json_decref(got);
@@ -463,14 +462,14 @@ static void symlink_refused(const char *sub, const char *name, const char *targe
     int rc;
 
     before = jt_slurp(target, &blen);
-    ok(mkdir(dir, 0700) == 0 && asprintf(&at, "%s/%s", dir, name) > 0 &&
-       symlink(target, at) == 0, "a symlink at %s to %s", name,
-       before ? "a file" : "nothing (dangling)");
+    ok(mkdir(dir, 0700) == 0 && asprintf(&at, "%s/%s", dir, name) > 0 && symlink(target, at) == 0,
+       "a symlink at %s to %s", name, before ? "a file" : "nothing (dangling)");
     rc = try_open(sub, 0);
     ok(rc == -ELOOP || rc == -EACCES, "journal_open refuses a symlink at %s (%d)", name, rc);
     after = jt_slurp(target, &alen);
-    ok(before ? after && alen == blen && memcmp(before, after, blen) == 0 &&
-       jt_mode(target) == 0644 : !after && errno == ENOENT,
+    ok(before ?
+           after && alen == blen && memcmp(before, after, blen) == 0 && jt_mode(target) == 0644 :
+           !after && errno == ENOENT,
        "its target %s", before ? "is untouched" : "is not made");
     free(before);
     free(after);
@@ -610,7 +609,7 @@ static void test_broken(void)
        "a record appended and synced");
     signal(SIGXFSZ, SIG_IGN);
     lim = was;
-    lim.rlim_cur = 65536;           /* the big record is written across it */
+    lim.rlim_cur = 65536; /* the big record is written across it */
     if (setrlimit(RLIMIT_FSIZE, &lim) == 0) {
         rc = journal_append(j, bigrec, &lsn2);
         setrlimit(RLIMIT_FSIZE, &was);
@@ -630,7 +629,8 @@ static void test_broken(void)
     is_int(rc, -EFBIG, "a rewrite whose write fails: -EFBIG");
     is_int(jt_count_names(dir, "j.tmp-", 0), 0, "its temporary file removed");
     is_int(jt_read(j, &got, NULL), 0, "read");
-    ok(got && json_equal(got, live), "the file as it was: the live records and the one after "
+    ok(got && json_equal(got, live),
+       "the file as it was: the live records and the one after "
        "the rewrite");
 out:
     json_decref(got);

@@ -30,15 +30,15 @@ struct fixture {
     char *dir, *file;
     struct logger lg;
     struct journal *j;
-    json_t *recs;                   /* the NREC records, in order */
-    char *content;                  /* the file's bytes, zeros grown ahead left out */
+    json_t *recs;  /* the NREC records, in order */
+    char *content; /* the file's bytes, zeros grown ahead left out */
     size_t len;
-    size_t start[NREC + 1];         /* record i is content[start[i] .. start[i + 1]) */
+    size_t start[NREC + 1]; /* record i is content[start[i] .. start[i + 1]) */
 };
 
 /* What a reading of damaged bytes must give. */
 struct expect {
-    json_t *recs;                   /* handed to FN, in order (borrowed) */
+    json_t *recs; /* handed to FN, in order (borrowed) */
     unsigned torn, damaged, foreign;
 };
 
@@ -79,8 +79,10 @@ static int fixture_make(struct fixture *f, const char *sub, struct failring *rin
         at += n;
     }
     f->start[NREC] = at;
-    ok(same && at == f->len, "the file holds each record as \"HMAC-SHA256(key, JSON) in 32 "
-       "hex, space, JSON, newline\" (%zu bytes)", f->len);
+    ok(same && at == f->len,
+       "the file holds each record as \"HMAC-SHA256(key, JSON) in 32 "
+       "hex, space, JSON, newline\" (%zu bytes)",
+       f->len);
     rc = same && at == f->len ? 0 : -1;
 out:
     for (int i = 0; i < NREC; i++)
@@ -104,7 +106,7 @@ static void ns_of(const json_t *arr, char *out, size_t outlen)
     json_t *r;
 
     out[0] = '\0';
-    json_array_foreach(arr, i, r)
+    json_array_foreach (arr, i, r)
         if (at < outlen)
             at += (size_t)snprintf(out + at, outlen - at, "%s%lld", i ? "," : "",
                                    (long long)json_integer_value(json_object_get(r, "n")));
@@ -134,14 +136,16 @@ static int check_read(struct fixture *f, const char *data, size_t len, size_t ze
     links = jt_count_names(f->dir, "j.damaged-", 1);
     added = failring_count(f->lg.failures) - before;
     fine = rc == 0 && got && json_equal(got, e->recs) && d.torn == e->torn &&
-        d.damaged == e->damaged && d.foreign == e->foreign &&
-        links == (e->damaged || e->foreign) && added == e->damaged + e->foreign;
+        d.damaged == e->damaged && d.foreign == e->foreign && links == (e->damaged || e->foreign) &&
+        added == e->damaged + e->foreign;
     if (!fine) {
         ns_of(got, got_ns, sizeof(got_ns));
         ns_of(e->recs, want_ns, sizeof(want_ns));
-        snprintf(why, whylen, "rc %d, records [%s] want [%s], torn/damaged/foreign %u/%u/%u "
-                 "want %u/%u/%u, %d link(s), %lu in the ring", rc, got_ns, want_ns, d.torn,
-                 d.damaged, d.foreign, e->torn, e->damaged, e->foreign, links, added);
+        snprintf(why, whylen,
+                 "rc %d, records [%s] want [%s], torn/damaged/foreign %u/%u/%u "
+                 "want %u/%u/%u, %d link(s), %lu in the ring",
+                 rc, got_ns, want_ns, d.torn, d.damaged, d.foreign, e->torn, e->damaged, e->foreign,
+                 links, added);
     }
     json_decref(got);
     return fine;
@@ -180,8 +184,7 @@ static int has_record_form(const char *d, size_t avail, size_t hex)
     int yes;
 
     /* strspn stops at the newline at the latest */
-    if (!nl || (size_t)(nl - d) < hex + 2 || strspn(d, "0123456789abcdef") != hex ||
-        d[hex] != ' ')
+    if (!nl || (size_t)(nl - d) < hex + 2 || strspn(d, "0123456789abcdef") != hex || d[hex] != ' ')
         return 0;
     o = json_loadb(d + hex + 1, (size_t)(nl - d) - hex - 1, 0, NULL);
     yes = json_is_object(o);
@@ -244,8 +247,10 @@ static void test_every_byte(struct fixture *f, int how)
                    names[how], why);
         json_decref(e.recs);
     }
-    ok(copy && bad == 0, "one byte %s, at every one of the %zu offsets: exactly the other "
-       "records, one stretch counted (%zu offsets wrong)", names[how], f->len, bad);
+    ok(copy && bad == 0,
+       "one byte %s, at every one of the %zu offsets: exactly the other "
+       "records, one stretch counted (%zu offsets wrong)",
+       names[how], f->len, bad);
     free(copy);
 }
 
@@ -267,14 +272,15 @@ static void test_every_cut(struct fixture *f, int zeroed)
             boundary |= f->start[i] == l;
         }
         e = (struct expect){ recs_but(f, missing), !boundary && l < f->len, 0, 0 };
-        if (!check_read(f, f->content, l, zeroed ? f->len - l + 100 : 0, &e, why, sizeof(why))
-            && ++bad <= 6)
+        if (!check_read(f, f->content, l, zeroed ? f->len - l + 100 : 0, &e, why, sizeof(why)) &&
+            ++bad <= 6)
             printf("# cut at %zu: %s\n", l, why);
         json_decref(e.recs);
     }
-    ok(bad == 0, "the file cut at every one of %zu offsets%s: the whole records before the "
-       "cut, one torn stretch, no damage (%zu wrong)", f->len + 1,
-       zeroed ? " (zeros after the cut)" : "", bad);
+    ok(bad == 0,
+       "the file cut at every one of %zu offsets%s: the whole records before the "
+       "cut, one torn stretch, no damage (%zu wrong)",
+       f->len + 1, zeroed ? " (zeros after the cut)" : "", bad);
 }
 
 /* Zeros at the end of any length are space grown ahead; zeros over a
@@ -284,12 +290,18 @@ static void test_zeros(struct fixture *f)
 {
     static const size_t tails[] = { 1, 2, 4095, 4096, 65536, 3 * 65536 + 7 };
     /* from record RA's byte OA to record RB's byte OB; MISSING: lost records */
-    static const struct { int ra; size_t oa; int rb; size_t ob; unsigned missing; } mid[] = {
-        { 1, 0, 3, 0, 0x06 },       /* records 1 and 2 whole */
-        { 1, 40, 3, 40, 0x0e },     /* from inside 1's JSON to inside 3's */
-        { 0, 0, 1, 0, 0x01 },       /* the first record */
-        { 2, 33, 2, 34, 0x04 },     /* one byte: the '{' */
-        { 1, 50, 4, 33, 0x1e },     /* into the last record: all after it is torn */
+    static const struct {
+        int ra;
+        size_t oa;
+        int rb;
+        size_t ob;
+        unsigned missing;
+    } mid[] = {
+        { 1, 0, 3, 0, 0x06 },   /* records 1 and 2 whole */
+        { 1, 40, 3, 40, 0x0e }, /* from inside 1's JSON to inside 3's */
+        { 0, 0, 1, 0, 0x01 },   /* the first record */
+        { 2, 33, 2, 34, 0x04 }, /* one byte: the '{' */
+        { 1, 50, 4, 33, 0x1e }, /* into the last record: all after it is torn */
     };
     char *copy = malloc(f->len), name[160];
 
@@ -308,8 +320,10 @@ static void test_zeros(struct fixture *f)
 
         memcpy(copy, f->content, f->len);
         memset(copy + a, 0, b - a);
-        snprintf(name, sizeof(name), "zeros over bytes %zu..%zu: the records around them read,"
-                 " one %s stretch", a, b, last ? "torn" : "damaged");
+        snprintf(name, sizeof(name),
+                 "zeros over bytes %zu..%zu: the records around them read,"
+                 " one %s stretch",
+                 a, b, last ? "torn" : "damaged");
         expect_read(f, copy, f->len, 64, &e, name);
         json_decref(e.recs);
     }
@@ -359,11 +373,11 @@ static void test_kept_copy(struct fixture *f, const char *data, size_t len)
        "damage written and read");
     kept_name(f->dir, kept, sizeof(kept));
     ok(strlen(kept) == 10 + 16 && strspn(kept + 10, "0123456789") == 8 && kept[18] == 'T' &&
-       strspn(kept + 19, "0123456789") == 6 && kept[25] == 'Z',
+           strspn(kept + 19, "0123456789") == 6 && kept[25] == 'Z',
        "kept under the name j.damaged-YYYYMMDDTHHMMSSZ (%s)", kept);
     ok(kept[0] && asprintf(&k, "%s/%s", f->dir, kept) > 0 && stat(k, &b) == 0 &&
-       stat(f->file, &a) == 0 && a.st_ino != b.st_ino && a.st_nlink == 1 &&
-       b.st_nlink == 1 && (b.st_mode & 0777) == 0600 && jt_same_bytes(k, f->file),
+           stat(f->file, &a) == 0 && a.st_ino != b.st_ino && a.st_nlink == 1 && b.st_nlink == 1 &&
+           (b.st_mode & 0777) == 0600 && jt_same_bytes(k, f->file),
        "the kept name is a 0600 copy of the journal file, which keeps one link");
     free(k);
     jt_count_names(f->dir, "j.damaged-", 1);
@@ -391,8 +405,10 @@ static void test_forged(struct fixture *f)
         struct expect e = { want, 0, 0, 1 };
 
         d = with_line(f, forged, at, &len);
-        snprintf(name, sizeof(name), "a record made with another key before record %d: "
-                 "foreign, never handed", at);
+        snprintf(name, sizeof(name),
+                 "a record made with another key before record %d: "
+                 "foreign, never handed",
+                 at);
         expect_read(f, d, len, 64, &e, name);
         free(d);
     }
@@ -403,7 +419,8 @@ static void test_forged(struct fixture *f)
     if (json_array_insert(want, 2, r9) == 0) {
         struct expect e = { want, 0, 0, 0 };
 
-        expect_read(f, d, len, 0, &e, "the same record made with the journal's key is read, "
+        expect_read(f, d, len, 0, &e,
+                    "the same record made with the journal's key is read, "
                     "in its place");
     }
     free(d);
@@ -428,7 +445,7 @@ static void test_reopen_kept(struct fixture *f)
 
     d = with_line(f, forged, 2, &len);
     ok(d && jt_spill(f->file, "wb", d, len) == 0 && jt_read(f->j, &got, &dmg) == 0 &&
-       dmg.foreign == 1 && jt_count_names(f->dir, "j.damaged-", 0) == 1,
+           dmg.foreign == 1 && jt_count_names(f->dir, "j.damaged-", 0) == 1,
        "a foreign record read: the file kept as j.damaged-*");
     json_decref(got);
     got = NULL;
@@ -441,7 +458,8 @@ static void test_reopen_kept(struct fixture *f)
         rc = journal_open(f->dir, "j", 0, &f->lg, &f->j);
     }
     ok(rc == 0 && jt_read(f->j, &got, &dmg) == 0 && got && json_array_size(got) == NREC &&
-       dmg.foreign == 1, "and its records are read again");
+           dmg.foreign == 1,
+       "and its records are read again");
     jt_count_names(f->dir, "j.damaged-", 1);
     json_decref(got);
     free(forged);
@@ -467,8 +485,9 @@ static void test_torn_then_rewrite(void)
      * newline added after them */
     for (int i = 0; three && i < 3; i++)
         json_array_append_new(three, jt_record(i));
-    ok(three && journal_open(dir, "j", 0, &quiet, &j) == 0 &&
-       journal_append(j, three, &lsn) == 0 && journal_sync(j, lsn) == 0, "3 records");
+    ok(three && journal_open(dir, "j", 0, &quiet, &j) == 0 && journal_append(j, three, &lsn) == 0 &&
+           journal_sync(j, lsn) == 0,
+       "3 records");
     journal_close(j);
     j = NULL;
     data = jt_records_of(file, &len);
@@ -483,11 +502,11 @@ static void test_torn_then_rewrite(void)
     if (!j)
         goto out;
     is_int(jt_read(j, &got, &d), 0, "read");
-    ok(d.torn == 1 && d.damaged == 1 && d.foreign == 0, "1 torn, 1 damaged (%u, %u, %u)",
-       d.torn, d.damaged, d.foreign);
+    ok(d.torn == 1 && d.damaged == 1 && d.foreign == 0, "1 torn, 1 damaged (%u, %u, %u)", d.torn,
+       d.damaged, d.foreign);
     ok(got && json_array_size(got) == 2 &&
-       json_integer_value(json_object_get(json_array_get(got, 0), "n")) == 0 &&
-       json_integer_value(json_object_get(json_array_get(got, 1), "n")) == 2,
+           json_integer_value(json_object_get(json_array_get(got, 0), "n")) == 0 &&
+           json_integer_value(json_object_get(json_array_get(got, 1), "n")) == 2,
        "records 0 and 2 handed, in order");
     jt_count_names(dir, "j.damaged-", 1);
     is_int(journal_rewrite(j, jt_build_array, got), 0, "rewrite with the good records");
@@ -571,8 +590,8 @@ static void test_legacy(struct failring *ring)
     if (!j)
         goto out;
     is_int(jt_read(j, &got, &d), 0, "read");
-    ok(got && json_array_size(got) == 1 && json_equal(json_array_get(got, 0),
-                                                      json_array_get(want, 3)),
+    ok(got && json_array_size(got) == 1 &&
+           json_equal(json_array_get(got, 0), json_array_get(want, 3)),
        "only the keyed record is handed");
     ok(d.foreign == 4 && d.damaged == 0 && d.torn == 0,
        "the 4 unkeyed lines are foreign (foreign %u damaged %u torn %u)", d.foreign, d.damaged,
@@ -607,7 +626,8 @@ static void test_key_gone(void)
     is_int(rename(saved, key), 0, "the key put back");
     is_int(journal_open(dir, "j", 0, &lg, &j), 0, "open with the key");
     ok(j && jt_read(j, &got, NULL) == 0 && json_array_size(got) == 1 &&
-       json_equal(json_array_get(got, 0), r), "the record is read");
+           json_equal(json_array_get(got, 0), r),
+       "the record is read");
     json_decref(got);
     json_decref(r);
     journal_close(j);

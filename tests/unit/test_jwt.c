@@ -52,8 +52,7 @@ static char *write_pem(const char *name, X509 *cert, EVP_PKEY *key, const char *
     if (cert)
         PEM_write_X509(f, cert);
     if (key)
-        PEM_write_PrivateKey(f, key, pass ? EVP_aes_256_cbc() : NULL, NULL, 0, NULL,
-                             (void *)pass);
+        PEM_write_PrivateKey(f, key, pass ? EVP_aes_256_cbc() : NULL, NULL, 0, NULL, (void *)pass);
     fclose(f);
     return path;
 }
@@ -108,8 +107,7 @@ static void check_assertion(struct jwt_signer *s, X509 *cert, const char *x5t_wa
     size_t siglen;
     int rc;
 
-    rc = jwt_client_assertion(s, "client-1", "https://login.example/t/oauth2/v2.0/token", NOW,
-                              &a);
+    rc = jwt_client_assertion(s, "client-1", "https://login.example/t/oauth2/v2.0/token", NOW, &a);
     is_int(rc, 0, "assertion: made");
     dot1 = strchr(a, '.');
     dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
@@ -135,12 +133,12 @@ static void check_assertion(struct jwt_signer *s, X509 *cert, const char *x5t_wa
     sig = (unsigned char *)unb64url(dot2 + 1, strlen(dot2 + 1));
     siglen = (strlen(dot2 + 1) * 3) / 4;
     rc = EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, X509_get0_pubkey(cert)) == 1 &&
-         EVP_DigestVerify(md, sig, siglen, (const unsigned char *)a, (size_t)(dot2 - a)) == 1;
+        EVP_DigestVerify(md, sig, siglen, (const unsigned char *)a, (size_t)(dot2 - a)) == 1;
     ok(rc, "signature: verifies with the certificate's public key (RS256)");
-    a[dot2 - a - 1] ^= 1;                /* tamper with the claims */
+    a[dot2 - a - 1] ^= 1; /* tamper with the claims */
     EVP_MD_CTX_reset(md);
     rc = EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, X509_get0_pubkey(cert)) == 1 &&
-         EVP_DigestVerify(md, sig, siglen, (const unsigned char *)a, (size_t)(dot2 - a)) == 1;
+        EVP_DigestVerify(md, sig, siglen, (const unsigned char *)a, (size_t)(dot2 - a)) == 1;
     ok(!rc, "signature: a changed claim does not verify");
     EVP_MD_CTX_free(md);
     json_decref(h);
@@ -174,20 +172,17 @@ static void test_signer(void)
     rc = jwt_signer_load(write_pem("enc.pem", cert, key, "pa55"), "pa55", &s, err, sizeof(err));
     is_int(rc, 0, "load: encrypted key with its password");
     jwt_signer_free(s);
-    rc = jwt_signer_load(write_pem("enc2.pem", cert, key, "pa55"), "wrong", &s, err,
-                         sizeof(err));
+    rc = jwt_signer_load(write_pem("enc2.pem", cert, key, "pa55"), "wrong", &s, err, sizeof(err));
     ok(rc == -EINVAL && strstr(err, "password") && !strstr(err, "wrong"),
        "load: wrong password refused, not echoed (%s)", err);
     rc = jwt_signer_load(write_pem("enc3.pem", cert, key, "pa55"), NULL, &s, err, sizeof(err));
     ok(rc == -EINVAL && strstr(err, "AZURE_CLIENT_CERTIFICATE_PASSWORD"),
        "load: encrypted key without password names the setting (%s)", err);
-    rc = jwt_signer_load(write_pem("certonly.pem", cert, NULL, NULL), NULL, &s, err,
-                         sizeof(err));
+    rc = jwt_signer_load(write_pem("certonly.pem", cert, NULL, NULL), NULL, &s, err, sizeof(err));
     ok(rc == -EINVAL && strstr(err, "no private key"), "load: no key (%s)", err);
     rc = jwt_signer_load(write_pem("keyonly.pem", NULL, key, NULL), NULL, &s, err, sizeof(err));
     ok(rc == -EINVAL && strstr(err, "no PEM certificate"), "load: no certificate (%s)", err);
-    rc = jwt_signer_load(write_pem("mismatch.pem", cert, other, NULL), NULL, &s, err,
-                         sizeof(err));
+    rc = jwt_signer_load(write_pem("mismatch.pem", cert, other, NULL), NULL, &s, err, sizeof(err));
     ok(rc == -EINVAL && strstr(err, "does not belong"), "load: key of another cert (%s)", err);
     rc = jwt_signer_load(write_pem("ec.pem", eccert, ec, NULL), NULL, &s, err, sizeof(err));
     ok(rc == -EINVAL && strstr(err, "not RSA"), "load: EC key refused (%s)", err);
@@ -226,29 +221,35 @@ static int parse(const char *body, const char *want_tok, time_t want_exp, const 
 static int tparse(const char *body, size_t len, time_t now, char **tok, time_t *exp, char *err,
                   size_t errlen)
 {
-    return token_response_parse(body, len == (size_t)-1 ? strlen(body) : len, now, tok, exp,
-                                err, errlen);
+    return token_response_parse(body, len == (size_t)-1 ? strlen(body) : len, now, tok, exp, err,
+                                errlen);
 }
 
 static void test_parse(void)
 {
     char err[300], *tok, *big;
     time_t exp;
-    struct tm tm = { .tm_year = 126, .tm_mon = 10, .tm_mday = 23, .tm_hour = 10,
-                     .tm_min = 0, .tm_sec = 0, .tm_isdst = -1 };
+    struct tm tm = { .tm_year = 126,
+                     .tm_mon = 10,
+                     .tm_mday = 23,
+                     .tm_hour = 10,
+                     .tm_min = 0,
+                     .tm_sec = 0,
+                     .tm_isdst = -1 };
     time_t local = mktime(&tm);
     int rc;
 
     parse("{\"token_type\":\"Bearer\",\"expires_in\":3599,\"ext_expires_in\":3599,"
-          "\"access_token\":\"eyJ0.eyJ1.sig-_\"}", "eyJ0.eyJ1.sig-_", NOW + 3599, "Entra v2");
+          "\"access_token\":\"eyJ0.eyJ1.sig-_\"}",
+          "eyJ0.eyJ1.sig-_", NOW + 3599, "Entra v2");
     parse("{\"access_token\":\"abc\",\"expires_in\":\"86399\",\"expires_on\":\"1\","
-          "\"resource\":\"https://storage.azure.com\",\"token_type\":\"Bearer\"}", "abc",
-          NOW + 86399, "IMDS: numbers as strings, expires_in first");
+          "\"resource\":\"https://storage.azure.com\",\"token_type\":\"Bearer\"}",
+          "abc", NOW + 86399, "IMDS: numbers as strings, expires_in first");
     parse("{\"access_token\":\"abc\",\"expires_on\":\"1795339594\",\"token_type\":\"Bearer\"}",
           "abc", 1795339594, "App Service: expires_on");
     parse("{\"accessToken\":\"cli\",\"expiresOn\":\"2026-11-23 10:00:00.000000\","
-          "\"expires_on\":1795339594,\"tokenType\":\"Bearer\"}", "cli", 1795339594,
-          "Azure CLI: expires_on wins");
+          "\"expires_on\":1795339594,\"tokenType\":\"Bearer\"}",
+          "cli", 1795339594, "Azure CLI: expires_on wins");
     if (local > NOW)
         parse("{\"accessToken\":\"cli\",\"expiresOn\":\"2026-11-23 10:00:00.000000\"}", "cli",
               local, "Azure CLI (old): expiresOn in local time");
@@ -271,24 +272,24 @@ static void test_parse(void)
     free(big);
 
     rc = tparse("{\"error\":\"invalid_client\",\"error_description\":"
-                              "\"AADSTS7000215: Invalid client secret provided.\\r\\nTrace ID: x\","
-                              "\"error_codes\":[7000215]}", (size_t)-1, NOW, &tok, &exp, err,
-                              sizeof(err));
+                "\"AADSTS7000215: Invalid client secret provided.\\r\\nTrace ID: x\","
+                "\"error_codes\":[7000215]}",
+                (size_t)-1, NOW, &tok, &exp, err, sizeof(err));
     is_int(rc, -EACCES, "error answer: -EACCES");
     is_str(err, "invalid_client: AADSTS7000215: Invalid client secret provided.",
            "error answer: code and first line of the description");
-    rc = tparse("{\"statusCode\":400,\"message\":\"No managed identity\"}", (size_t)-1,
-                              NOW, &tok, &exp, err, sizeof(err));
+    rc = tparse("{\"statusCode\":400,\"message\":\"No managed identity\"}", (size_t)-1, NOW, &tok,
+                &exp, err, sizeof(err));
     ok(rc == -EACCES && strcmp(err, "No managed identity") == 0,
        "managed identity error: message (%s)", err);
-    rc = tparse("{\"error\":{\"code\":\"Bad\",\"message\":\"m\"}}", (size_t)-1, NOW, &tok,
-                              &exp, err, sizeof(err));
+    rc = tparse("{\"error\":{\"code\":\"Bad\",\"message\":\"m\"}}", (size_t)-1, NOW, &tok, &exp,
+                err, sizeof(err));
     ok(rc == -EACCES && strcmp(err, "Bad: m") == 0, "nested error object (%s)", err);
-    rc = tparse("{\"access_token\":\"SECRETTOKEN\",\"expires_in\":\"x\"}", (size_t)-1, NOW,
-                              &tok, &exp, err, sizeof(err));
+    rc = tparse("{\"access_token\":\"SECRETTOKEN\",\"expires_in\":\"x\"}", (size_t)-1, NOW, &tok,
+                &exp, err, sizeof(err));
     ok(rc == -EINVAL && !strstr(err, "SECRETTOKEN"), "a refusal never quotes the token");
-    rc = tparse("{\"access_token\":\"abc\",\"expires_in\":5} trailing", (size_t)-1, NOW,
-                              &tok, &exp, err, sizeof(err));
+    rc = tparse("{\"access_token\":\"abc\",\"expires_in\":5} trailing", (size_t)-1, NOW, &tok, &exp,
+                err, sizeof(err));
     is_int(rc, -EINVAL, "text after the JSON value: refused");
 }
 

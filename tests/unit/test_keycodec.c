@@ -76,7 +76,8 @@ static void test_long_ascii(void)
     is_int(enc ? (long long)strlen(enc) : -1, 234, "long name is 234 bytes");
     rc = keycodec_decode(want, &dec);
     is_int(rc, 1, "long form decodes to 1");
-    ok(dec && strlen(dec) == 200 && memcmp(dec, key, 200) == 0, "decoded prefix is the key's prefix");
+    ok(dec && strlen(dec) == 200 && memcmp(dec, key, 200) == 0,
+       "decoded prefix is the key's prefix");
     is_int(keycodec_matches(key, want), 1, "matches() on long form");
     key[1023] = 'A';
     is_int(keycodec_matches(key, want), 0, "different key, same prefix: no match");
@@ -457,7 +458,7 @@ static void test_valid_names_random(void)
 
         while (len < want && len + 4 < sizeof(key) - 1) {
             if (rng_next(&s) % 64 == 0)
-                key[len++] = (char)(0x80 + rng_next(&s) % 0x80);   /* likely not UTF-8 */
+                key[len++] = (char)(0x80 + rng_next(&s) % 0x80); /* likely not UTF-8 */
             else
                 len += random_char(&s, key + len);
         }
@@ -485,8 +486,8 @@ static void test_valid_names_random(void)
  * the key must give the name back, so no key has two names. */
 static void test_canonical_random(void)
 {
-    static const char *alpha[] = { "%", "2", "E", "F", "e", "f", "0", "5", "A", ".",
-                                   "/", "~", "a", "\x01", "\xC3\xA9", "%2E", "%25", "%2F" };
+    static const char *alpha[] = { "%", "2", "E", "F", "e",    "f",        "0",   "5",   "A",
+                                   ".", "/", "~", "a", "\x01", "\xC3\xA9", "%2E", "%25", "%2F" };
     uint64_t s = 42;
     int bad = 0, accepted = 0, n = 20000;
 

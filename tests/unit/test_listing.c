@@ -107,8 +107,8 @@ static void test_edit(void)
     listing_get(e2, 1, &e);
     ok(listing_count(e2) == 3 && !e.has_attr, "replaced, not doubled");
     e3 = listing_edit(e2, "a.json", "a", 0, 0, mt, 1);
-    ok(listing_count(e3) == 2 && listing_find(e3, "a.json") < 0 &&
-       listing_find(e3, "c.json") == 1, "removed, index rebuilt");
+    ok(listing_count(e3) == 2 && listing_find(e3, "a.json") < 0 && listing_find(e3, "c.json") == 1,
+       "removed, index rebuilt");
     listing_unref(e3);
     e3 = listing_edit(e2, "zz.json", "zz", 0, 0, mt, 0);
     ok(listing_find(e3, "zz.json") == 3, "a key after all goes last");

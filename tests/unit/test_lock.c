@@ -13,9 +13,9 @@
 struct other {
     pthread_mutex_t *m;
     pthread_mutex_t sync;
-    pthread_cond_t cv;          /* holding or release changed */
-    int holding;                /* the thread holds M; guarded by sync */
-    int release;                /* let M go and end; guarded by sync */
+    pthread_cond_t cv; /* holding or release changed */
+    int holding;       /* the thread holds M; guarded by sync */
+    int release;       /* let M go and end; guarded by sync */
 };
 
 static void *other_main(void *p)

@@ -118,7 +118,7 @@ static int printable_line(const char *s)
     size_t len = strlen(s);
     unsigned long cp;
 
-    for (size_t i = 0; i < len; ) {
+    for (size_t i = 0; i < len;) {
         int n = utf8_char(s + i, len - i, &cp);
 
         if (n == 0 || cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
@@ -141,7 +141,7 @@ static uint64_t rng_next(uint64_t *s)
  * the output is one printable line, and unescaping gives the input back. */
 static void test_random(void)
 {
-    static const unsigned char pool[] = { '\\', 'x', '0', 'a', '\n', 0x1B, 0x7F, 0x80, 0x85,
+    static const unsigned char pool[] = { '\\', 'x',  '0',  'a',  '\n', 0x1B, 0x7F, 0x80, 0x85,
                                           0x9F, 0xA0, 0xC2, 0xC3, 0xE6, 0xED, 0xF0, 0xF4, 0xFF };
     uint64_t s = 7;
     int bad = 0, n = 20000;
@@ -260,14 +260,16 @@ static void test_log_file(void)
     log_debug(&lg, "dropped at info");
     text = slurp(path);
     ok(text && strstr(text, "]: info: first\n") &&
-       strstr(text, "]: error: /t/p/a.json: not saved: line 1: bad\n") &&
-       !strstr(text, "dropped"), "lines appended with their level");
+           strstr(text, "]: error: /t/p/a.json: not saved: line 1: bad\n") &&
+           !strstr(text, "dropped"),
+       "lines appended with their level");
     ok(text && text[4] == '-' && text[10] == 'T' && strstr(text, "Z aztfs["),
        "each line starts with the UTC time");
     free(text);
     json = failring_json(lg.failures, 65536);
     ok(json && strstr(json, "\"failures\":1") && strstr(json, "\"path\":\"/t/p/a.json\"") &&
-       strstr(json, "\"error\":\"EINVAL\""), "the logger's ring holds the failure");
+           strstr(json, "\"error\":\"EINVAL\""),
+       "the logger's ring holds the failure");
     free(json);
     ok(rename(path, moved) == 0, "rotate: rename");
     is_int(log_reopen(&lg), 0, "log_reopen");
@@ -282,7 +284,7 @@ static void test_log_file(void)
     snprintf(victim, sizeof(victim), "%s/victim", dir);
     ok(rename(path, moved) == 0 && symlink(victim, path) == 0 && close(creat(victim, 0600)) == 0,
        "rotate, then a symlink at the name");
-    lg.level = LOG_LVL_QUIET;       /* the refusal's line would go to the old file */
+    lg.level = LOG_LVL_QUIET; /* the refusal's line would go to the old file */
     is_int(log_reopen(&lg), -ELOOP, "log_reopen refuses the symlink");
     lg.level = LOG_LVL_INFO;
     log_info(&lg, "third");

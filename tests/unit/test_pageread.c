@@ -67,38 +67,64 @@ static void test_chosen(void)
         "{\"value\":[{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"n\":1,\"d\":2.5,"
         "\"b\":true,\"f\":false,\"z\":null,\"odata.etag\":\"W/\\\"datetime'x'\\\"\"}]}",
         " \r\n\t{ \"value\" : [ { \"a\" : 1 } , { } ] } \n",
-        "{\"value\":[{\"a\":\"\\u00e9\\n\\\"\\\\\\/\"}]}",             /* escapes */
-        "{\"value\":[{\"a\\u0062\":1}]}",                          /* escaped name */
-        "{\"value\":[{\"a\":\"x\\u0000y\"}]}",                     /* NUL: refused */
-        "{\"value\":[{\"a\":\"\\ud83d\\ude00\"}]}",                /* surrogate pair */
-        "{\"value\":[{\"a\":\"\\ud83d\"}]}",                       /* lone surrogate */
-        "{\"value\":[{\"a\":\"\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80\"}]}",   /* UTF-8 */
-        "{\"value\":[{\"a\":\"\xc3\"}]}",                          /* cut sequence */
-        "{\"value\":[{\"a\":\"\xc0\xaf\"}]}",                      /* overlong */
-        "{\"value\":[{\"a\":\"\xed\xa0\x80\"}]}",                  /* surrogate in UTF-8 */
-        "{\"value\":[{\"\xff\":1}]}",                              /* name not UTF-8 */
-        "{\"value\":[{\"a\":\"tab\there\"}]}",                     /* control character */
+        "{\"value\":[{\"a\":\"\\u00e9\\n\\\"\\\\\\/\"}]}",                /* escapes */
+        "{\"value\":[{\"a\\u0062\":1}]}",                                 /* escaped name */
+        "{\"value\":[{\"a\":\"x\\u0000y\"}]}",                            /* NUL: refused */
+        "{\"value\":[{\"a\":\"\\ud83d\\ude00\"}]}",                       /* surrogate pair */
+        "{\"value\":[{\"a\":\"\\ud83d\"}]}",                              /* lone surrogate */
+        "{\"value\":[{\"a\":\"\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80\"}]}", /* UTF-8 */
+        "{\"value\":[{\"a\":\"\xc3\"}]}",                                 /* cut sequence */
+        "{\"value\":[{\"a\":\"\xc0\xaf\"}]}",                             /* overlong */
+        "{\"value\":[{\"a\":\"\xed\xa0\x80\"}]}",                         /* surrogate in UTF-8 */
+        "{\"value\":[{\"\xff\":1}]}",                                     /* name not UTF-8 */
+        "{\"value\":[{\"a\":\"tab\there\"}]}",                            /* control character */
         "{\"value\":[{\"a\":\"\x7f\"}]}",
         "{\"value\":[{\"a\":0,\"b\":-0,\"c\":-1,\"d\":123456789012345678}]}",
         "{\"value\":[{\"a\":9223372036854775807,\"b\":-9223372036854775808}]}",
-        "{\"value\":[{\"a\":9223372036854775808}]}",               /* too big */
+        "{\"value\":[{\"a\":9223372036854775808}]}", /* too big */
         "{\"value\":[{\"a\":-9223372036854775809}]}",
-        "{\"value\":[{\"a\":01}]}", "{\"value\":[{\"a\":1.}]}", "{\"value\":[{\"a\":.5}]}",
-        "{\"value\":[{\"a\":+1}]}", "{\"value\":[{\"a\":-}]}", "{\"value\":[{\"a\":1e}]}",
-        "{\"value\":[{\"a\":1e+}]}", "{\"value\":[{\"a\":1.5.2}]}", "{\"value\":[{\"a\":1x}]}",
+        "{\"value\":[{\"a\":01}]}",
+        "{\"value\":[{\"a\":1.}]}",
+        "{\"value\":[{\"a\":.5}]}",
+        "{\"value\":[{\"a\":+1}]}",
+        "{\"value\":[{\"a\":-}]}",
+        "{\"value\":[{\"a\":1e}]}",
+        "{\"value\":[{\"a\":1e+}]}",
+        "{\"value\":[{\"a\":1.5.2}]}",
+        "{\"value\":[{\"a\":1x}]}",
         "{\"value\":[{\"a\":1.5e3,\"b\":1E+2,\"c\":-2.5e-3,\"d\":0.1,\"e\":1e-400}]}",
-        "{\"value\":[{\"a\":1e400}]}", "{\"value\":[{\"a\":-1e400}]}",
-        "{\"value\":[{\"a\":tru}]}", "{\"value\":[{\"a\":truex}]}", "{\"value\":[{\"a\":nul}]}",
-        "{\"value\":[{\"a\":NaN}]}", "{\"value\":[{\"a\":true}]}x", "{\"value\":[]}{}",
-        "{\"value\":[{\"a\":{\"b\":1}}]}", "{\"value\":[{\"a\":[1]}]}",   /* nesting */
-        "{\"value\":[1,2]}", "{\"value\":{}}", "{\"value\":\"v\"}", "{\"other\":[1]}",
-        "{\"value\":[{\"a\":1,}]}", "{\"value\":[{\"a\":1},]}", "{\"value\":[{\"a\" 1}]}",
-        "{\"value\":[{\"a\":1,\"a\":2,\"b\":3,\"a\":4}]}",         /* a name twice */
+        "{\"value\":[{\"a\":1e400}]}",
+        "{\"value\":[{\"a\":-1e400}]}",
+        "{\"value\":[{\"a\":tru}]}",
+        "{\"value\":[{\"a\":truex}]}",
+        "{\"value\":[{\"a\":nul}]}",
+        "{\"value\":[{\"a\":NaN}]}",
+        "{\"value\":[{\"a\":true}]}x",
+        "{\"value\":[]}{}",
+        "{\"value\":[{\"a\":{\"b\":1}}]}",
+        "{\"value\":[{\"a\":[1]}]}", /* nesting */
+        "{\"value\":[1,2]}",
+        "{\"value\":{}}",
+        "{\"value\":\"v\"}",
+        "{\"other\":[1]}",
+        "{\"value\":[{\"a\":1,}]}",
+        "{\"value\":[{\"a\":1},]}",
+        "{\"value\":[{\"a\" 1}]}",
+        "{\"value\":[{\"a\":1,\"a\":2,\"b\":3,\"a\":4}]}", /* a name twice */
         "{\"value\":[{\"a\":1}],\"value\":[{\"b\":2}]}",
-        "{\"value\":[{\"a\":1}]", "{\"value\":[{\"a\":1}", "{\"value\":[{\"a\":\"1", "",
-        "   ", "[]", "\xef\xbb\xbf{\"value\":[]}", "{\"value\":[{\"a\":1}]}\0",
-        "{\"a\x00b\":1}", "{'value':[]}", "{\"value\":[{\"a\":\"\\x\"}]}",
-        "{\"value\":[{\"a\":\"\\u12\"}]}", "{\"value\":[{\"a\":\"x\\",
+        "{\"value\":[{\"a\":1}]",
+        "{\"value\":[{\"a\":1}",
+        "{\"value\":[{\"a\":\"1",
+        "",
+        "   ",
+        "[]",
+        "\xef\xbb\xbf{\"value\":[]}",
+        "{\"value\":[{\"a\":1}]}\0",
+        "{\"a\x00b\":1}",
+        "{'value':[]}",
+        "{\"value\":[{\"a\":\"\\x\"}]}",
+        "{\"value\":[{\"a\":\"\\u12\"}]}",
+        "{\"value\":[{\"a\":\"x\\",
     };
     size_t i, bad = 0;
 
@@ -133,10 +159,32 @@ static void test_chosen(void)
 static size_t random_scalar(uint64_t *s, char *out)
 {
     static const char *const odd[] = {
-        "\"\\u00e9\"", "\"a\\\"b\"", "\"\\\\\"", "\"\xc3\xa9\"", "\"\xe2\x82\"", "true",
-        "false", "null", "0", "-0", "1.25", "-3e5", "1E-7", "12345678901234567890", "01",
-        "1.", "\"\\u0000\"", "\"\\ud800\"", "{}", "[]", "\"\t\"", "nan", "1e999",
-        "\"2024-01-01T00:00:00Z\"", "\"W/\\\"datetime'2026'\\\"\"", "-9223372036854775808",
+        "\"\\u00e9\"",
+        "\"a\\\"b\"",
+        "\"\\\\\"",
+        "\"\xc3\xa9\"",
+        "\"\xe2\x82\"",
+        "true",
+        "false",
+        "null",
+        "0",
+        "-0",
+        "1.25",
+        "-3e5",
+        "1E-7",
+        "12345678901234567890",
+        "01",
+        "1.",
+        "\"\\u0000\"",
+        "\"\\ud800\"",
+        "{}",
+        "[]",
+        "\"\t\"",
+        "nan",
+        "1e999",
+        "\"2024-01-01T00:00:00Z\"",
+        "\"W/\\\"datetime'2026'\\\"\"",
+        "-9223372036854775808",
     };
     uint64_t r = next_rand(s);
 
@@ -155,11 +203,11 @@ static size_t random_scalar(uint64_t *s, char *out)
 /* A random page of N_ENT entities into OUT (room for 64 KiB). */
 static size_t random_page(uint64_t *s, char *out, int n_ent)
 {
-    static const char *const names[] = { "\"PartitionKey\"", "\"RowKey\"", "\"a\"",
+    static const char *const names[] = { "\"PartitionKey\"", "\"RowKey\"",  "\"a\"",
                                          "\"b@odata.type\"", "\"\\u0061\"", "\"\xc3\xa9\"",
-                                         "\"value\"", "\"a\"" };
+                                         "\"value\"",        "\"a\"" };
     static const char *const ws[] = { "", " ", "\n", "\t", "\r\n ", "" };
-    size_t n = (size_t)sprintf(out, "{\"odata.metadata\":\"m\",%s\"value\"%s:[", 
+    size_t n = (size_t)sprintf(out, "{\"odata.metadata\":\"m\",%s\"value\"%s:[",
                                ws[next_rand(s) % 6], ws[next_rand(s) % 6]);
 
     for (int e = 0; e < n_ent; e++) {

@@ -81,9 +81,27 @@ static int shortest_holds(double d)
 static void test_shortest_doubles(void)
 {
     static const double edges[] = {
-        0.0, -0.0, 5e-324, -5e-324, DBL_MIN, DBL_MAX, -DBL_MAX, 0.1, 0.2, 0.3,
-        1.0 / 3, 2.0 / 3, 1e21, 1e-7, 123456789012345678.0, 9007199254740993.0,
-        2.2250738585072009e-308, 4.9406564584124654e-324, 1e23, 8.41e21, 5e-310,
+        0.0,
+        -0.0,
+        5e-324,
+        -5e-324,
+        DBL_MIN,
+        DBL_MAX,
+        -DBL_MAX,
+        0.1,
+        0.2,
+        0.3,
+        1.0 / 3,
+        2.0 / 3,
+        1e21,
+        1e-7,
+        123456789012345678.0,
+        9007199254740993.0,
+        2.2250738585072009e-308,
+        4.9406564584124654e-324,
+        1e23,
+        8.41e21,
+        5e-310,
     };
     uint64_t s = 0x9e3779b97f4a7c15ULL;
     int bad = 0, n = 0;
@@ -106,8 +124,10 @@ static void test_shortest_doubles(void)
         bad += !shortest_holds(d);
         n++;
     }
-    is_int(bad, 0, "%d doubles (edges, random bit patterns, short decimals) formatted "
-           "shortest and reading back", n);
+    is_int(bad, 0,
+           "%d doubles (edges, random bit patterns, short decimals) formatted "
+           "shortest and reading back",
+           n);
 }
 
 /* The file text of {"PartitionKey":"p","RowKey":"r", NAME: VALUE}, or NULL. */
@@ -146,8 +166,10 @@ static char *expected_line(const char *name, size_t name_len, const char *value,
  * quotes, backslashes, control bytes, DEL and UTF-8 sequences mixed in. */
 static size_t random_text(uint64_t *s, char *buf, size_t len, int control)
 {
-    static const char *const pieces[] = { "\"", "\\", "/", "\x7f", "\xc3\xa9", "\xe2\x82\xac",
-                                          "\xf0\x9f\x98\x80", "\n", "\t", "\x01", "\x1f" };
+    static const char *const pieces[] = {
+        "\"", "\\", "/",    "\x7f", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+        "\n", "\t", "\x01", "\x1f"
+    };
     size_t o = 0;
 
     while (o < len) {
@@ -178,13 +200,12 @@ static void test_strings_as_jansson(void)
         size_t vl = random_text(&s, value, next_rand(&s) % 100, 1);
         char *got, *want, *tail;
 
-        name[0] = 'z';     /* sorts after PartitionKey/RowKey; never a system name */
+        name[0] = 'z'; /* sorts after PartitionKey/RowKey; never a system name */
         if (memchr(name, '@', nl))
             continue;
         got = render_one(name, nl, value, vl);
         want = expected_line(name, nl, value, vl);
-        tail = got && want && strlen(got) >= strlen(want) ? got + strlen(got) - strlen(want)
-                                                         : NULL;
+        tail = got && want && strlen(got) >= strlen(want) ? got + strlen(got) - strlen(want) : NULL;
         if (!tail || strcmp(tail, want) != 0) {
             printf("# rendered %s\n# want tail %s\n", got ? got : "(failed)", want ? want : "?");
             bad++;
@@ -205,7 +226,7 @@ static int digests_agree(const char *w)
     int has = 0, ok;
 
     ok = e && entity_render_digest(e, &text, &len, a, &has, NULL) == 0 && has &&
-         entity_wire_digest(e, b) == 0 && memcmp(a, b, sizeof(a)) == 0;
+        entity_wire_digest(e, b) == 0 && memcmp(a, b, sizeof(a)) == 0;
     free(text);
     json_decref(e);
     return ok;
@@ -221,10 +242,11 @@ static void test_render_digest(void)
     unsigned char d[ENTITY_DIGEST_LEN];
     int has = -1;
 
-    ok(digests_agree("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"Timestamp\":\"2026-01-01T00:00:00Z\","
-                     "\"s\":\"x\\u0000y\",\"n\":5,\"big\":\"12\",\"big@odata.type\":\"Edm.Int64\","
-                     "\"d\":1.5,\"t\":\"2020-01-02T03:04:05+05:30\",\"t@odata.type\":\"Edm.DateTime\","
-                     "\"b\":true,\"z\":null}"),
+    ok(digests_agree(
+           "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"Timestamp\":\"2026-01-01T00:00:00Z\","
+           "\"s\":\"x\\u0000y\",\"n\":5,\"big\":\"12\",\"big@odata.type\":\"Edm.Int64\","
+           "\"d\":1.5,\"t\":\"2020-01-02T03:04:05+05:30\",\"t@odata.type\":\"Edm.DateTime\","
+           "\"b\":true,\"z\":null}"),
        "the listing's digest is entity_wire_digest's (every type)");
     ok(digests_agree("{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}"),
        "the listing's digest is entity_wire_digest's (no property)");
@@ -249,7 +271,8 @@ static void test_rendered_ahead(void)
         "[{\"PartitionKey\":\"p\",\"RowKey\":\"r1\",\"odata.etag\":\"W/1\",\"a\":1.5},"
         " {\"PartitionKey\":\"p\",\"RowKey\":\"r2\",\"n\":\"x\",\"n@odata.type\":\"Edm.Int64\"},"
         " {\"PartitionKey\":\"p\",\"RowKey\":\"r3\",\"s\":\"\\u00e9\\n\"}]";
-    struct store s = { .log = { .level = LOG_LVL_QUIET }, .cache_timeout = 30,
+    struct store s = { .log = { .level = LOG_LVL_QUIET },
+                       .cache_timeout = 30,
                        .negative_timeout = 1 };
     json_t *value = json_loads(page, 0, NULL);
     struct store_page_render *pr = value ? store_render_page(value) : NULL;
@@ -272,13 +295,13 @@ static void test_rendered_ahead(void)
     }
     entity_render(json_array_get(value, 0), &want, &want_len, NULL);
     entity_wire_digest(json_array_get(value, 0), want_digest);
-    json_decref(value);        /* what the worker does: the reader lists without it */
+    json_decref(value); /* what the worker does: the reader lists without it */
     ok(want && pr->e[0].len == want_len && memcmp(pr->e[0].text, want, want_len) == 0 &&
-       pr->e[0].has_digest && memcmp(pr->e[0].digest, want_digest, ENTITY_DIGEST_LEN) == 0,
+           pr->e[0].has_digest && memcmp(pr->e[0].digest, want_digest, ENTITY_DIGEST_LEN) == 0,
        "rendered ahead: the text and digest of rendering on the spot");
     ok(pr->e[0].pk && strcmp(pr->e[0].pk, "p") == 0 && strcmp(pr->e[0].rk, "r1") == 0 &&
-       pr->e[0].etag && strcmp(pr->e[0].etag, "W/1") == 0 && !pr->e[0].ts &&
-       pr->e[2].rk && strcmp(pr->e[2].rk, "r3") == 0 && !pr->e[2].etag,
+           pr->e[0].etag && strcmp(pr->e[0].etag, "W/1") == 0 && !pr->e[0].ts && pr->e[2].rk &&
+           strcmp(pr->e[2].rk, "r3") == 0 && !pr->e[2].etag,
        "rendered ahead: each entity's keys and etag kept, absent ones NULL");
     ok(pr->e[1].rc < 0 && pr->e[1].why && strstr(pr->e[1].why, "Int64"),
        "rendered ahead: why the bad one cannot be shown is kept (%s)",
@@ -290,9 +313,9 @@ static void test_rendered_ahead(void)
     is_int((int)listing_count(l), 2, "the listing holds the two good entities");
     ok(!pr->e[0].text && !pr->e[2].text, "their texts were taken, not copied");
     ok(cache_get_file(s.cache, "/t/p/r1.json", &f) == 0 && want && f.len == want_len &&
-       memcmp(f.data, want, want_len) == 0 && f.has_digest &&
-       memcmp(f.digest, want_digest, ENTITY_DIGEST_LEN) == 0 && f.etag &&
-       strcmp(f.etag, "W/1") == 0,
+           memcmp(f.data, want, want_len) == 0 && f.has_digest &&
+           memcmp(f.digest, want_digest, ENTITY_DIGEST_LEN) == 0 && f.etag &&
+           strcmp(f.etag, "W/1") == 0,
        "the cached file is the text, digest and etag rendered ahead");
     cache_file_clear(&f);
     free(want);
@@ -308,17 +331,19 @@ static void test_rendered_ahead(void)
 static void test_bare_annotation(void)
 {
     json_t *e = json_loads("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"\":-5,"
-                           "\"@odata.type\":\"Edm.Int64\"}", 0, NULL);
+                           "\"@odata.type\":\"Edm.Int64\"}",
+                           0, NULL);
     char *text = NULL;
     size_t len = 0;
     json_t *back;
 
-    is_int(e ? entity_render(e, &text, &len, NULL) : -1, 0, "an entity with \"@odata.type\" renders");
+    is_int(e ? entity_render(e, &text, &len, NULL) : -1, 0,
+           "an entity with \"@odata.type\" renders");
     back = text ? json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
     ok(back != NULL, "its text is JSON without a member twice");
     ok(back && json_object_size(back) == 4 && json_is_string(json_object_get(back, "")) &&
-       strcmp(json_string_value(json_object_get(back, "")), "-5") == 0 &&
-       strcmp(json_string_value(json_object_get(back, "@odata.type")), "Edm.Int64") == 0,
+           strcmp(json_string_value(json_object_get(back, "")), "-5") == 0 &&
+           strcmp(json_string_value(json_object_get(back, "@odata.type")), "Edm.Int64") == 0,
        "the property \"\" as Int64 with its one annotation");
     json_decref(back);
     free(text);

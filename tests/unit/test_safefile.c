@@ -24,8 +24,7 @@
 static char base[] = "/tmp/aztfs-test-safefile-XXXXXX";
 
 /* BASE/FMT... into OUT (PATH_MAX bytes): a path in the run's directory. */
-__attribute__((format(printf, 2, 3)))
-static char *at(char *out, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static char *at(char *out, const char *fmt, ...)
 {
     char rel[PATH_MAX / 2];
     va_list ap;
@@ -67,8 +66,7 @@ static int holds(const char *path, const char *text)
 /* mkdir PATH with MODE exactly (chmod after the umask) and owner UID. */
 static int mkdir_as(const char *path, mode_t mode, uid_t uid)
 {
-    return mkdir(path, 0700) == 0 && chmod(path, mode) == 0 && chown(path, uid, 0) == 0
-           ? 0 : -1;
+    return mkdir(path, 0700) == 0 && chmod(path, mode) == 0 && chown(path, uid, 0) == 0 ? 0 : -1;
 }
 
 /* Open directory DIR (no create) into *D; the result, WHY kept in why. */
@@ -111,7 +109,7 @@ static void test_files(void)
     ok(holds(victim, "secret\n"), "the symlink's target is unchanged");
 
     ok(mkfifo(at(p, "files/fifo"), 0600) == 0, "a FIFO planted at a name");
-    alarm(5);           /* a block kills the test: no plan printed */
+    alarm(5); /* a block kills the test: no plan printed */
     is_int(try_open(&d, "fifo", O_WRONLY | O_CREAT | O_TRUNC), -EINVAL,
            "a FIFO is refused for writing, without blocking");
     ok(strstr(why, "is not a regular file") != NULL, "why: %s", why);
@@ -154,7 +152,7 @@ static void test_files(void)
     is_int(try_open(&d, "..", O_RDONLY), -EINVAL, "\"..\" is refused");
     safe_dir_close(&d);
     ok(d.path == NULL, "safe_dir_close");
-    safe_dir_close(&d);     /* a zeroed struct: nothing */
+    safe_dir_close(&d); /* a zeroed struct: nothing */
 }
 
 /* The directory itself: writable by group or others (sticky or not) or
@@ -169,11 +167,11 @@ static void test_dir_itself(void)
         char name[32];
 
         snprintf(name, sizeof(name), "shared%04o", (unsigned)modes[i]);
-        ok(mkdir_as(at(p, "%s", name), modes[i], 0) == 0, "a directory %04o",
-           (unsigned)modes[i]);
+        ok(mkdir_as(at(p, "%s", name), modes[i], 0) == 0, "a directory %04o", (unsigned)modes[i]);
         is_int(dir_open(p, 0, &d), -EACCES, "%04o: refused", (unsigned)modes[i]);
         ok(strstr(why, "writable by group or others") && strstr(why, "chmod go-w") &&
-           strstr(why, "allow_shared_dirs") && strstr(why, name), "why: %s", why);
+               strstr(why, "allow_shared_dirs") && strstr(why, name),
+           "why: %s", why);
         is_int(dir_open(p, 1, &d), 0, "%04o: accepted with allow_shared", (unsigned)modes[i]);
         safe_dir_close(&d);
     }
@@ -203,12 +201,13 @@ static void test_ancestors(void)
        "a directory in a world-writable one without the sticky bit");
     is_int(dir_open(p, 0, &d), -EACCES, "refused");
     ok(strstr(why, anc) && strstr(why, "without the sticky bit") &&
-       strstr(why, "allow_shared_dirs"), "why names the ancestor: %s", why);
+           strstr(why, "allow_shared_dirs"),
+       "why names the ancestor: %s", why);
     is_int(dir_open(p, 1, &d), 0, "accepted with allow_shared");
     safe_dir_close(&d);
 
-    ok(mkdir_as(at(anc, "theirs"), 0755, NOBODY) == 0 &&
-       mkdir_as(at(p, "theirs/d"), 0700, 0) == 0, "a directory in one of uid %d", NOBODY);
+    ok(mkdir_as(at(anc, "theirs"), 0755, NOBODY) == 0 && mkdir_as(at(p, "theirs/d"), 0700, 0) == 0,
+       "a directory in one of uid %d", NOBODY);
     is_int(dir_open(p, 0, &d), -EACCES, "refused");
     ok(strstr(why, anc) && strstr(why, "belongs to uid 65534"), "why: %s", why);
 }
@@ -250,8 +249,9 @@ static void test_create(void)
     is_int(safe_dir_open(p, 1, 0, &d, why, sizeof(why)), 0, "created: %s", why);
     safe_dir_close(&d);
     ok(stat(at(q, "new"), &st) == 0 && (st.st_mode & 07777) == 0700 &&
-       stat(at(q, "new/a"), &st) == 0 && (st.st_mode & 07777) == 0700 &&
-       stat(p, &st) == 0 && (st.st_mode & 07777) == 0700, "each component 0700");
+           stat(at(q, "new/a"), &st) == 0 && (st.st_mode & 07777) == 0700 && stat(p, &st) == 0 &&
+           (st.st_mode & 07777) == 0700,
+       "each component 0700");
     is_int(safe_dir_open(p, 1, 0, &d, why, sizeof(why)), 0, "again: it exists");
     safe_dir_close(&d);
     is_int(safe_dir_open(at(p, "new2/../x"), 1, 0, &d, why, sizeof(why)), -EINVAL,
@@ -278,10 +278,11 @@ static void test_tmp(void)
     fd2 = safe_tmp(&d, "m.prom", 0644, &t2);
     alarm(0);
     ok(fd1 >= 0 && fd2 >= 0, "two temporary files");
-    ok(t1 && t2 && strncmp(t1, "m.prom.tmp-", 11) == 0 && strlen(t1) == 17 &&
-       strcmp(t1, t2) != 0, "random names beside the name: %s %s", t1, t2);
+    ok(t1 && t2 && strncmp(t1, "m.prom.tmp-", 11) == 0 && strlen(t1) == 17 && strcmp(t1, t2) != 0,
+       "random names beside the name: %s %s", t1, t2);
     ok(fd1 >= 0 && fstat(fd1, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
-       st.st_nlink == 1, "a new empty regular file");
+           st.st_nlink == 1,
+       "a new empty regular file");
     ok(lstat(at(p, "tmp/m.prom.tmp"), &st) == 0 && S_ISFIFO(st.st_mode),
        "the planted FIFO is left alone");
     ok(fd1 >= 0 && fcntl(fd1, F_GETFD) & FD_CLOEXEC, "O_CLOEXEC");
@@ -339,8 +340,8 @@ static void test_split(void)
     is_int(safe_path_split("/var/log/", &dir, &name), -EINVAL, "a trailing '/' names no file");
     is_int(safe_path_split("/var/..", &dir, &name), -EINVAL, "nor does \"..\"");
     ok(!dir && !name, "nothing returned");
-    is_int(safe_parent_open(at(p, "missing/a.log"), 0, &d, &name, why, sizeof(why)),
-           -ENOENT, "safe_parent_open: a missing directory");
+    is_int(safe_parent_open(at(p, "missing/a.log"), 0, &d, &name, why, sizeof(why)), -ENOENT,
+           "safe_parent_open: a missing directory");
     ok(strstr(why, "missing") && strstr(why, "No such file"), "why: %s", why);
     is_int(safe_parent_open(at(p, "roots/a.log"), 0, &d, &name, why, sizeof(why)), 0,
            "safe_parent_open: %s", why);

@@ -27,8 +27,8 @@
 
 /* Sign one request with KEY64 (base64) and return the Authorization value,
  * or NULL (and a failed test point) on error. */
-static char *sign(const char *account, const char *key64, const char *verb,
-                  const char *ctype, const char *path, const char *comp)
+static char *sign(const char *account, const char *key64, const char *verb, const char *ctype,
+                  const char *path, const char *comp)
 {
     unsigned char *key = NULL;
     size_t key_len = 0;
@@ -48,9 +48,8 @@ static char *sign(const char *account, const char *key64, const char *verb,
 }
 
 /* One signature test point: sign and compare with the expected header. */
-static void check_sig(const char *name, const char *account, const char *key64,
-                      const char *verb, const char *ctype, const char *path,
-                      const char *comp, const char *want)
+static void check_sig(const char *name, const char *account, const char *key64, const char *verb,
+                      const char *ctype, const char *path, const char *comp, const char *want)
 {
     char *auth = sign(account, key64, verb, ctype, path, comp);
 
@@ -81,7 +80,7 @@ static void test_rfc1123(void)
     is_int(strlen(buf), RFC1123_LEN - 1, "rfc1123: length is RFC1123_LEN - 1");
     sharedkey_rfc1123((time_t)253402300800LL, buf);
     is_str(buf, "Thu, 01 Jan 1970 00:00:00 GMT", "rfc1123: year 10000 falls back to epoch");
-    sharedkey_rfc1123((time_t)-30610224001LL, buf);   /* 0999-12-31T23:59:59Z */
+    sharedkey_rfc1123((time_t)-30610224001LL, buf); /* 0999-12-31T23:59:59Z */
     is_str(buf, "Thu, 01 Jan 1970 00:00:00 GMT", "rfc1123: year 999 falls back to epoch");
 }
 
@@ -89,8 +88,8 @@ static void test_string_to_sign(void)
 {
     char *s;
 
-    s = sharedkey_string_to_sign("GET", NULL, "application/json", DATE,
-                                 "devstoreaccount1", "/devstoreaccount1/Tables", NULL);
+    s = sharedkey_string_to_sign("GET", NULL, "application/json", DATE, "devstoreaccount1",
+                                 "/devstoreaccount1/Tables", NULL);
     is_str(s, "GET\n\napplication/json\n" DATE "\n/devstoreaccount1/devstoreaccount1/Tables",
            "sts: path-style GET Tables");
     free(s);
@@ -101,8 +100,10 @@ static void test_string_to_sign(void)
 
     s = sharedkey_string_to_sign("PUT", "Q2hlY2sgSW50ZWdyaXR5IQ==", "application/json", DATE,
                                  "acct", "/t(PartitionKey='a',RowKey='b')", NULL);
-    is_str(s, "PUT\nQ2hlY2sgSW50ZWdyaXR5IQ==\napplication/json\n" DATE
-              "\n/acct/t(PartitionKey='a',RowKey='b')", "sts: Content-MD5 slot");
+    is_str(s,
+           "PUT\nQ2hlY2sgSW50ZWdyaXR5IQ==\napplication/json\n" DATE
+           "\n/acct/t(PartitionKey='a',RowKey='b')",
+           "sts: Content-MD5 slot");
     free(s);
 
     s = sharedkey_string_to_sign("GET", NULL, NULL, DATE, "acct", "/", "list");
@@ -113,8 +114,8 @@ static void test_string_to_sign(void)
     is_str(s, "GET\n\n\n" DATE "\n/acct/", "sts: empty strings, empty comp adds nothing");
     free(s);
 
-    s = sharedkey_string_to_sign("POST", NULL, "multipart/mixed; boundary=batch_x", DATE,
-                                 "acct", "/$batch", NULL);
+    s = sharedkey_string_to_sign("POST", NULL, "multipart/mixed; boundary=batch_x", DATE, "acct",
+                                 "/$batch", NULL);
     is_str(s, "POST\n\nmultipart/mixed; boundary=batch_x\n" DATE "\n/acct/$batch",
            "sts: batch content type kept verbatim");
     free(s);
@@ -129,20 +130,19 @@ static void test_signatures(void)
 {
     /* b"GET\n\napplication/json\nSun, 22 Nov 2026 08:26:34 GMT\n"
      * b"/devstoreaccount1/devstoreaccount1/Tables" */
-    check_sig("GET Tables path-style", "devstoreaccount1", DEVSTORE_KEY, "GET",
-              "application/json", "/devstoreaccount1/Tables", NULL,
+    check_sig("GET Tables path-style", "devstoreaccount1", DEVSTORE_KEY, "GET", "application/json",
+              "/devstoreaccount1/Tables", NULL,
               "SharedKey devstoreaccount1:P9eoyVp1omcrAHJYtWD4JJ++VrKDdeErW3LEbHFjoYo=");
 
     /* b"GET\n\n\nSun, 22 Nov 2026 08:26:34 GMT\n/devstoreaccount1/devstoreaccount1/Tables" */
-    check_sig("GET Tables path-style, no content type", "devstoreaccount1", DEVSTORE_KEY,
-              "GET", NULL, "/devstoreaccount1/Tables", NULL,
+    check_sig("GET Tables path-style, no content type", "devstoreaccount1", DEVSTORE_KEY, "GET",
+              NULL, "/devstoreaccount1/Tables", NULL,
               "SharedKey devstoreaccount1:IN6dkRObN3UnNfTILzx5S6eaxZxLxMqv6niNJYMAPbk=");
 
     /* key = base64.b64decode("c2VjcmV0LWtleS1mb3ItdGVzdHM=") (b"secret-key-for-tests"),
      * b"GET\n\n\nSun, 22 Nov 2026 08:26:34 GMT\n/acct/Tables" */
-    check_sig("GET Tables host-style", "acct", "c2VjcmV0LWtleS1mb3ItdGVzdHM=", "GET",
-              NULL, "/Tables", NULL,
-              "SharedKey acct:MlSnRQ4FiHZhkOEVKtm0QIaobamiCOQIMzPJhRd3S3s=");
+    check_sig("GET Tables host-style", "acct", "c2VjcmV0LWtleS1mb3ItdGVzdHM=", "GET", NULL,
+              "/Tables", NULL, "SharedKey acct:MlSnRQ4FiHZhkOEVKtm0QIaobamiCOQIMzPJhRd3S3s=");
 
     /* b"POST\n\napplication/json\nSun, 22 Nov 2026 08:26:34 GMT\n"
      * b"/devstoreaccount1/devstoreaccount1/mytable" */
@@ -158,8 +158,8 @@ static void test_signatures(void)
 
     /* b"DELETE\n\n\nSun, 22 Nov 2026 08:26:34 GMT\n"
      * b"/devstoreaccount1/devstoreaccount1/mytable(PartitionKey='a%20b',RowKey='c')" */
-    check_sig("entity path, percent-encoded", "devstoreaccount1", DEVSTORE_KEY, "DELETE",
-              NULL, "/devstoreaccount1/mytable(PartitionKey='a%20b',RowKey='c')", NULL,
+    check_sig("entity path, percent-encoded", "devstoreaccount1", DEVSTORE_KEY, "DELETE", NULL,
+              "/devstoreaccount1/mytable(PartitionKey='a%20b',RowKey='c')", NULL,
               "SharedKey devstoreaccount1:0czQpGjuq3XkYDcoiMdzyLWk6OMXYxAbBb41OmcYd80=");
 
     /* b"GET\n\n\nSun, 22 Nov 2026 08:26:34 GMT\n/devstoreaccount1/devstoreaccount1/?comp=properties" */
@@ -205,18 +205,18 @@ static void check_b64(const char *plain, const char *enc)
     is_str(e, enc, "b64encode(\"%s\")", plain);
     free(e);
     rc = b64_decode(enc, &dec, &dec_len);
-    ok(rc == 0 && dec != NULL && dec_len == strlen(plain) &&
-       memcmp(dec, plain, dec_len) == 0, "b64decode(\"%s\")", enc);
+    ok(rc == 0 && dec != NULL && dec_len == strlen(plain) && memcmp(dec, plain, dec_len) == 0,
+       "b64decode(\"%s\")", enc);
     free(dec);
 }
 
 static void test_base64(void)
 {
     static const char *const bad[] = {
-        "Zg", "Zg=", "Zm9", "Zm9vY", "Zm9vYg=", "Zm9vYmFy=",  /* length */
-        "Zm9v YmFy", "Zm9v\nYmE=", "Zm9-", "Zm9_", "Zm9vYmE*", /* characters */
-        "Zg==Zg==", "Z===", "====", "Zm=v", "=Zm9",             /* padding place */
-        "Zh==", "Zm9=",                                         /* non-zero pad bits */
+        "Zg",        "Zg=",        "Zm9",  "Zm9vY", "Zm9vYg=",  "Zm9vYmFy=", /* length */
+        "Zm9v YmFy", "Zm9v\nYmE=", "Zm9-", "Zm9_",  "Zm9vYmE*",              /* characters */
+        "Zg==Zg==",  "Z===",       "====", "Zm=v",  "=Zm9",                  /* padding place */
+        "Zh==",      "Zm9=",                                                 /* non-zero pad bits */
     };
     static const unsigned char bin[] = { 0x00, 0xff, 0xfe, 0x80, 0x7f, 0x3e, 0x3f };
     unsigned char *dec = NULL;

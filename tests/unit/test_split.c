@@ -37,13 +37,13 @@ struct ent {
 
 /* What the service holds and how it answers (httpd.lock). */
 static struct {
-    struct ent e[TABLE_MAX];    /* in key order */
+    struct ent e[TABLE_MAX]; /* in key order */
     int n;
     int page;                   /* entities per page */
     int emulator;               /* NextPartitionKey: base64 of the key (else opaque) */
     char *filters[FILTERS_MAX]; /* each request's $filter ("": none) */
     int nfilters;
-    int bad;                    /* filters the service could not read */
+    int bad; /* filters the service could not read */
 } svc;
 
 /* Filters: a disjunction of conjunctions of terms, a term being a
@@ -63,7 +63,7 @@ static int m_cmp(const char **p, const struct ent *e)
     }
     for ((*p)++; **p && !(**p == '\'' && (*p)[1] != '\''); (*p)++) {
         if (**p == '\'')
-            (*p)++;                 /* '' is one quote */
+            (*p)++; /* '' is one quote */
         if (n < sizeof(lit) - 1)
             lit[n++] = **p;
     }
@@ -73,9 +73,13 @@ static int m_cmp(const char **p, const struct ent *e)
     c = strcmp(strcmp(field, "PartitionKey") == 0 ? e->pk : e->rk, lit);
     if (strcmp(field, "PartitionKey") != 0 && strcmp(field, "RowKey") != 0)
         svc.bad++;
-    return !strcmp(op, "eq") ? c == 0 : !strcmp(op, "ne") ? c != 0 : !strcmp(op, "lt") ? c < 0 :
-           !strcmp(op, "le") ? c <= 0 : !strcmp(op, "gt") ? c > 0 : !strcmp(op, "ge") ? c >= 0 :
-           (svc.bad++, 0);
+    return !strcmp(op, "eq") ? c == 0 :
+        !strcmp(op, "ne")    ? c != 0 :
+        !strcmp(op, "lt")    ? c < 0 :
+        !strcmp(op, "le")    ? c <= 0 :
+        !strcmp(op, "gt")    ? c > 0 :
+        !strcmp(op, "ge")    ? c >= 0 :
+                               (svc.bad++, 0);
 }
 
 static int m_term(const char **p, const struct ent *e)
@@ -136,8 +140,7 @@ static char *param(const char *head, const char *name)
     const char *sp = strchr(head, ' '), *end = sp ? strchr(sp + 1, ' ') : NULL;
     size_t len = strlen(name);
 
-    for (const char *p = sp ? strchr(sp, '?') : NULL; p && end && p < end;
-         p = strchr(p + 1, '&')) {
+    for (const char *p = sp ? strchr(sp, '?') : NULL; p && end && p < end; p = strchr(p + 1, '&')) {
         if (p + 1 + len < end && strncmp(p + 1, name, len) == 0 && p[1 + len] == '=') {
             char *raw = strndup(p + 2 + len, strcspn(p + 2 + len, "& ")), *v;
 
@@ -159,8 +162,8 @@ static int page_of(const char *f, int from, struct buf *body)
     for (i = from; i < svc.n && n < svc.page; i++) {
         if (!matches(f, &svc.e[i]))
             continue;
-        buf_addf(body, "%s{\"PartitionKey\":\"%s\",\"RowKey\":\"%s\"}", n++ ? "," : "",
-                 svc.e[i].pk, svc.e[i].rk);
+        buf_addf(body, "%s{\"PartitionKey\":\"%s\",\"RowKey\":\"%s\"}", n++ ? "," : "", svc.e[i].pk,
+                 svc.e[i].rk);
     }
     buf_add(body, "]}", 2);
     while (i < svc.n && !matches(f, &svc.e[i]))
@@ -185,9 +188,10 @@ static size_t serve_query(const char *head, int n, char *out, size_t size, int *
         free(f);
     if (next >= 0) {
         EVP_EncodeBlock(pk64, (const unsigned char *)svc.e[next].pk, (int)strlen(svc.e[next].pk));
-        snprintf(hdr, sizeof(hdr), "x-ms-continuation-NextPartitionKey: %s\r\n"
-                 "x-ms-continuation-NextRowKey: %d\r\n", svc.emulator ? (char *)pk64 : "1!opaque",
-                 next);
+        snprintf(hdr, sizeof(hdr),
+                 "x-ms-continuation-NextPartitionKey: %s\r\n"
+                 "x-ms-continuation-NextRowKey: %d\r\n",
+                 svc.emulator ? (char *)pk64 : "1!opaque", next);
     }
     strcat(hdr, "Content-Type: application/json;odata=nometadata\r\n");
     if (buf_add(&body, "", 1) == 0)
@@ -235,7 +239,9 @@ static int asked(const char *f)
 static struct logger quiet = { .level = LOG_LVL_QUIET };
 static struct http_stats stats;
 static struct account svc_account = {
-    .name = "devstoreaccount1", .scheme = "http", .base_path = "/devstoreaccount1",
+    .name = "devstoreaccount1",
+    .scheme = "http",
+    .base_path = "/devstoreaccount1",
 };
 static char host[32];
 
@@ -245,7 +251,7 @@ static int on_page(void *ctx, json_t *value)
     size_t i;
     json_t *e;
 
-    json_array_foreach(value, i, e)
+    json_array_foreach (value, i, e)
         buf_addf(ctx, "%s/%s ", entity_wire_sys(e, ENTITY_PK), entity_wire_sys(e, ENTITY_RK));
     return 0;
 }
@@ -287,8 +293,7 @@ static int read_split(const char *filter, int ways, int one_partition)
     buf_add(&want, "", 1);
     same = rc == 0 && strcmp(got.ptr, want.ptr) == 0 && svc.bad == 0;
     if (!same)
-        printf("# rc %d, bad filters %d\n# got:  %s\n# want: %s\n", rc, svc.bad, got.ptr,
-               want.ptr);
+        printf("# rc %d, bad filters %d\n# got:  %s\n# want: %s\n", rc, svc.bad, got.ptr, want.ptr);
     buf_free(&got);
     buf_free(&want);
     return same;
@@ -339,8 +344,7 @@ static void test_one_partition(void)
     ok(read_split("PartitionKey eq 'p2'", 2, 1), "every entity of p2 once, in order");
     ok(asked("(PartitionKey eq 'p2') and RowKey gt 'r04' and RowKey lt 'r10'"),
        "the rest of the first page's span");
-    ok(asked("(PartitionKey eq 'p2') and RowKey ge 'r10' and RowKey lt 'r15'"),
-       "the next span");
+    ok(asked("(PartitionKey eq 'p2') and RowKey ge 'r10' and RowKey lt 'r15'"), "the next span");
 }
 
 /* Whatever the shape: partitions of 0 to 13 rows, pages of 1 to 7, 1 to 4
@@ -362,8 +366,8 @@ static void test_shapes(void)
         table_is(rows, parts, page, i % 2);
         for (int f = 0; f < 3; f++, runs++)
             if (!read_split(filters[f], ways, 0)) {
-                printf("# shape %d (%d partitions, page %d, %d ways), filter %d\n", i, parts,
-                       page, ways, f);
+                printf("# shape %d (%d partitions, page %d, %d ways), filter %d\n", i, parts, page,
+                       ways, f);
                 bad++;
             }
     }

@@ -31,14 +31,14 @@ enum fake_op { OP_WRITE, OP_REMOVE, OP_RENAME, OP_RESOLVED };
 /* One call the store made: what, and with which arguments (copies). */
 struct fake_call {
     enum fake_op op;
-    enum table_write how;       /* OP_WRITE */
-    char *path;                 /* OP_WRITE, OP_REMOVE, OP_RESOLVED; OP_RENAME: from */
-    char *to;                   /* OP_RENAME */
-    char *etag;                 /* If-Match (OP_RENAME: from_etag); NULL: none */
-    char *to_etag;              /* OP_RENAME */
-    char *pk, *rk;              /* keys written or deleted (OP_RENAME: TO's) */
-    char *from_rk;              /* OP_RENAME */
-    char *wire;                 /* the entity sent, compact with sorted keys */
+    enum table_write how; /* OP_WRITE */
+    char *path;           /* OP_WRITE, OP_REMOVE, OP_RESOLVED; OP_RENAME: from */
+    char *to;             /* OP_RENAME */
+    char *etag;           /* If-Match (OP_RENAME: from_etag); NULL: none */
+    char *to_etag;        /* OP_RENAME */
+    char *pk, *rk;        /* keys written or deleted (OP_RENAME: TO's) */
+    char *from_rk;        /* OP_RENAME */
+    char *wire;           /* the entity sent, compact with sorted keys */
 };
 
 #define FAKE_MAX 8
@@ -46,8 +46,8 @@ struct fake_call {
 static struct {
     struct fake_call call[FAKE_MAX];
     int n;
-    int answer;                 /* what the next change answers (0 or -errno) */
-    const char *new_etag;       /* the ETag a successful write gives */
+    int answer;           /* what the next change answers (0 or -errno) */
+    const char *new_etag; /* the ETag a successful write gives */
 } fake;
 
 static char *dup_or_null(const char *s)
@@ -87,8 +87,8 @@ static int fake_pending(struct store *s, const struct fspath *fp, const char *pa
 
 /* Records the write; on success shows it as store_direct does. */
 static int fake_write(struct store *s, const char *path, const struct fspath *fp,
-                      const json_t *wire, enum table_write how, const char *etag,
-                      char **new_etag, struct az_status *st)
+                      const json_t *wire, enum table_write how, const char *etag, char **new_etag,
+                      struct az_status *st)
 {
     struct fake_call *c = fake_add(OP_WRITE, path, etag);
 
@@ -104,8 +104,8 @@ static int fake_write(struct store *s, const char *path, const struct fspath *fp
     return 0;
 }
 
-static int fake_remove(struct store *s, const char *path, const struct fspath *fp,
-                       const char *etag, struct az_status *st)
+static int fake_remove(struct store *s, const char *path, const struct fspath *fp, const char *etag,
+                       struct az_status *st)
 {
     struct fake_call *c = fake_add(OP_REMOVE, path, etag);
 
@@ -180,30 +180,34 @@ static int fake_discard(struct store *s, const char *path)
 }
 
 static const struct store_changes fake_changes = {
-    "fake", fake_pending, fake_write, fake_remove, fake_rename, fake_resolved,
-    fake_settle, fake_pending_in, fake_create_exclusive, fake_sync, fake_report,
-    fake_discard,
+    "fake",        fake_pending, fake_write,      fake_remove,           fake_rename,
+    fake_resolved, fake_settle,  fake_pending_in, fake_create_exclusive, fake_sync,
+    fake_report,   fake_discard,
 };
 
 /* --- a store whose partition /tbl/p was just listed ------------------------- */
 
 static struct account acct = {
-    .name = "devstoreaccount1", .endpoint = "http://127.0.0.1:1/devstoreaccount1",
-    .scheme = "http", .host = "127.0.0.1:1", .base_path = "/devstoreaccount1",
+    .name = "devstoreaccount1",
+    .endpoint = "http://127.0.0.1:1/devstoreaccount1",
+    .scheme = "http",
+    .host = "127.0.0.1:1",
+    .base_path = "/devstoreaccount1",
 };
 /* If anything did reach the client, it would fail fast. */
 static const struct http_config hc = {
-    .connect_timeout_ms = 100, .request_timeout_ms = 200, .max_retries = -1,
+    .connect_timeout_ms = 100,
+    .request_timeout_ms = 200,
+    .max_retries = -1,
 };
 
 /* Wire entity RK of partition p as the service lists it: a Double n
  * (typed), a String s, a Timestamp and ETAG. */
 static json_t *listed_entity(const char *rk, double n, const char *etag)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:f, s:s, s:s}", "odata.etag", etag,
-                     "PartitionKey", "p", "RowKey", rk,
-                     "Timestamp", "2024-01-02T03:04:05.1234567Z",
-                     "n", n, "n@odata.type", "Edm.Double", "s", "x");
+    return json_pack("{s:s, s:s, s:s, s:s, s:f, s:s, s:s}", "odata.etag", etag, "PartitionKey", "p",
+                     "RowKey", rk, "Timestamp", "2024-01-02T03:04:05.1234567Z", "n", n,
+                     "n@odata.type", "Edm.Double", "s", "x");
 }
 
 /* A store with fake changes whose partition /tbl/p was just listed: a.json
@@ -288,8 +292,7 @@ static int save(struct store *s, const char *path, const char *text, enum store_
 
     if (fspath_parse(path, &fp) != 0)
         abort();
-    rc = store_save(s, &(struct store_save){ path, &fp, text, strlen(text), as, etag },
-                    new_etag);
+    rc = store_save(s, &(struct store_save){ path, &fp, text, strlen(text), as, etag }, new_etag);
     fspath_free(&fp);
     return rc;
 }
@@ -313,7 +316,8 @@ static void test_unchanged(void)
     free(etag);
     fake_reset(0, E2);
     is_int(save(s, "/tbl/p/a.json", "{\"s\":\"x\",\"n@odata.type\":\"Edm.Double\",\"n\":2}",
-                SAVE_REPLACE, E1, NULL), 0, "the same typed values, written otherwise");
+                SAVE_REPLACE, E1, NULL),
+           0, "the same typed values, written otherwise");
     ok(fake.n == 1 && fake.call[0].op == OP_RESOLVED, "nothing is sent");
     free(text);
     free_store(s);
@@ -360,7 +364,8 @@ static void test_write_kinds(void)
     is_int(fake.call[0].how, TW_INSERT, "SAVE_INSERT: insert");
     ok(fake.call[0].etag == NULL, "an insert has no If-Match");
     ok(fake.call[0].pk && fake.call[0].rk && strcmp(fake.call[0].pk, "p") == 0 &&
-       strcmp(fake.call[0].rk, "b") == 0, "keys p/b from the path");
+           strcmp(fake.call[0].rk, "b") == 0,
+       "keys p/b from the path");
     is_str(fake.call[0].wire, "{\"v\":1}", "the text's properties, nothing else");
     is_str(etag, E2, "the new ETag is handed back");
     free(etag);
@@ -520,7 +525,7 @@ static void test_truncate(void)
     free_store(s);
 }
 
-static int delete(struct store *s, const char *path)
+static int delete (struct store *s, const char *path)
 {
     struct fspath fp;
     int rc;
@@ -540,7 +545,7 @@ static void test_delete(void)
     struct fspath fp;
     struct cache_file f = { 0 };
 
-    is_int(delete(s, "/tbl/p/a.json"), 0, "delete a");
+    is_int(delete (s, "/tbl/p/a.json"), 0, "delete a");
     ok(fake.n == 1 && fake.call[0].op == OP_REMOVE, "one remove");
     is_str(fake.call[0].etag, E1, "guarded by the cached ETag");
     ok(fake.call[0].rk && strcmp(fake.call[0].rk, "a") == 0, "of RowKey a");
@@ -549,16 +554,16 @@ static void test_delete(void)
     fspath_free(&fp);
     ok(listed(s, "a.json") == 0 && listed(s, "c.json") == 1, "and gone from the listing");
     fake_reset(0, E2);
-    is_int(delete(s, "/tbl/p/b.json"), -ENOENT, "delete what is not listed");
+    is_int(delete (s, "/tbl/p/b.json"), -ENOENT, "delete what is not listed");
     is_int(fake.n, 0, "nothing is sent");
     fake_reset(-EIO, E2);
-    is_int(delete(s, "/tbl/p/c.json"), -EIO, "a failed delete");
+    is_int(delete (s, "/tbl/p/c.json"), -EIO, "a failed delete");
     ok(!cached(s, "/tbl/p/c.json") && listed(s, "c.json") == 1,
        "-EIO: the entity is dropped, the listing kept");
     free_store(s);
     s = new_store();
     fake_reset(-ESTALE, E2);
-    is_int(delete(s, "/tbl/p/c.json"), -ESTALE, "a stale delete");
+    is_int(delete (s, "/tbl/p/c.json"), -ESTALE, "a stale delete");
     ok(!cached(s, "/tbl/p/c.json") && listed(s, "a.json") == -1,
        "-ESTALE: the entity and the listing are dropped");
     free_store(s);
@@ -588,20 +593,22 @@ static void test_rename_new(void)
     struct store *s = new_store();
     struct cache_file f = { 0 };
     struct fspath fp;
-    char *fe = NULL, *te = NULL, *etag = NULL, *text;
+    char *from_etag = NULL, *to_etag = NULL, *etag = NULL, *text;
 
-    is_int(rename_to(s, "/tbl/p/a.json", "/tbl/p/b.json", &fe, &te), 0, "rename a -> b");
+    is_int(rename_to(s, "/tbl/p/a.json", "/tbl/p/b.json", &from_etag, &to_etag), 0,
+           "rename a -> b");
     ok(fake.n == 1 && fake.call[0].op == OP_RENAME, "one move");
     is_str(fake.call[0].path, "/tbl/p/a.json", "from a");
     is_str(fake.call[0].to, "/tbl/p/b.json", "to b");
-    ok(fake.call[0].from_rk && strcmp(fake.call[0].from_rk, "a") == 0 &&
-       fake.call[0].rk && strcmp(fake.call[0].rk, "b") == 0, "the keys are the paths'");
+    ok(fake.call[0].from_rk && strcmp(fake.call[0].from_rk, "a") == 0 && fake.call[0].rk &&
+           strcmp(fake.call[0].rk, "b") == 0,
+       "the keys are the paths'");
     is_str(fake.call[0].etag, E1, "the source guarded by its ETag");
     ok(fake.call[0].to_etag == NULL, "no target: no to_etag (an insert)");
     is_str(fake.call[0].wire, "{\"n\":2.0,\"n@odata.type\":\"Edm.Double\",\"s\":\"x\"}",
            "the source's typed properties are written");
-    is_str(fe, E1, "from_etag: the ETag the source had");
-    is_str(te, E2, "to_etag: the one the target got");
+    is_str(from_etag, E1, "from_etag: the ETag the source had");
+    is_str(to_etag, E2, "to_etag: the one the target got");
     fspath_parse("/tbl/p/a.json", &fp);
     is_int(store_load(s, &fp, "/tbl/p/a.json", &f), -ENOENT, "the source is known absent");
     fspath_free(&fp);
@@ -609,7 +616,7 @@ static void test_rename_new(void)
     ok(text != NULL, "the target is cached");
     is_str(etag, E2, "with its new ETag");
     ok(listed(s, "a.json") == 0 && listed(s, "b.json") == 1, "the listing follows");
-    free(text), free(etag), free(fe), free(te);
+    free(text), free(etag), free(from_etag), free(to_etag);
     free_store(s);
 }
 
@@ -618,22 +625,24 @@ static void test_rename_new(void)
 static void test_rename_over(void)
 {
     struct store *s = new_store();
-    char *fe = NULL, *te = NULL;
+    char *from_etag = NULL, *to_etag = NULL;
 
-    is_int(rename_to(s, "/tbl/p/a.json", "/tbl/p/c.json", &fe, &te), 0, "rename a -> c");
+    is_int(rename_to(s, "/tbl/p/a.json", "/tbl/p/c.json", &from_etag, &to_etag), 0,
+           "rename a -> c");
     is_str(fake.call[0].etag, E1, "from_etag: a's");
     is_str(fake.call[0].to_etag, E3, "to_etag: c's (a replace)");
-    free(fe), free(te);
+    free(from_etag), free(to_etag);
     free_store(s);
     s = new_store();
     fake_reset(-ESTALE, E2);
-    is_int(rename_to(s, "/tbl/p/a.json", "/tbl/p/c.json", &fe, &te), -ESTALE, "a stale move");
-    ok(fe == NULL && te == NULL, "no ETags handed back");
+    is_int(rename_to(s, "/tbl/p/a.json", "/tbl/p/c.json", &from_etag, &to_etag), -ESTALE,
+           "a stale move");
+    ok(from_etag == NULL && to_etag == NULL, "no ETags handed back");
     ok(!cached(s, "/tbl/p/a.json") && !cached(s, "/tbl/p/c.json"), "both are dropped");
     is_int(listed(s, "a.json"), -1, "and the partition's listing");
     free_store(s);
     s = new_store();
-    is_int(rename_to(s, "/tbl/p/b.json", "/tbl/p/c.json", &fe, &te), -ENOENT,
+    is_int(rename_to(s, "/tbl/p/b.json", "/tbl/p/c.json", &from_etag, &to_etag), -ENOENT,
            "a source not listed");
     is_int(fake.n, 0, "nothing is sent");
     free_store(s);

@@ -19,8 +19,8 @@ static void test_filters(void)
     free(f);
     is_str(f = table_filter_after(""), "PartitionKey gt ''", "after the empty key");
     free(f);
-    is_str(f = table_filter_from_row("a b", "r'1"),
-           "PartitionKey eq 'a b' and RowKey ge 'r''1'", "rows from a key");
+    is_str(f = table_filter_from_row("a b", "r'1"), "PartitionKey eq 'a b' and RowKey ge 'r''1'",
+           "rows from a key");
     free(f);
 }
 
@@ -71,7 +71,7 @@ static void test_split_cuts(void)
                 int n;
 
                 if (strcmp(f, l) > 0 || strcmp(l, "zz") >= 0)
-                    continue;      /* a page's keys are in order, before the bound */
+                    continue; /* a page's keys are in order, before the bound */
                 n = table_split_cuts(f, l, "zz", cuts, 8);
                 for (int k = 0; k < n; k++) {
                     if (strcmp(cuts[k], k ? cuts[k - 1] : l) <= 0 || strcmp(cuts[k], "zz") >= 0)
@@ -88,11 +88,11 @@ static void test_etag_timestamp(void)
 {
     char ts[64], small[8];
 
-    is_int(table_etag_timestamp("W/\"datetime'2026-11-22T08%3A26%3A34.9118804Z'\"", ts,
-                                sizeof(ts)), 0, "Azure ETag");
+    is_int(table_etag_timestamp("W/\"datetime'2026-11-22T08%3A26%3A34.9118804Z'\"", ts, sizeof(ts)),
+           0, "Azure ETag");
     is_str(ts, "2026-11-22T08:26:34.9118804Z", "timestamp unescaped");
-    is_int(table_etag_timestamp("W/\"datetime'2026-11-22T08%3A26%3A34Z'\"", small,
-                                sizeof(small)), -EINVAL, "too small a buffer");
+    is_int(table_etag_timestamp("W/\"datetime'2026-11-22T08%3A26%3A34Z'\"", small, sizeof(small)),
+           -EINVAL, "too small a buffer");
     is_int(table_etag_timestamp("\"00000000-0000-0000-0000-000000000000\"", ts, sizeof(ts)),
            -EINVAL, "an ETag without a timestamp (Cosmos DB)");
     is_int(table_etag_timestamp("W/\"datetime'unterminated", ts, sizeof(ts)), -EINVAL,

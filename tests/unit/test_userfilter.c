@@ -11,8 +11,8 @@
 static void test_count(void)
 {
     is_int(userfilter_comparisons("Amount gt 100"), 1, "one comparison");
-    is_int(userfilter_comparisons("a eq 1 and b ne 2 or not (c lt 3) and d le 4 and e ge 5"),
-           5, "five, with and/or/not");
+    is_int(userfilter_comparisons("a eq 1 and b ne 2 or not (c lt 3) and d le 4 and e ge 5"), 5,
+           "five, with and/or/not");
     is_int(userfilter_comparisons("Name eq 'a eq b gt c'"), 1, "operators in a literal");
     is_int(userfilter_comparisons("Name eq 'it''s eq' and x gt 1"), 2, "a doubled quote");
     is_int(userfilter_comparisons("equal eq 1"), 1, "a property starting with eq");
@@ -33,8 +33,7 @@ static void test_build(void)
     is_str(f, "PartitionKey eq 'E''U' and (a eq 1 or b eq 2)", "key quoted, filter grouped");
     free(f);
     for (int i = 0; i < 15; i++)
-        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sa eq %d",
-                 i ? " or " : "", i);
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sa eq %d", i ? " or " : "", i);
     is_int(userfilter_build(NULL, many, &f, &why), 0, "15 comparisons pass");
     free(f);
     is_int(userfilter_build("p", many, &f, &why), -EINVAL, "16 with the scope do not");

@@ -29,11 +29,11 @@
 /* Two changes of one entity, the second made against the first's token. */
 struct pair {
     enum wb_kind first, second;
-    int rc;                     /* wb_submit's answer to the second */
-    enum wb_kind kind;          /* the queued change then */
-    const char *content;        /* its entity (NULL: none) */
-    const char *if_match;       /* its If-Match: the first change's */
-    int lookup;                 /* wb_lookup: 1, -ENOENT, 0 (nothing queued) */
+    int rc;               /* wb_submit's answer to the second */
+    enum wb_kind kind;    /* the queued change then */
+    const char *content;  /* its entity (NULL: none) */
+    const char *if_match; /* its If-Match: the first change's */
+    int lookup;           /* wb_lookup: 1, -ENOENT, 0 (nothing queued) */
 };
 
 static const struct pair pairs[] = {
@@ -66,8 +66,8 @@ static int lookup_shows(json_t *e, const struct wb_op *op)
     const char *etag = json_string_value(json_object_get(e, "odata.etag"));
     json_t *rest = json_deep_copy(e);
     int same = rest && op->entity && ts && strlen(ts) == 28 && ts[27] == 'Z' && pk &&
-               strcmp(pk, op->pk) == 0 && rk && strcmp(rk, op->rk) == 0 && etag &&
-               strcmp(etag, wbt_token(op)) == 0;
+        strcmp(pk, op->pk) == 0 && rk && strcmp(rk, op->rk) == 0 && etag &&
+        strcmp(etag, wbt_token(op)) == 0;
 
     if (rest) {
         json_object_del(rest, "PartitionKey");
@@ -81,8 +81,7 @@ static int lookup_shows(json_t *e, const struct wb_op *op)
 }
 
 /* What pair P (at PATH) left queued: kind, entity, If-Match; wb_lookup. */
-static void check_queued(struct wbt *t, const char *path, const struct pair *p,
-                         const char *when)
+static void check_queued(struct wbt *t, const char *path, const struct pair *p, const char *when)
 {
     struct wb_op *op = wbt_last(t, path);
     json_t *e = NULL;
@@ -93,17 +92,14 @@ static void check_queued(struct wbt *t, const char *path, const struct pair *p,
     else
         ok(op != NULL, "%s %s: a change queued", path, when);
     if (op && p->lookup != 0) {
-        is_str(wb_kind_name(op->kind), wb_kind_name(p->kind), "%s %s: queued kind", path,
-               when);
+        is_str(wb_kind_name(op->kind), wb_kind_name(p->kind), "%s %s: queued kind", path, when);
         ok(wbt_json_is(op->entity, p->content), "%s %s: queued entity", path, when);
-        is_str(op->if_match, p->if_match, "%s %s: If-Match of the first change", path,
-               when);
+        is_str(op->if_match, p->if_match, "%s %s: If-Match of the first change", path, when);
     }
     rc = wb_lookup(t->wb, path, &e);
     is_int(rc, p->lookup, "%s %s: wb_lookup", path, when);
     if (rc == 1)
-        ok(op && lookup_shows(e, op), "%s %s: wb_lookup shows the queued entity", path,
-           when);
+        ok(op && lookup_shows(e, op), "%s %s: wb_lookup shows the queued entity", path, when);
     json_decref(e);
 }
 
@@ -120,7 +116,7 @@ static int run_pair(struct wbt *t, const char *path, const struct pair *p)
     rc = wbt_put(t, path, p->first, p->first == WB_DELETE ? NULL : FIRST,
                  p->first == WB_INSERT ? NULL : R1, &tok1);
     is_int(rc, 0, "%s: first change (%s) queued", path, k1);
-    if (p->second != WB_INSERT)     /* the real ETag is not the queued change's */
+    if (p->second != WB_INSERT) /* the real ETag is not the queued change's */
         is_int(wbt_put(t, path, p->second, p->second == WB_DELETE ? NULL : SECOND, R1, NULL),
                p->first == WB_DELETE ? -ENOENT : -ESTALE,
                "%s: %s then %s against the real ETag: refused", path, k1, k2);
@@ -133,12 +129,10 @@ static int run_pair(struct wbt *t, const char *path, const struct pair *p)
     else if (p->second == WB_DELETE)
         ok(tok2 == NULL, "%s: a delete gets no token", path);
     else
-        ok(op && tok2 && strcmp(tok2, wbt_token(op)) == 0 &&
-           strcmp(tok2, tok1 ? tok1 : "") != 0,
+        ok(op && tok2 && strcmp(tok2, wbt_token(op)) == 0 && strcmp(tok2, tok1 ? tok1 : "") != 0,
            "%s: a new token, the queued change's", path);
     if (p->rc < 0 && tok1)
-        ok(op && strcmp(tok1, wbt_token(op)) == 0, "%s: refused: the first change stays",
-           path);
+        ok(op && strcmp(tok1, wbt_token(op)) == 0, "%s: refused: the first change stays", path);
     check_queued(t, path, p, "after the pair");
     if (p->rc == 0 && p->lookup == 1 && tok1)
         is_int(wbt_put(t, path, WB_REPLACE, SECOND, tok1, NULL), -ESTALE,
@@ -185,12 +179,15 @@ static void test_first_change(void)
     is_int(wbt_put(&t, "/t/p/ins", WB_INSERT, FIRST, NULL, &tok), 0, "insert");
     ok((op = wbt_last(&t, "/t/p/ins")) && !op->if_match, "an insert has no If-Match");
     ok(tok && strncmp(tok, WB_TOKEN_PREFIX, strlen(WB_TOKEN_PREFIX)) == 0 &&
-       tok[strlen(tok) - 1] == '"', "token: %s", tok ? tok : "(null)");
+           tok[strlen(tok) - 1] == '"',
+       "token: %s", tok ? tok : "(null)");
     is_int(wbt_put(&t, "/t/p/star", WB_REPLACE, FIRST, NULL, &tok2), 0, "replace, no ETag");
     ok((op = wbt_last(&t, "/t/p/star")) && op->if_match && strcmp(op->if_match, "*") == 0,
        "a change without an ETag is guarded by *");
-    ok(tok && tok2 && strtoull(tok + strlen(WB_TOKEN_PREFIX), NULL, 10) <
-       strtoull(tok2 + strlen(WB_TOKEN_PREFIX), NULL, 10), "tokens grow: %s < %s", tok, tok2);
+    ok(tok && tok2 &&
+           strtoull(tok + strlen(WB_TOKEN_PREFIX), NULL, 10) <
+               strtoull(tok2 + strlen(WB_TOKEN_PREFIX), NULL, 10),
+       "tokens grow: %s < %s", tok, tok2);
     is_int(wbt_put(&t, "/t/p/mrg", WB_MERGE, SECOND, R1, NULL), 0, "merge against R1");
     ok((op = wbt_last(&t, "/t/p/mrg")) && op->if_match && strcmp(op->if_match, R1) == 0,
        "the real ETag is the If-Match");
@@ -206,7 +203,8 @@ static void test_first_change(void)
     is_int(wbt_put(&t, "/t/p/sent", WB_REPLACE, SECOND, sent, NULL), 0,
            "a change against a sent change's token");
     ok((op = wbt_last(&t, "/t/p/sent")) && op->if_match &&
-       strcmp(op->if_match, "W/\"real12\"") == 0, "is guarded by the ETag the service gave");
+           strcmp(op->if_match, "W/\"real12\"") == 0,
+       "is guarded by the ETag the service gave");
     is_int(wbt_put(&t, "/t/p/x", WB_INSERT, FIRST, NULL, NULL), 0, "insert x");
     is_int(wb_submit(t.wb, NULL, 0, NULL), -EINVAL, "wb_submit of no change: -EINVAL");
     is_int(wb_submit(t.wb, NULL, 3, NULL), -EINVAL, "wb_submit of three: -EINVAL");
@@ -225,17 +223,21 @@ static void test_annotations(void)
     char *tok = NULL, *tok2 = NULL;
 
     wbt_start(&t);
-    is_int(wbt_put(&t, "/t/p/a", WB_REPLACE, "{\"A\":\"1\",\"A@odata.type\":\"Edm.Int64\","
-                   "\"B\":\"eA==\",\"B@odata.type\":\"Edm.Binary\"}", R1, &tok), 0, "replace");
-    is_int(wbt_put(&t, "/t/p/a", WB_MERGE, "{\"A\":\"2\",\"A@odata.type\":\"Edm.Int32\"}",
-                   tok, &tok2), 0, "merge with its own annotation");
+    is_int(wbt_put(&t, "/t/p/a", WB_REPLACE,
+                   "{\"A\":\"1\",\"A@odata.type\":\"Edm.Int64\","
+                   "\"B\":\"eA==\",\"B@odata.type\":\"Edm.Binary\"}",
+                   R1, &tok),
+           0, "replace");
+    is_int(
+        wbt_put(&t, "/t/p/a", WB_MERGE, "{\"A\":\"2\",\"A@odata.type\":\"Edm.Int32\"}", tok, &tok2),
+        0, "merge with its own annotation");
     ok(wbt_json_is(wbt_entity(&t, "/t/p/a"),
                    "{\"A\":\"2\",\"A@odata.type\":\"Edm.Int32\",\"B\":\"eA==\","
-                   "\"B@odata.type\":\"Edm.Binary\"}"), "the merge's annotation wins");
+                   "\"B@odata.type\":\"Edm.Binary\"}"),
+       "the merge's annotation wins");
     free(tok);
     tok = NULL;
-    is_int(wbt_put(&t, "/t/p/a", WB_MERGE, "{\"B\":\"text\"}", tok2, &tok), 0,
-           "merge without one");
+    is_int(wbt_put(&t, "/t/p/a", WB_MERGE, "{\"B\":\"text\"}", tok2, &tok), 0, "merge without one");
     ok(wbt_json_is(wbt_entity(&t, "/t/p/a"),
                    "{\"A\":\"2\",\"A@odata.type\":\"Edm.Int32\",\"B\":\"text\"}"),
        "the old annotation of B is gone, A's stays");
@@ -263,8 +265,7 @@ static void test_waits_for_sending(void)
     is_int(wbt_put(&t, "/t/p/w", WB_REPLACE, FIRST, R1, &tok1), 0, "replace");
     is_int(wbt_take(&t, 1, ops), 1, "the replace is taken to be sent");
     first = ops[0];
-    is_int(wbt_put(&t, "/t/p/w", WB_MERGE, SECOND, tok1, &tok2), 0,
-           "a merge against its token");
+    is_int(wbt_put(&t, "/t/p/w", WB_MERGE, SECOND, tok1, &tok2), 0, "a merge against its token");
     op = wbt_last(&t, "/t/p/w");
     ok(op && op != first && op->dep == first && first->succ == op,
        "the merge waits for the change out");
@@ -370,12 +371,11 @@ static void test_rename(void)
     is_int(wb_lookup(t.wb, "/t/p/old", &e), -ENOENT, "wb_lookup: the old name deleted");
     is_int(wbt_put(&t, "/t/p/new", WB_REPLACE, SECOND, tokens[0], NULL), 0,
            "a replace of the new name");
-    ok((op = wbt_last(&t, "/t/p/new")) && op != to && op->dep == to &&
-       op->kind == WB_REPLACE, "waits for the rename (not merged)");
-    is_int(wbt_put(&t, "/t/p/old", WB_INSERT, SECOND, NULL, NULL), 0,
-           "the old name made again");
-    ok((op = wbt_last(&t, "/t/p/old")) && op != from && op->dep == from &&
-       op->kind == WB_INSERT, "waits for the rename's delete: an insert");
+    ok((op = wbt_last(&t, "/t/p/new")) && op != to && op->dep == to && op->kind == WB_REPLACE,
+       "waits for the rename (not merged)");
+    is_int(wbt_put(&t, "/t/p/old", WB_INSERT, SECOND, NULL, NULL), 0, "the old name made again");
+    ok((op = wbt_last(&t, "/t/p/old")) && op != from && op->dep == from && op->kind == WB_INSERT,
+       "waits for the rename's delete: an insert");
     ents = t.wb->n_ents;
     free(tokens[0]);
     is_int(wbt_rename(&t, "/t/p/new", SECOND, NULL, "/t/p/o2", R1, tokens), -EEXIST,
@@ -384,13 +384,15 @@ static void test_rename(void)
            "rename of a queued insert against the real ETag: -ESTALE");
     ok(!tokens[0] && !tokens[1], "refused: no tokens");
     ok(!wbt_last(&t, "/t/p/o2") && !wbt_last(&t, "/t/p/n3") && t.wb->n_queued == 4 &&
-       t.wb->n_ents == ents, "refused: nothing of either half kept");
+           t.wb->n_ents == ents,
+       "refused: nothing of either half kept");
     is_int(wbt_put(&t, "/t/q/src", WB_INSERT, FIRST, NULL, &tok), 0, "insert src");
     op = wbt_last(&t, "/t/q/src");
     is_int(wbt_rename(&t, "/t/q/dst", FIRST, NULL, "/t/q/src", tok, tokens), 0,
            "rename the queued insert");
-    ok(op && (from = wbt_last(&t, "/t/q/src")) && from->kind == WB_DELETE &&
-       from->dep == op && op->succ == from, "its delete waits for the insert (not undone)");
+    ok(op && (from = wbt_last(&t, "/t/q/src")) && from->kind == WB_DELETE && from->dep == op &&
+           op->succ == from,
+       "its delete waits for the insert (not undone)");
     is_int(wbt_close(&t), 7, "seven changes left");
     free(tokens[0]);
     free(tok);

@@ -134,8 +134,7 @@ static void cut_weights(struct wbt *t, const char *part, const size_t *w, int n,
     for (int i = 0; i < n; i++) {
         row(p, part, i);
         json = w[i] ? weighing(p, w[i]) : strdup(SMALL);
-        bad |= wbt_put(t, p, WB_INSERT, json, NULL, NULL) < 0 ||
-               (w[i] && wbt_bytes(t, p) != w[i]);
+        bad |= wbt_put(t, p, WB_INSERT, json, NULL, NULL) < 0 || (w[i] && wbt_bytes(t, p) != w[i]);
         free(json);
     }
     snprintf(out, len, "%s", bad ? "not queued as asked:" : "");
@@ -258,8 +257,9 @@ static void test_rename_kept(void)
     ok(rows_are(ops, n, "p", 0), "rows 0..98");
     wbt_applied(&t, ops, n, "W/\"e\"");
     is_int(n = wbt_take(&t, 1, ops), 7, "second batch: the rename and the 5 after it");
-    ok(n == 7 && ops[0]->group && ops[0]->group == ops[1]->group &&
-       !strcmp(ops[0]->rk, "r0900") && !strcmp(ops[1]->rk, "r0901"), "the rename first, whole");
+    ok(n == 7 && ops[0]->group && ops[0]->group == ops[1]->group && !strcmp(ops[0]->rk, "r0900") &&
+           !strcmp(ops[1]->rk, "r0901"),
+       "the rename first, whole");
     ok(n == 7 && rows_are(ops + 2, 5, "p", 99), "then rows 99..103");
     wbt_applied(&t, ops, n, "W/\"e\"");
     queue_rows(&t, "q", 0, 98, SMALL);
@@ -268,8 +268,7 @@ static void test_rename_kept(void)
     free(tokens[0]);
     queue_rows(&t, "q", 98, 5, SMALL);
     is_int(n = wbt_take(&t, 1, ops), 100, "first batch: the 98 and the rename");
-    ok(n == 100 && ops[98]->group && ops[98]->group == ops[99]->group,
-       "the rename last, whole");
+    ok(n == 100 && ops[98]->group && ops[98]->group == ops[99]->group, "the rename last, whole");
     wbt_applied(&t, ops, n, "W/\"e\"");
     is_int(n = wbt_take(&t, 1, ops), 5, "second batch: the 5 after it");
     ok(rows_are(ops, n, "q", 98), "rows 98..102");
@@ -332,8 +331,7 @@ static void test_resend_own_batch(void)
     is_int(wbt_put(&t, "/t/p/r0000", WB_MERGE, "{\"B\":\"y\"}", tok, NULL), 0,
            "a merge of a change sent before");
     x = wbt_last(&t, "/t/p/r0000");
-    ok(x && x != ops[0] && x->dep == ops[0] && x->kind == WB_MERGE,
-       "waits for it (not merged)");
+    ok(x && x != ops[0] && x->dep == ops[0] && x->kind == WB_MERGE, "waits for it (not merged)");
     is_int(n = wbt_take(&t, 1, ops), 5, "the five sent before, again, alone");
     ok(rows_are(ops, n, "p", 0), "rows 0..4");
     ok(n == 5 && ops[0]->sent_at.tv_sec == at.tv_sec && ops[4]->sent_at.tv_nsec == at.tv_nsec,
@@ -400,7 +398,8 @@ static long long pending_int(struct wbt *t, const char *name)
     char *s = wb_pending_json(t->wb, 65536);
     json_t *j = s ? json_loads(s, 0, NULL) : NULL;
     long long v = json_is_integer(json_object_get(j, name)) ?
-                  json_integer_value(json_object_get(j, name)) : -1;
+        json_integer_value(json_object_get(j, name)) :
+        -1;
 
     json_decref(j);
     free(s);
@@ -422,13 +421,12 @@ static size_t drop_one(struct wbt *t, struct wb_op **ops, size_t n)
     is_int(n, 5, "r0001 failed: five left");
     is_str(keys_of(keys, sizeof(keys), ops, n), "r0000 r0010 r0011 r0002 r0003",
            "the others in their order");
-    ok(n == 5 && ops[0]->state == WS_SENDING && ops[4]->state == WS_SENDING,
-       "still being sent");
+    ok(n == 5 && ops[0]->state == WS_SENDING && ops[4]->state == WS_SENDING, "still being sent");
     ok(t->wb->n_sending == 5 && t->wb->n_failed == 1 && t->wb->n_queued == 0,
        "5 sending, 1 failed");
-    ok((f = failed_of(t, "/t/f/r0001")) && f->state == WS_FAILED && f->err == EEXIST &&
-       f->why && !strcmp(f->why, "The specified entity already exists.") &&
-       f->kind == WB_INSERT, "kept failed with its errno and why");
+    ok((f = failed_of(t, "/t/f/r0001")) && f->state == WS_FAILED && f->err == EEXIST && f->why &&
+           !strcmp(f->why, "The specified entity already exists.") && f->kind == WB_INSERT,
+       "kept failed with its errno and why");
     ok(t->n_failed == 1 && !strcmp(t->failed_path, "/t/f/r0001"), "the failed hook heard it");
     is_int(wb_lookup(t->wb, "/t/f/r0001", &e), 0, "wb_lookup: nothing queued of it");
     is_int(wb_flush(t->wb, "/t/f/r0001", 0), -EIO, "a flush of it: EIO");
@@ -449,11 +447,11 @@ static void drop_rename_and_rest(struct wbt *t, struct wb_op **ops, size_t n)
     is_str(keys_of(keys, sizeof(keys), ops, n), "r0000 r0002 r0003",
            "the rename's delete failed: both halves leave");
     ok((f = failed_of(t, "/t/f/r0010")) && f->err == ESTALE && f->why &&
-       !strcmp(f->why, "the other half of its rename failed"), "the other half: failed, why");
+           !strcmp(f->why, "the other half of its rename failed"),
+       "the other half: failed, why");
     ok((f = failed_of(t, "/t/f/r0011")) && f->why && !strcmp(f->why, "precondition"),
        "the half named: its own why");
-    ok(t->wb->n_failed == 3 && t->n_failed == 3 && t->wb->n_sending == 3,
-       "3 failed, 3 sending");
+    ok(t->wb->n_failed == 3 && t->n_failed == 3 && t->wb->n_sending == 3, "3 failed, 3 sending");
     ok(n == 3 && t->wb->bytes == ops[0]->bytes + ops[1]->bytes + ops[2]->bytes,
        "the queue weighs what is still out");
     while (n > 0)
@@ -485,7 +483,7 @@ static void test_drop_failed(void)
         drop_rename_and_rest(&t, ops, drop_one(&t, ops, n));
     pthread_mutex_lock(&t.wb->mu);
     if (part)
-        part->sending = 0;      /* as wb_send_batch does when every op failed */
+        part->sending = 0; /* as wb_send_batch does when every op failed */
     pthread_mutex_unlock(&t.wb->mu);
     is_int(wbt_put(&t, "/t/f/r0001", WB_REPLACE, SMALL, R1, NULL), 0, "a new change of r0001");
     ok(!failed_of(&t, "/t/f/r0001") && t.wb->n_failed == 5, "replaces its failure");
@@ -524,7 +522,7 @@ static void test_drop_chain(void)
     ok(t.wb->n_queued == 1 && t.wb->n_sending == 0 && t.wb->n_failed == 1,
        "its later change left the queue: 1 queued, 1 failed");
     ok((f = failed_of(&t, "/t/c/r0000")) && f->kind == WB_REPLACE &&
-       wbt_json_is(f->entity, "{\"D\":\"z\"}") && f->err == EEXIST,
+           wbt_json_is(f->entity, "{\"D\":\"z\"}") && f->err == EEXIST,
        "the latest change stands failed for both");
     is_int(t.n_failed, 1, "one failed hook");
     is_int(wb_lookup(t.wb, "/t/c/r0000", &e), 0, "wb_lookup: nothing queued of it");

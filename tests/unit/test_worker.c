@@ -11,9 +11,9 @@
 
 /* What a thread saw of itself. */
 struct seen {
-    pthread_mutex_t lock;       /* NAME is written by every thread */
+    pthread_mutex_t lock; /* NAME is written by every thread */
     atomic_int runs;
-    atomic_int all_blocked;     /* every run found SIGTERM, SIGINT, SIGUSR1 blocked */
+    atomic_int all_blocked; /* every run found SIGTERM, SIGINT, SIGUSR1 blocked */
     char name[16];
 };
 
@@ -22,8 +22,7 @@ static void look(struct seen *s)
     sigset_t cur;
 
     pthread_sigmask(SIG_SETMASK, NULL, &cur);
-    if (!sigismember(&cur, SIGTERM) || !sigismember(&cur, SIGINT) ||
-        !sigismember(&cur, SIGUSR1))
+    if (!sigismember(&cur, SIGTERM) || !sigismember(&cur, SIGINT) || !sigismember(&cur, SIGUSR1))
         atomic_store(&s->all_blocked, 0);
     pthread_mutex_lock(&s->lock);
     pthread_getname_np(pthread_self(), s->name, sizeof(s->name));
@@ -56,7 +55,7 @@ static void test_group(void)
     is_str(s.name, "aztfs-test-a-lo", "group: named (the kernel keeps 15 bytes)");
     pthread_sigmask(SIG_SETMASK, NULL, &after);
     ok(sigismember(&after, SIGTERM) == sigismember(&before, SIGTERM) &&
-       sigismember(&after, SIGUSR1) == sigismember(&before, SIGUSR1),
+           sigismember(&after, SIGUSR1) == sigismember(&before, SIGUSR1),
        "group: the caller's mask is unchanged");
 }
 
@@ -120,7 +119,7 @@ static void test_worker(void)
     ok(same && !pthread_equal(o.tid[0], pthread_self()), "worker: all on its one thread");
     ok(!atomic_load(&o.overlap), "worker: one job at a time");
     worker_post(w, job, &steps[0]);
-    worker_free(w);         /* the job posted runs first */
+    worker_free(w); /* the job posted runs first */
     is_int(o.n, 7, "worker: a job posted before worker_free runs");
     worker_free(NULL);
     ok(1, "worker: worker_free(NULL) is a no-op");

@@ -24,16 +24,16 @@
 
 /* One write-behind queue under test, and what its hooks heard. */
 struct wbt {
-    char dir[40];               /* the journal's directory (mkdtemp, 0700) */
+    char dir[40]; /* the journal's directory (mkdtemp, 0700) */
     struct account acct;
     struct logger lg;
     struct writeback *wb;
-    int n_applied, n_failed;    /* hook calls */
-    char failed_path[128];      /* the path of the last hooks.failed */
+    int n_applied, n_failed; /* hook calls */
+    char failed_path[128];   /* the path of the last hooks.failed */
 };
 
-static inline void wbt_hook_applied(void *ctx, const char *path, const json_t *entity,
-                                    int exact, const char *etag)
+static inline void wbt_hook_applied(void *ctx, const char *path, const json_t *entity, int exact,
+                                    const char *etag)
 {
     (void)path;
     (void)entity;
@@ -60,7 +60,8 @@ static inline int wbt_hook_cancelled(void *ctx)
 /* Open T's queue over the journal in T->dir (made when empty). 0 or -errno. */
 static inline int wbt_open(struct wbt *t)
 {
-    struct http_config hc = { .connect_timeout_ms = 200, .request_timeout_ms = 500,
+    struct http_config hc = { .connect_timeout_ms = 200,
+                              .request_timeout_ms = 500,
                               .max_retries = -1 };
     struct wb_config cfg = { t->dir, "wb.journal", 3600.0, (size_t)1 << 30, 1, 0.0, 0 };
     struct wb_hooks hooks = { wbt_hook_applied, wbt_hook_failed, wbt_hook_cancelled, t };
@@ -130,8 +131,8 @@ static inline void wbt_ch_make(struct wbt_ch *x, const char *path, enum wb_kind 
 }
 
 /* wb_submit of one change; *TOKEN (TOKEN may be NULL) gets its token. */
-static inline int wbt_put(struct wbt *t, const char *path, enum wb_kind kind,
-                          const char *json, const char *if_match, char **token)
+static inline int wbt_put(struct wbt *t, const char *path, enum wb_kind kind, const char *json,
+                          const char *if_match, char **token)
 {
     struct wbt_ch x;
     char *tok = NULL;
