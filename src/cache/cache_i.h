@@ -31,24 +31,24 @@ struct entry {
     enum entry_kind kind;      /* guarded by cache.lock */
     double expires;            /* CLOCK_MONOTONIC seconds; guarded by cache.lock */
     double born;               /* when its content was current (monotonic);
-                                     * guarded by cache.lock */
+                                * guarded by cache.lock */
     double neg_until;          /* ENTRY_DIR: lacking a name means absent until;
-                                     * guarded by cache.lock */
+                                * guarded by cache.lock */
     double touched;            /* ENTRY_DIR, ENTRY_MARK: last cache_dir_touch;
-                                     * guarded by cache.lock */
+                                * guarded by cache.lock */
     uint64_t last_open;        /* ENTRY_DIR, ENTRY_MARK: hash of the last name
-                                     * cache_dir_walk saw (0: none); guarded by
-                                     * cache.lock */
+                                * cache_dir_walk saw (0: none); guarded by
+                                * cache.lock */
     unsigned flags;            /* CACHE_LISTED (files), CACHE_OWNED (listings);
-                                     * guarded by cache.lock */
+                                * guarded by cache.lock */
     size_t charge;             /* bytes accounted to this entry; guarded by
-                                     * cache.lock */
+                                * cache.lock */
     struct cache_file file;    /* ENTRY_FILE; guarded by cache.lock */
     struct listing *dir;       /* ENTRY_DIR (one reference; the listing itself is
-                                     * sealed); guarded by cache.lock */
+                                * sealed); guarded by cache.lock */
     struct entry *hnext;       /* hash chain; guarded by cache.lock */
     struct entry *prev, *next; /* LRU list, head = most recent; guarded by
-                                     * cache.lock */
+                                * cache.lock */
 };
 
 struct cache {
@@ -60,7 +60,7 @@ struct cache {
     size_t dir_bytes;            /* charged to ENTRY_DIR entries; guarded by lock */
     double ttl;                  /* set by cache_new */
     double neg_ttl;              /* the negative lifetime: set by cache_new and
-                                     * cache_set_negative_ttl, before concurrent use */
+                                  * cache_set_negative_ttl, before concurrent use */
     struct entry *head, *tail;   /* guarded by lock */
     uint64_t hits, misses, evictions, expirations; /* guarded by lock */
 };

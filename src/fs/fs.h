@@ -22,8 +22,8 @@ struct aztfs {
     struct store store;         /* the service, the cache, the log */
     pthread_mutex_t fuse_lock;  /* guards FUSE against the end of its session */
     struct fuse *fuse;          /* the running mount: set at init, NULL once its
-                                  * loop has ended (fs_end_session); guarded by
-                                  * fuse_lock */
+                                 * loop has ended (fs_end_session); guarded by
+                                 * fuse_lock */
     struct scratch *scratch;    /* owned: scratch files and local directories */
     struct fs_handles *handles; /* owned: open files (write handles also by path), conflicts */
     struct view_pending *views; /* owned: query views looked up, waiting for readdir */
@@ -31,7 +31,7 @@ struct aztfs {
     double attr_timeout;        /* seconds the kernel keeps a stat without asking */
     time_t mount_time;          /* mtime of directories */
     uid_t uid;                  /* owner of every file: set by open_mount, and by
-                                  * aztfs_init before any other callback */
+                                 * aztfs_init before any other callback */
     gid_t gid;                  /* as uid */
     mode_t file_mode;           /* permission bits of entity files (-o file_mode=, umask=) */
     mode_t dir_mode;            /* and of directories (-o dir_mode=, umask=) */

@@ -27,50 +27,6 @@
 #define GROW_MAX (4u * 1024 * 1024)
 #define GROW_MIN (64u * 1024)
 
-/* LG, DIR, the names and KEY are set by journal_open and read-only after
- * it; the rest changes with MU held (journal_open and journal_read run
- * before anyone else uses the journal). */
-struct journal {
-    pthread_mutex_t mu;
-    pthread_cond_t synced_cv; /* a flush ended; waited on with mu */
-    struct logger *lg;
-    struct safe_dir dir; /* checked; every file is opened relative to it */
-    char *name, *lock_name, *key_name, *path;
-    unsigned char key[JOURNAL_KEY_LEN];
-    int legacy;      /* the key was made at the open, and nothing written
-                                 * since: the file is of the unkeyed format (or empty);
-                                 * guarded by mu */
-    int fd;          /* the journal file; guarded by mu (the flush reads it
-                                 * unlocked while SYNCING: a rewrite waits for that) */
-    int lock_fd;     /* its lock file, flock'ed; guarded by mu */
-    int broken;      /* a flush failed: syncs fail until a rewrite; guarded
-                                 * by mu */
-    int syncing;     /* a flush runs (its caller holds no lock); guarded by
-                                 * mu */
-    uint64_t end;    /* bytes appended, counted from the open; guarded by mu */
-    uint64_t synced; /* everything before this is on disk; guarded by mu */
-    uint64_t base;   /* END at the last rewrite; guarded by mu */
-    off_t pos;       /* where the next record goes in the file; guarded by mu */
-    off_t alloc;     /* the file's size: zeros from POS on; guarded by mu */
-};
-
-/* Write all LEN bytes of DATA to FD at OFF. Returns 0 or -errno. */
-static int pwrite_all(int fd, const char *data, size_t len, off_t off)
-{
-    while (len > 0) {
-        ssize_t n = pwrite(fd, data, len, off);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        data += n;
-        len -= (size_t)n;
-        off += n;
-    }
-    return 0;
-}
-
 /* Bytes free for us on FD's filesystem (0 when unknown). */
 static uint64_t free_bytes(int fd)
 {
@@ -97,7 +53,7 @@ static int zero_to(struct journal *j, off_t stop)
     while (j->alloc < stop) {
         size_t n =
             stop - j->alloc < (off_t)sizeof(zeros) ? (size_t)(stop - j->alloc) : sizeof(zeros);
-        int rc = pwrite_all(j->fd, zeros, n, j->alloc);
+        int rc = safe_pwrite_all(j->fd, zeros, n, j->alloc);
 
         if (rc < 0)
             return rc;
@@ -152,118 +108,6 @@ static int content_end(int fd, off_t size, off_t *end)
 static int sync_dir(struct journal *j)
 {
     return fsync(j->dir.fd) < 0 ? -errno : 0;
-}
-
-/* The value of hex digit C, or -1. */
-static int hex_value(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Read J's key from FD (its key file, checked): exactly 64 lowercase hex
- * digits and a newline. Returns 0 or -errno (logged). */
-static int read_key(struct journal *j, int fd)
-{
-    char hex[2 * JOURNAL_KEY_LEN + 2];
-    struct stat st;
-    ssize_t n;
-    int ok;
-
-    if (fstat(fd, &st) < 0 || (st.st_mode & 077)) {
-        log_error(j->lg,
-                  "journal key %s/%s is readable by group or others: anyone who "
-                  "reads it can write records the mount would apply; run chmod 600 on it",
-                  j->dir.path, j->key_name);
-        return -EACCES;
-    }
-    n = pread(fd, hex, sizeof(hex), 0);
-    ok = n == 2 * JOURNAL_KEY_LEN + 1 && hex[2 * JOURNAL_KEY_LEN] == '\n';
-    for (int i = 0; ok && i < JOURNAL_KEY_LEN; i++) {
-        int hi = hex_value(hex[2 * i]), lo = hex_value(hex[2 * i + 1]);
-
-        if ((ok = hi >= 0 && lo >= 0))
-            j->key[i] = (unsigned char)(hi << 4 | lo);
-    }
-    OPENSSL_cleanse(hex, sizeof(hex));
-    if (!ok) {
-        log_error(j->lg,
-                  "journal key %s/%s is not 64 hex digits and a newline: the "
-                  "journal's records cannot be checked (move the journal and its key away "
-                  "to start afresh)",
-                  j->dir.path, j->key_name);
-        return -EINVAL;
-    }
-    return 0;
-}
-
-/* Does the journal file FD hold keyed records (its first line "MAC " of
- * the keyed format)? */
-static int holds_keyed(int fd)
-{
-    char head[JREC_MAC_HEX + 1];
-
-    if (pread(fd, head, sizeof(head), 0) != (ssize_t)sizeof(head) || head[JREC_MAC_HEX] != ' ')
-        return 0;
-    for (int i = 0; i < JREC_MAC_HEX; i++)
-        if (hex_value(head[i]) < 0)
-            return 0;
-    return 1;
-}
-
-/* Make J's key (its key file did not exist): 32 random bytes, written
- * 0600 as 64 hex digits, with j->legacy set (a journal without a key is
- * of the unkeyed format). A journal whose records are keyed has lost its
- * key: refused. Returns 0 or -errno (logged). */
-static int make_key(struct journal *j)
-{
-    char why[512], hex[2 * JOURNAL_KEY_LEN + 2];
-    int fd, rc = 0;
-
-    if (holds_keyed(j->fd)) {
-        log_error(j->lg,
-                  "journal %s holds records made with the key %s/%s, which is gone: "
-                  "they cannot be checked, so none is sent. Put the key back, or move the "
-                  "journal away to start afresh",
-                  j->path, j->dir.path, j->key_name);
-        return -ENOKEY;
-    }
-    if (RAND_bytes(j->key, JOURNAL_KEY_LEN) != 1)
-        return -EIO;
-    for (int i = 0; i < JOURNAL_KEY_LEN; i++)
-        snprintf(hex + 2 * i, 3, "%02x", j->key[i]);
-    hex[2 * JOURNAL_KEY_LEN] = '\n';
-    fd = safe_open(&j->dir, j->key_name, O_WRONLY | O_CREAT | O_EXCL, 0600, why, sizeof(why));
-    if (fd < 0)
-        rc = fd;
-    else if ((rc = pwrite_all(fd, hex, 2 * JOURNAL_KEY_LEN + 1, 0)) == 0 && fsync(fd) < 0)
-        rc = -errno;
-    if (fd >= 0)
-        close(fd);
-    OPENSSL_cleanse(hex, sizeof(hex));
-    if (rc == 0)
-        rc = sync_dir(j);
-    if (rc < 0)
-        log_error(j->lg, "journal key %s/%s cannot be made: %s", j->dir.path, j->key_name,
-                  fd < 0 ? why : strerror(-rc));
-    j->legacy = 1;
-    return rc;
-}
-
-/* Read J's key, or make one when there is none. 0 or -errno (logged). */
-static int load_key(struct journal *j)
-{
-    char why[512];
-    int fd = safe_open(&j->dir, j->key_name, O_RDONLY, 0, why, sizeof(why)), rc;
-
-    if (fd == -ENOENT)
-        return make_key(j);
-    if (fd < 0) {
-        log_error(j->lg, "journal key: %s", why);
-        return fd;
-    }
-    rc = read_key(j, fd);
-    close(fd);
-    return rc;
 }
 
 /* Take the lock of J: NAME.lock, flock'ed. Returns 0, -EBUSY or -errno
@@ -336,7 +180,7 @@ int journal_open(const char *dir, const char *name, int allow_shared, struct log
         log_error(lg, "journal: %s", j->fd < 0 ? why : strerror(-rc));
         goto out_err;
     }
-    if ((rc = load_key(j)) < 0)
+    if ((rc = journal_load_key(j)) < 0)
         goto out_err;
     j->alloc = sb.st_size;
     if ((rc = content_end(j->fd, sb.st_size, &j->pos)) < 0)
@@ -383,7 +227,7 @@ static char *keep_damaged(struct journal *j, const char *d, size_t len)
     if ((fd = safe_tmp(&j->dir, kept, 0600, &tmp)) < 0) {
         rc = fd;
     } else {
-        if ((rc = pwrite_all(fd, d, len, 0)) == 0 && fsync(fd) < 0)
+        if ((rc = safe_pwrite_all(fd, d, len, 0)) == 0 && fsync(fd) < 0)
             rc = -errno;
         close(fd);
         if (rc == 0 && renameat(j->dir.fd, tmp, j->dir.fd, kept) < 0)
@@ -501,7 +345,7 @@ int journal_append(struct journal *j, const json_t *rec, uint64_t *lsn)
         goto out;
     }
     if ((rc = grow(j, b.len)) == 0)
-        rc = pwrite_all(j->fd, b.ptr, b.len, j->pos);
+        rc = safe_pwrite_all(j->fd, b.ptr, b.len, j->pos);
     if (rc == 0) {
         j->pos += (off_t)b.len;
         j->end += b.len;
@@ -595,7 +439,7 @@ static int write_new(struct journal *j, const json_t *recs, off_t *len, char **t
             break;
     if (rc == 0 && (fd = safe_tmp(&j->dir, j->name, 0600, tmp)) < 0)
         rc = fd;
-    if (rc == 0 && ((rc = pwrite_all(fd, b.ptr ? b.ptr : "", b.len, 0)) == 0) && fsync(fd) < 0)
+    if (rc == 0 && ((rc = safe_pwrite_all(fd, b.ptr ? b.ptr : "", b.len, 0)) == 0) && fsync(fd) < 0)
         rc = -errno;
     *len = (off_t)b.len;
     buf_free(&b);

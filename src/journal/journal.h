@@ -43,11 +43,11 @@ int journal_open(const char *dir, const char *name, int allow_shared, struct log
  * its byte offset, and put in the logger's failure ring). */
 struct journal_damage {
     unsigned torn;    /* the end cut short: a write a crash interrupted (never
-                         * acknowledged: an acknowledgement waits for the flush) */
+                       * acknowledged: an acknowledgement waits for the flush) */
     unsigned damaged; /* stretches that hold no record, with whole records after
-                         * them: if one held an acknowledged change, it is lost */
+                       * them: if one held an acknowledged change, it is lost */
     unsigned foreign; /* well-formed records not made with this journal's key:
-                         * refused, never applied */
+                       * refused, never applied */
 };
 
 /* The records of the file, oldest first (at open, before any append: the

@@ -1,11 +1,16 @@
 /* journal_i.h - the inside of the journal, shared by journal/journal.c (the file:
- * opening, appending, flushing, rewriting) and journal/record.c (the record
- * format) only. */
+ * opening, appending, flushing, rewriting), journal/key.c (its key) and
+ * journal/record.c (the record format) only. */
 #ifndef AZTFS_JOURNAL_JOURNAL_I_H
 #define AZTFS_JOURNAL_JOURNAL_I_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <pthread.h>
 #include <jansson.h>
+
+#include "util/util.h"
 
 struct buf;
 
@@ -23,8 +28,8 @@ enum jspan_kind {
     JS_RECORD,  /* a whole record, its MAC made with the key */
     JS_LEGACY,  /* a whole record of the unkeyed format */
     JS_FOREIGN, /* a well-formed line, at a line start, whose MAC is not
-                                 * the key's: damaged in its MAC, or not written by this
-                                 * journal's mounts */
+                 * the key's: damaged in its MAC, or not written by this
+                 * journal's mounts */
     JS_DAMAGED, /* no record, with whole records after it */
     JS_TORN,    /* no record, after the last whole one: a write cut short */
 };
@@ -57,5 +62,42 @@ void jrec_scan_free(struct jscan *s);
 /* The "path" a damaged stretch D (LEN bytes) still names, if any: for the
  * log line that says what may be lost. malloc'd, or NULL. */
 char *jrec_salvage_path(const char *d, size_t len);
+
+/* ---- journal.c: the journal (its fields, for key.c) ---- */
+
+/* LG, DIR, the names and KEY are set by journal_open and read-only after
+ * it; the rest changes with MU held (journal_open and journal_read run
+ * before anyone else uses the journal). */
+struct journal {
+    pthread_mutex_t mu;
+    pthread_cond_t synced_cv; /* a flush ended; waited on with mu */
+    struct logger *lg;
+    struct safe_dir dir; /* checked; every file is opened relative to it */
+    char *name, *lock_name, *key_name, *path;
+    unsigned char key[JOURNAL_KEY_LEN];
+    int legacy;      /* the key was made at the open, and nothing written
+                      * since: the file is of the unkeyed format (or empty);
+                      * guarded by mu */
+    int fd;          /* the journal file; guarded by mu (the flush reads it
+                      * unlocked while SYNCING: a rewrite waits for that) */
+    int lock_fd;     /* its lock file, flock'ed; guarded by mu */
+    int broken;      /* a flush failed: syncs fail until a rewrite; guarded
+                      * by mu */
+    int syncing;     /* a flush runs (its caller holds no lock); guarded by
+                      * mu */
+    uint64_t end;    /* bytes appended, counted from the open; guarded by mu */
+    uint64_t synced; /* everything before this is on disk; guarded by mu */
+    uint64_t base;   /* END at the last rewrite; guarded by mu */
+    off_t pos;       /* where the next record goes in the file; guarded by mu */
+    off_t alloc;     /* the file's size: zeros from POS on; guarded by mu */
+};
+
+/* ---- key.c: the journal's key ---- */
+
+/* Read J's key from NAME.key in its directory, or make one when there is
+ * none (j->legacy set: a journal without a key is of the unkeyed format);
+ * a journal whose records are keyed and whose key is gone is refused with
+ * -ENOKEY. Returns 0 or -errno (logged). */
+int journal_load_key(struct journal *j);
 
 #endif

@@ -38,9 +38,9 @@ struct scan {
     size_t charged, budget;      /* FSP_TABLE: cache bytes this scan filled, its limit */
     size_t entities, partitions; /* FSP_TABLE: seen by the scan */
     int skipping;                /* FSP_TABLE: naming partitions one query each (the
-                                * one a query named is cur_pk) */
+                                  * one a query named is cur_pk) */
     int quiet;                   /* a failure is logged at debug level only (a
-                                * prefetch: the walker's own fetch logs it) */
+                                  * prefetch: the walker's own fetch logs it) */
     int done;
 };
 

@@ -33,10 +33,10 @@ struct store_changes;
 struct store {
     struct table_client *tc;             /* owned (store_open) */
     const struct store_changes *changes; /* how a change reaches the service: at once
-                                  * or queued (store_i.h; set by store_open and
-                                  * store_writeback_open) */
+                                          * or queued (store_i.h; set by store_open and
+                                          * store_writeback_open) */
     struct writeback *wb;                /* owned by store/queued.c, the only module that reads
-                                  * it: -o writeback's queue (NULL: none) */
+                                          * it: -o writeback's queue (NULL: none) */
     struct cache *cache;                 /* owned (store_open) */
     struct logger log;
     struct http_stats stats; /* the client's counters */
@@ -380,7 +380,7 @@ enum store_save_as {
     SAVE_INSERT,  /* a new entity: Insert (fails with EEXIST when it exists) */
     SAVE_UPDATE,  /* Replace, or Merge with -o merge, guarded by the ETag */
     SAVE_REPLACE, /* Replace guarded by the ETag, even with -o merge (a new
-                         * file renamed onto an entity; a copy saved over one) */
+                   * file renamed onto an entity; a copy saved over one) */
 };
 
 /* What a save writes: TEXT (LEN bytes; 0: an entity without properties) as

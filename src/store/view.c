@@ -21,7 +21,7 @@ struct vstream {
     char *scope;      /* the one partition the query may answer with, or NULL */
     int by_partition; /* a table-level view: OUT names partitions */
     int partition;    /* DIR is a partition of a table-level view: an
-                                 * empty answer means it is not in the view */
+                       * empty answer means it is not in the view */
     struct table_pager *cur;
     int done;             /* the last page is in, the listings cached */
     struct listing *out;  /* DIR's names so far */

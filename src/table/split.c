@@ -39,9 +39,9 @@
 struct split_page {
     struct split_page *next; /* guarded by table_split.lock */
     json_t *value;           /* the page's "value" array (owned; NULL: replaced by
-                                 * PREP): set before it joins the list */
+                              * PREP): set before it joins the list */
     void *prep;              /* what the split's PREP made of it (owned): set
-                                 * before it joins the list */
+                              * before it joins the list */
 };
 
 /* A range of keys below HI (NULL: no bound) in one dimension: RowKeys of
@@ -51,14 +51,14 @@ struct split_range {
     struct split_range *next;       /* key order; guarded by table_split.lock */
     char *pk, *hi;                  /* set when it is made */
     struct table_cursor *cur;       /* its query (NULL: the range is complete); guarded by
-                                 * table_split.lock (the one fetching it, BUSY, uses
-                                 * it unlocked while its request is out) */
+                                     * table_split.lock (the one fetching it, BUSY, uses
+                                     * it unlocked while its request is out) */
     struct split_page *head, *tail; /* guarded by table_split.lock */
     size_t entities;                /* guarded by table_split.lock */
     int busy;                       /* a worker is fetching its next page; guarded by
-                                 * table_split.lock */
+                                     * table_split.lock */
     int rc;                         /* a failed fetch, for the reader (0: none); guarded by
-                                 * table_split.lock */
+                                     * table_split.lock */
     struct az_status st;            /* guarded by table_split.lock */
 };
 
@@ -66,29 +66,29 @@ struct table_split {
     pthread_mutex_t lock;
     pthread_cond_t work;          /* a range may be fetched, or stop; waited on with lock */
     pthread_cond_t ready;         /* a page or a failure for the reader; waited on with
-                                 * lock */
+                                   * lock */
     struct table_client *tc;      /* set by the first table_split_next, before the
-                                 * workers start; guarded by lock */
+                                   * workers start; guarded by lock */
     const struct table_cursor *c; /* the query split (borrowed: its owner); set by
-                                    * table_split_new */
+                                   * table_split_new */
     struct split_range *ranges;   /* not yet read to their end by the reader; guarded by
-                                 * lock */
+                                   * lock */
     struct workers threads;       /* the fetchers (util/worker.c); none: the reader
-                                 * fetches. Started by the reader under lock, joined
-                                 * by table_split_free */
+                                   * fetches. Started by the reader under lock, joined
+                                   * by table_split_free */
     int ways;                     /* set by table_split_new */
     int one_partition;            /* cut RowKeys only: set by table_split_new */
     int made, empty;              /* ranges made by cuts, ranges that held nothing;
-                                 * guarded by lock */
+                                   * guarded by lock */
     size_t held;                  /* pages fetched and not yet read, and fetches under
-                                 * way; guarded by lock */
+                                   * way; guarded by lock */
     int stop;                     /* guarded by lock */
     int ended;                    /* the reader stopped it (table_split_next); guarded
-                                 * by lock */
+                                   * by lock */
     struct table_prep prep;       /* the workers' work on each page (none: NULLs): set
-                                 * by table_split_new */
+                                   * by table_split_new */
     void *page_prep;              /* the prep of the page the reader's FN has: the
-                                 * reader's alone, no lock */
+                                   * reader's alone, no lock */
 };
 
 /* Free page PG of SP (NULL: nothing). */

@@ -113,7 +113,7 @@ struct table_batch_op {
     const json_t *entity; /* TB_INSERT/TB_REPLACE/TB_MERGE */
     const char *etag;     /* If-Match for TB_REPLACE/TB_MERGE/TB_DELETE, NULL = "*" */
     char **new_etag;      /* writes, may be NULL: receives the
-                                 * written entity's new ETag (see table_batch) */
+                           * written entity's new ETag (see table_batch) */
 };
 
 /* Run OPS (at most 100, one partition PK of TABLE) atomically with $batch.

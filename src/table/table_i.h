@@ -121,7 +121,7 @@ struct write_probe {
     int merged;           /* a Merge: ENTITY over the stored properties */
     char *etag;
     const struct timespec *since; /* not NULL: the window of our sends starts here
-                                     * (else it is worked out from the answer) */
+                                   * (else it is worked out from the answer) */
 };
 
 /* An http_request.settle hook (CTX a struct write_probe): was the write

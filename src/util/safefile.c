@@ -434,3 +434,20 @@ int safe_same_file(const struct safe_dir *d, const char *name, int fd)
         return errno == ENOENT ? 0 : -errno;
     return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
+
+/* See util.h. */
+int safe_pwrite_all(int fd, const char *data, size_t len, off_t off)
+{
+    while (len > 0) {
+        ssize_t n = pwrite(fd, data, len, off);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        data += n;
+        len -= (size_t)n;
+        off += n;
+    }
+    return 0;
+}

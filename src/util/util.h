@@ -206,6 +206,10 @@ int safe_tmp(const struct safe_dir *d, const char *name, mode_t mode, char **tmp
  * -errno. */
 int safe_same_file(const struct safe_dir *d, const char *name, int fd);
 
+/* Write all LEN bytes of DATA to FD at OFF (EINTR retried). Returns 0 or
+ * -errno. */
+int safe_pwrite_all(int fd, const char *data, size_t len, off_t off);
+
 /* ---- util/log.c: leveled logging to stderr (foreground), a log file (-o logfile=)
  * or syslog (daemon), secrets redacted by callers. The logger also carries
  * the mount's ring of recent failures (failring.h), which the code that logs

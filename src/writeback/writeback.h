@@ -27,8 +27,8 @@ struct wb_change {
     enum wb_kind kind;
     const json_t *entity; /* wire form without keys; NULL for WB_DELETE */
     const char *if_match; /* the ETag the change was made against (a real
-                                 * one, or the token of a queued change);
-                                 * NULL for WB_INSERT */
+                           * one, or the token of a queued change);
+                           * NULL for WB_INSERT */
 };
 
 /* How the store hears of outcomes (called without writeback's lock, from
@@ -57,7 +57,7 @@ struct wb_config {
     int senders;          /* partitions sent in parallel */
     double stop_seconds;  /* wb_close sends for at most this long */
     int allow_shared_dir; /* -o allow_shared_dirs: the directory's owner and mode
-                                 * are not checked (journal_open) */
+                           * are not checked (journal_open) */
 };
 
 /* ---- queue.c: write-behind (-o writeback): changes acknowledged once the

@@ -35,35 +35,35 @@ struct wb_part;
  * keys, part, sent_at) without the lock. */
 struct wb_op {
     uint64_t seq;                 /* its journal record; its token's number: set when
-                                 * it is made */
+                                   * it is made */
     enum wb_kind kind;            /* set when it is made */
     enum wb_state state;          /* guarded by writeback.mu */
     json_t *entity;               /* wire form without keys; NULL for a delete: set when
-                                 * it is made */
+                                   * it is made */
     char *if_match;               /* real ETag, or the token of DEP; guarded by
-                                 * writeback.mu (fixed once WS_SENDING) */
+                                   * writeback.mu (fixed once WS_SENDING) */
     char *path, *table, *pk, *rk; /* set when it is made */
     uint64_t group;               /* nonzero: sent in one batch with its group; set when
-                                 * it is made */
+                                   * it is made */
     struct wb_op *dep;            /* the earlier change of this entity it waits for;
-                                 * guarded by writeback.mu */
+                                   * guarded by writeback.mu */
     struct wb_op *succ;           /* the later change waiting for this one; guarded by
-                                 * writeback.mu */
+                                   * writeback.mu */
     struct timespec sent_at;      /* first handed to the network (0: never); guarded by
-                                 * writeback.mu (written by its sender only) */
+                                   * writeback.mu (written by its sender only) */
     int done;                     /* WS_SENDING: applied, being settled (done_etag);
-                                 * guarded by writeback.mu */
+                                   * guarded by writeback.mu */
     char *done_etag;              /* the ETag the service gave (NULL: none, a delete);
-                                 * guarded by writeback.mu */
+                                   * guarded by writeback.mu */
     struct timespec queued_at;    /* monotonic, for the delay; set when it is queued */
     int err;                      /* WS_FAILED: the positive errno; guarded by
-                                 * writeback.mu */
+                                   * writeback.mu */
     char *why;                    /* WS_FAILED: what the service said; guarded by
-                                 * writeback.mu */
+                                   * writeback.mu */
     size_t bytes;                 /* what it weighs in the queue: set when it is made */
     struct wb_part *part;         /* set when it is queued */
     struct wb_op *prev, *next;    /* the partition's queue, or the failed list; guarded
-                                 * by writeback.mu */
+                                   * by writeback.mu */
 };
 
 /* The changes of one partition, in the order they were made. */
@@ -89,7 +89,7 @@ struct wb_part {
 struct wb_ent {
     char *path;           /* set when it is made */
     struct wb_op *last;   /* its latest queued or sending change; guarded by
-                                 * writeback.mu */
+                           * writeback.mu */
     struct wb_op *failed; /* its failed change; guarded by writeback.mu */
     struct wb_ent *hnext; /* guarded by writeback.mu */
 };
@@ -104,43 +104,43 @@ struct writeback {
     pthread_mutex_t mu;
     pthread_cond_t work_cv;               /* senders: something to send; waited on with mu */
     pthread_cond_t done_cv;               /* flushers, waiting writers: something was sent;
-                                 * waited on with mu */
+                                           * waited on with mu */
     struct wb_config cfg;                 /* set before the threads start (wb_open: fit_queue
-                                 * bounds max_bytes) */
+                                           * bounds max_bytes) */
     struct table_client *tc;              /* owned: write-behind's own connections, cut
-                                 * short at the stop deadline (wb_aborted); set by
-                                 * wb_open */
+                                           * short at the stop deadline (wb_aborted); set by
+                                           * wb_open */
     struct logger *lg;                    /* borrowed; set by wb_open */
     struct wb_hooks hooks;                /* set by wb_open */
     struct journal *j;                    /* set by wb_open (NULL while wb_replay reads it);
-                                 * the journal has its own lock */
+                                           * the journal has its own lock */
     char *journal_name;                   /* unused */
     uint64_t next_seq;                    /* guarded by mu */
     size_t bytes;                         /* queued and sending; guarded by mu */
     size_t n_queued, n_sending, n_failed; /* guarded by mu */
     size_t n_applied;                     /* changes applied since the mount; guarded by mu */
     unsigned n_damaged;                   /* journal stretches skipped at the mount (damaged,
-                                 * refused): set by wb_open (wb_replay) */
+                                           * refused): set by wb_open (wb_replay) */
     struct wb_ent **ents;                 /* hash by path: the array set by wb_open, its chains
-                                 * guarded by mu */
+                                           * guarded by mu */
     size_t n_ent_buckets;                 /* set by wb_open */
     size_t n_ents;                        /* guarded by mu */
     struct wb_part **parts;               /* hash by directory: the array set by wb_open, its
-                                 * chains guarded by mu */
+                                           * chains guarded by mu */
     size_t n_part_buckets;                /* set by wb_open */
     size_t n_parts;                       /* guarded by mu */
     struct wb_done **dones;               /* ring-bounded map token -> ETag: the array set by
-                                 * wb_open, its chains guarded by mu */
+                                           * wb_open, its chains guarded by mu */
     size_t n_done_buckets;                /* set by wb_open */
     size_t n_dones;                       /* guarded by mu */
     struct wb_op *failed_head;            /* the failed changes, oldest first; guarded by mu */
     int stopping, urgent;                 /* closing; queue full: send everything; guarded by mu */
     atomic_llong stop_ms;                 /* closing: the monotonic ms when sending ends (0: not) */
     struct workers senders;               /* the sending threads (util/worker.c): started and
-                                 * joined by the thread that opens and closes WB */
+                                           * joined by the thread that opens and closes WB */
     int n_threads;                        /* how many were started (stays after they are joined);
-                                 * guarded by mu (wb_start, its only writer, and
-                                 * wb_close read it unlocked) */
+                                           * guarded by mu (wb_start, its only writer, and
+                                           * wb_close read it unlocked) */
 };
 
 /* --- writeback/maps.c, writeback/ops.c and writeback/outcome.c, for the
