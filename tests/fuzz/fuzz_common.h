@@ -10,16 +10,7 @@
 #include <jansson.h>
 
 #include "entity/entity.h"
-
-#define FUZZ_CHECK(cond, ...)                                           \
-    do {                                                                \
-        if (!(cond)) {                                                  \
-            fprintf(stderr, "%s: check failed: %s: ", __FILE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fputc('\n', stderr);                                        \
-            abort();                                                    \
-        }                                                               \
-    } while (0)
+#include "fuzz_check.h"
 
 /* Render WIRE (an entity as the service could send it). When that succeeds,
  * the canonical text must parse back (entity_parse), and the parsed wire

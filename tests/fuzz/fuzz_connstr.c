@@ -15,16 +15,7 @@
 #include <unistd.h>
 
 #include "auth/auth.h"
-
-#define CHECK(cond, ...)                                                \
-    do {                                                                \
-        if (!(cond)) {                                                  \
-            fprintf(stderr, "fuzz_connstr: check failed: %s: ", #cond); \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fputc('\n', stderr);                                        \
-            abort();                                                    \
-        }                                                               \
-    } while (0)
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,22 +34,22 @@ static int all_zero(const void *p, size_t n)
 static void check_outcome(int rc, struct account *acct, const char *errbuf, size_t errlen)
 {
     if (rc < 0) {
-        CHECK(rc == -EINVAL || rc == -ENOMEM || rc == -EFBIG, "rc %d", rc);
-        CHECK(all_zero(acct, sizeof(*acct)), "account not zeroed on failure");
-        CHECK(memchr(errbuf, '\0', errlen) != NULL, "errbuf not terminated");
-        CHECK(rc == -ENOMEM || errbuf[0] != '\0', "failure without a message");
-        CHECK(strchr(errbuf, '\n') == NULL, "message is more than one line: %s", errbuf);
+        FUZZ_CHECK(rc == -EINVAL || rc == -ENOMEM || rc == -EFBIG, "rc %d", rc);
+        FUZZ_CHECK(all_zero(acct, sizeof(*acct)), "account not zeroed on failure");
+        FUZZ_CHECK(memchr(errbuf, '\0', errlen) != NULL, "errbuf not terminated");
+        FUZZ_CHECK(rc == -ENOMEM || errbuf[0] != '\0', "failure without a message");
+        FUZZ_CHECK(strchr(errbuf, '\n') == NULL, "message is more than one line: %s", errbuf);
     } else {
-        CHECK(rc == 0, "rc %d", rc);
-        CHECK(acct->name && acct->endpoint && acct->scheme && acct->host && acct->base_path,
-              "incomplete account");
-        CHECK(strcmp(acct->scheme, "http") == 0 || strcmp(acct->scheme, "https") == 0,
-              "scheme '%s'", acct->scheme);
-        CHECK(acct->endpoint[0] && acct->endpoint[strlen(acct->endpoint) - 1] != '/',
-              "endpoint '%s' ends in '/'", acct->endpoint);
-        CHECK(acct->host[0] != '\0', "empty host");
+        FUZZ_CHECK(rc == 0, "rc %d", rc);
+        FUZZ_CHECK(acct->name && acct->endpoint && acct->scheme && acct->host && acct->base_path,
+                   "incomplete account");
+        FUZZ_CHECK(strcmp(acct->scheme, "http") == 0 || strcmp(acct->scheme, "https") == 0,
+                   "scheme '%s'", acct->scheme);
+        FUZZ_CHECK(acct->endpoint[0] && acct->endpoint[strlen(acct->endpoint) - 1] != '/',
+                   "endpoint '%s' ends in '/'", acct->endpoint);
+        FUZZ_CHECK(acct->host[0] != '\0', "empty host");
         account_free(acct);
-        CHECK(all_zero(acct, sizeof(*acct)), "account_free left data");
+        FUZZ_CHECK(all_zero(acct, sizeof(*acct)), "account_free left data");
     }
 }
 

@@ -21,16 +21,7 @@
 
 #include "names/names.h"
 #include "table/table.h"
-
-#define CHECK(cond, ...)                                               \
-    do {                                                               \
-        if (!(cond)) {                                                 \
-            fprintf(stderr, "fuzz_fspath: check failed: %s: ", #cond); \
-            fprintf(stderr, __VA_ARGS__);                              \
-            fputc('\n', stderr);                                       \
-            abort();                                                   \
-        }                                                              \
-    } while (0)
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -47,11 +38,11 @@ static void check_normal(const char *path, const struct fspath *fp)
 
     if (!n)
         return; /* ENOMEM */
-    CHECK(fspath_parse(n, &nfp) == 0, "%s: normal path '%s' does not parse", path, n);
-    CHECK(nfp.kind == (fp->kind == FSP_VIEW_ENTITY ? FSP_ENTITY : FSP_PARTITION),
-          "%s: normal path '%s' of kind %d", path, n, nfp.kind);
-    CHECK(same(nfp.pk, fp->pk) && same(nfp.rk, fp->rk), "%s: keys differ in '%s'", path, n);
-    CHECK(!fspath_in_view(n), "%s: normal path '%s' in a view", path, n);
+    FUZZ_CHECK(fspath_parse(n, &nfp) == 0, "%s: normal path '%s' does not parse", path, n);
+    FUZZ_CHECK(nfp.kind == (fp->kind == FSP_VIEW_ENTITY ? FSP_ENTITY : FSP_PARTITION),
+               "%s: normal path '%s' of kind %d", path, n, nfp.kind);
+    FUZZ_CHECK(same(nfp.pk, fp->pk) && same(nfp.rk, fp->rk), "%s: keys differ in '%s'", path, n);
+    FUZZ_CHECK(!fspath_in_view(n), "%s: normal path '%s' in a view", path, n);
     fspath_free(&nfp);
     free(n);
 }
@@ -64,12 +55,12 @@ static void check_filter(const struct fspath *fp)
     for (int scoped = 0; scoped < 2; scoped++) {
         int rc = userfilter_build(scoped ? "p'k" : NULL, fp->filter, &f, &why);
 
-        CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM, "userfilter_build %d", rc);
-        CHECK((rc == -EINVAL) == (why != NULL), "reason iff EINVAL");
+        FUZZ_CHECK(rc == 0 || rc == -EINVAL || rc == -ENOMEM, "userfilter_build %d", rc);
+        FUZZ_CHECK((rc == -EINVAL) == (why != NULL), "reason iff EINVAL");
         if (rc == 0) {
-            CHECK(userfilter_comparisons(f) <= USERFILTER_MAX_COMPARISONS, "too many");
-            CHECK(userfilter_encoded_len(f) <= USERFILTER_MAX_ENCODED, "too long");
-            CHECK(strstr(f, fp->filter) != NULL, "the filter is kept");
+            FUZZ_CHECK(userfilter_comparisons(f) <= USERFILTER_MAX_COMPARISONS, "too many");
+            FUZZ_CHECK(userfilter_encoded_len(f) <= USERFILTER_MAX_ENCODED, "too long");
+            FUZZ_CHECK(strstr(f, fp->filter) != NULL, "the filter is kept");
             free(f);
         }
     }
@@ -89,21 +80,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     path[size + 1] = '\0';
     rc = fspath_parse(path, &fp);
     why = fspath_invalid_reason(path);
-    CHECK(rc == 0 || rc == -ENOENT || rc == -EINVAL || rc == -ENAMETOOLONG || rc == -ENOMEM,
-          "%s: rc %d", path, rc);
+    FUZZ_CHECK(rc == 0 || rc == -ENOENT || rc == -EINVAL || rc == -ENAMETOOLONG || rc == -ENOMEM,
+               "%s: rc %d", path, rc);
     if (rc != -ENOMEM)
-        CHECK((why != NULL) == (rc == -EINVAL || rc == -ENAMETOOLONG), "%s: rc %d, reason %s", path,
-              rc, why ? why : "(none)");
+        FUZZ_CHECK((why != NULL) == (rc == -EINVAL || rc == -ENAMETOOLONG), "%s: rc %d, reason %s",
+                   path, rc, why ? why : "(none)");
     if (rc == 0) {
         int view = fp.kind >= FSP_WHERE;
 
-        CHECK(view == fspath_in_view(path), "%s: kind %d, in view %d", path, fp.kind,
-              fspath_in_view(path));
-        CHECK(view || !fp.filter, "%s: a filter outside a view", path);
+        FUZZ_CHECK(view == fspath_in_view(path), "%s: kind %d, in view %d", path, fp.kind,
+                   fspath_in_view(path));
+        FUZZ_CHECK(view || !fp.filter, "%s: a filter outside a view", path);
         if (fp.kind > FSP_WHERE) {
-            CHECK(fp.filter && *fp.filter && fp.view, "%s: a view without a filter", path);
-            CHECK(strstr(path, "//") || strncmp(path, fp.view, strlen(fp.view)) == 0,
-                  "%s: view '%s'", path, fp.view); /* (FUSE sends no "//") */
+            FUZZ_CHECK(fp.filter && *fp.filter && fp.view, "%s: a view without a filter", path);
+            FUZZ_CHECK(strstr(path, "//") || strncmp(path, fp.view, strlen(fp.view)) == 0,
+                       "%s: view '%s'", path, fp.view); /* (FUSE sends no "//") */
             check_filter(&fp);
         }
         if (fp.kind == FSP_VIEW_ENTITY || fp.kind == FSP_VIEW_PARTITION)

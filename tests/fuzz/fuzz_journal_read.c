@@ -30,16 +30,7 @@
 #include <openssl/sha.h>
 
 #include "journal/journal_i.h"
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "fuzz_journal_read: check failed: %s: ", #cond); \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fputc('\n', stderr);                                             \
-            abort();                                                         \
-        }                                                                    \
-    } while (0)
+#include "fuzz_check.h"
 
 static const unsigned char key[JOURNAL_KEY_LEN] = "aztfs fuzz_journal_read key 32 b";
 
@@ -124,33 +115,34 @@ static void check_span(const char *d, size_t end, const struct jspan *sp, int le
     if (sp->kind == JS_DAMAGED || sp->kind == JS_TORN) {
         char *path = jrec_salvage_path(s, sp->len);
 
-        CHECK(sp->rec == NULL, "damage at %zu has a record", sp->off);
+        FUZZ_CHECK(sp->rec == NULL, "damage at %zu has a record", sp->off);
         for (size_t q = sp->off; q < sp->off + sp->len; q++)
-            CHECK(!verifies_at(d + q, end - q, legacy),
-                  "a record that verifies at %zu inside damage at %zu", q, sp->off);
-        CHECK(!path || (path[0] && !strpbrk(path, "\"\\\n") && strlen(path) <= 4096),
-              "salvaged path '%s'", path);
+            FUZZ_CHECK(!verifies_at(d + q, end - q, legacy),
+                       "a record that verifies at %zu inside damage at %zu", q, sp->off);
+        FUZZ_CHECK(!path || (path[0] && !strpbrk(path, "\"\\\n") && strlen(path) <= 4096),
+                   "salvaged path '%s'", path);
         free(path);
         return;
     }
     n = form_at(s, sp->len, &h, &o);
-    CHECK(n == sp->len,
-          "span at %zu (kind %d, %zu bytes) is not one line of a record's "
-          "form (%zu)",
-          sp->off, (int)sp->kind, sp->len, n);
+    FUZZ_CHECK(n == sp->len,
+               "span at %zu (kind %d, %zu bytes) is not one line of a record's "
+               "form (%zu)",
+               sp->off, (int)sp->kind, sp->len, n);
     digest(s + h + 1, sp->len - h - 2, h, want);
     match = memcmp(want, s, h) == 0;
     if (sp->kind == JS_FOREIGN) {
-        CHECK(sp->rec == NULL, "foreign record at %zu kept", sp->off);
-        CHECK(!match || (h == JREC_OLD_HEX && !legacy), "foreign record at %zu verifies", sp->off);
+        FUZZ_CHECK(sp->rec == NULL, "foreign record at %zu kept", sp->off);
+        FUZZ_CHECK(!match || (h == JREC_OLD_HEX && !legacy), "foreign record at %zu verifies",
+                   sp->off);
     } else {
-        CHECK(match, "record at %zu does not verify", sp->off);
-        CHECK(sp->kind == (h == JREC_MAC_HEX ? JS_RECORD : JS_LEGACY) &&
-                  (sp->kind == JS_RECORD || legacy),
-              "record at %zu: kind %d, %zu digits, "
-              "legacy %d",
-              sp->off, (int)sp->kind, h, legacy);
-        CHECK(sp->rec && json_equal(sp->rec, o), "record at %zu is not its JSON", sp->off);
+        FUZZ_CHECK(match, "record at %zu does not verify", sp->off);
+        FUZZ_CHECK(sp->kind == (h == JREC_MAC_HEX ? JS_RECORD : JS_LEGACY) &&
+                       (sp->kind == JS_RECORD || legacy),
+                   "record at %zu: kind %d, %zu digits, "
+                   "legacy %d",
+                   sp->off, (int)sp->kind, h, legacy);
+        FUZZ_CHECK(sp->rec && json_equal(sp->rec, o), "record at %zu is not its JSON", sp->off);
     }
     json_decref(o);
 }
@@ -163,7 +155,7 @@ static int scan_checked(const char *d, size_t len, int legacy, struct jscan *s)
     int rc = jrec_scan(d, len, key, legacy, s);
 
     if (rc < 0) {
-        CHECK(rc == -ENOMEM && s->n == 0 && !s->spans, "jrec_scan: %d", rc);
+        FUZZ_CHECK(rc == -ENOMEM && s->n == 0 && !s->spans, "jrec_scan: %d", rc);
         return rc;
     }
     while (end > 0 && d[end - 1] == '\0')
@@ -171,21 +163,21 @@ static int scan_checked(const char *d, size_t len, int legacy, struct jscan *s)
     for (size_t i = 0; i < s->n; i++) {
         const struct jspan *sp = &s->spans[i];
 
-        CHECK(sp->off == at && sp->len > 0 && sp->off + sp->len <= end,
-              "span %zu: [%zu, +%zu) after %zu, end %zu", i, sp->off, sp->len, at, end);
+        FUZZ_CHECK(sp->off == at && sp->len > 0 && sp->off + sp->len <= end,
+                   "span %zu: [%zu, +%zu) after %zu, end %zu", i, sp->off, sp->len, at, end);
         check_span(d, end, sp, legacy);
         if (sp->kind == JS_RECORD || sp->kind == JS_LEGACY)
             last_rec = sp->off + sp->len;
         if (i > 0 && (sp->kind == JS_DAMAGED || sp->kind == JS_TORN))
-            CHECK(s->spans[i - 1].kind != JS_DAMAGED && s->spans[i - 1].kind != JS_TORN,
-                  "two stretches of damage at %zu", sp->off);
+            FUZZ_CHECK(s->spans[i - 1].kind != JS_DAMAGED && s->spans[i - 1].kind != JS_TORN,
+                       "two stretches of damage at %zu", sp->off);
         at = sp->off + sp->len;
     }
-    CHECK(at == end, "the spans end at %zu, the input at %zu", at, end);
+    FUZZ_CHECK(at == end, "the spans end at %zu, the input at %zu", at, end);
     for (size_t i = 0; i < s->n; i++)
-        CHECK(s->spans[i].kind != (s->spans[i].off >= last_rec ? JS_DAMAGED : JS_TORN),
-              "damage at %zu is kind %d, the last record ends at %zu", s->spans[i].off,
-              (int)s->spans[i].kind, last_rec);
+        FUZZ_CHECK(s->spans[i].kind != (s->spans[i].off >= last_rec ? JS_DAMAGED : JS_TORN),
+                   "damage at %zu is kind %d, the last record ends at %zu", s->spans[i].off,
+                   (int)s->spans[i].kind, last_rec);
     return 0;
 }
 
@@ -210,11 +202,11 @@ static void scan_both(const char *d, size_t len)
         size_t i = next_record(&a, 0), k = next_record(&b, 0);
 
         for (; i < a.n && k < b.n; i = next_record(&a, i + 1), k = next_record(&b, k + 1))
-            CHECK(a.spans[i].off == b.spans[k].off && a.spans[i].len == b.spans[k].len,
-                  "a record at %zu without the unkeyed format, at %zu with", a.spans[i].off,
-                  b.spans[k].off);
-        CHECK(i == a.n && k == b.n, "more records %s the unkeyed format",
-              i < a.n ? "without" : "with");
+            FUZZ_CHECK(a.spans[i].off == b.spans[k].off && a.spans[i].len == b.spans[k].len,
+                       "a record at %zu without the unkeyed format, at %zu with", a.spans[i].off,
+                       b.spans[k].off);
+        FUZZ_CHECK(i == a.n && k == b.n, "more records %s the unkeyed format",
+                   i < a.n ? "without" : "with");
         jrec_scan_free(&b);
     }
     jrec_scan_free(&a);

@@ -24,16 +24,7 @@
 #include <string.h>
 
 #include "names/names.h"
-
-#define CHECK(cond, ...)                                                 \
-    do {                                                                 \
-        if (!(cond)) {                                                   \
-            fprintf(stderr, "fuzz_keycodec: check failed: %s: ", #cond); \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fputc('\n', stderr);                                         \
-            abort();                                                     \
-        }                                                                \
-    } while (0)
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -51,42 +42,43 @@ static void key_roundtrip(const char *key)
 
     if (!name)
         return; /* ENOMEM */
-    CHECK(strlen(name) <= KEYCODEC_NAME_MAX, "name of %zu bytes", strlen(name));
-    CHECK(strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && strchr(name, '/') == NULL,
-          "unsafe name '%s'", name);
+    FUZZ_CHECK(strlen(name) <= KEYCODEC_NAME_MAX, "name of %zu bytes", strlen(name));
+    FUZZ_CHECK(strcmp(name, ".") != 0 && strcmp(name, "..") != 0 && strchr(name, '/') == NULL,
+               "unsafe name '%s'", name);
     rc = keycodec_decode(name, &back);
     if (rc == 0) {
-        CHECK(back != NULL, "rc 0 without a key");
-        CHECK(strstr(name, KEYCODEC_LONG_MARK) == NULL, "short form with a mark");
-        CHECK(strcmp(back, key) == 0, "key '%s' -> '%s' -> '%s'", key, name, back);
+        FUZZ_CHECK(back != NULL, "rc 0 without a key");
+        FUZZ_CHECK(strstr(name, KEYCODEC_LONG_MARK) == NULL, "short form with a mark");
+        FUZZ_CHECK(strcmp(back, key) == 0, "key '%s' -> '%s' -> '%s'", key, name, back);
     } else if (rc == 1) {
-        CHECK(back != NULL, "rc 1 without a prefix");
-        CHECK(strlen(key) > 0 && strncmp(back, key, strlen(back)) == 0,
-              "long form '%s': decoded prefix is not a prefix of the key", name);
-        CHECK(strlen(back) < strlen(key), "long-form prefix is the whole key");
+        FUZZ_CHECK(back != NULL, "rc 1 without a prefix");
+        FUZZ_CHECK(strlen(key) > 0 && strncmp(back, key, strlen(back)) == 0,
+                   "long form '%s': decoded prefix is not a prefix of the key", name);
+        FUZZ_CHECK(strlen(back) < strlen(key), "long-form prefix is the whole key");
     } else {
-        CHECK(rc == -ENOMEM, "encode output '%s' does not decode: %d", name, rc);
+        FUZZ_CHECK(rc == -ENOMEM, "encode output '%s' does not decode: %d", name, rc);
     }
     m = keycodec_matches(key, name);
-    CHECK(m == 1 || m == -ENOMEM, "keycodec_matches(key, encode(key)) = %d", m);
+    FUZZ_CHECK(m == 1 || m == -ENOMEM, "keycodec_matches(key, encode(key)) = %d", m);
     why = keycodec_key_problem(key, strlen(key));
     if (!why)
-        CHECK(keycodec_name_problem(name) == NULL, "valid key, refused name '%s'", name);
+        FUZZ_CHECK(keycodec_name_problem(name) == NULL, "valid key, refused name '%s'", name);
     else if (rc == 0)
-        CHECK(same_reason(keycodec_name_problem(name), why), "short name '%s' of a refused key: %s",
-              name, keycodec_name_problem(name) ? keycodec_name_problem(name) : "accepted");
+        FUZZ_CHECK(same_reason(keycodec_name_problem(name), why),
+                   "short name '%s' of a refused key: %s", name,
+                   keycodec_name_problem(name) ? keycodec_name_problem(name) : "accepted");
 
     fname = keycodec_file_encode(key);
     if (fname) {
         size_t n = strlen(name);
 
-        CHECK(strncmp(fname, name, n) == 0 && strcmp(fname + n, ENTITY_SUFFIX) == 0,
-              "file name '%s' vs name '%s'", fname, name);
+        FUZZ_CHECK(strncmp(fname, name, n) == 0 && strcmp(fname + n, ENTITY_SUFFIX) == 0,
+                   "file name '%s' vs name '%s'", fname, name);
         frc = keycodec_file_decode(fname, &fback);
-        CHECK(frc == rc || frc == -ENOMEM || rc == -ENOMEM, "file_decode rc %d, decode rc %d", frc,
-              rc);
+        FUZZ_CHECK(frc == rc || frc == -ENOMEM || rc == -ENOMEM, "file_decode rc %d, decode rc %d",
+                   frc, rc);
         if (frc >= 0 && rc >= 0)
-            CHECK(strcmp(fback, back) == 0, "file_decode and decode differ");
+            FUZZ_CHECK(strcmp(fback, back) == 0, "file_decode and decode differ");
         free(fback);
         free(fname);
     }
@@ -102,32 +94,33 @@ static void name_roundtrip(const char *name)
     if (rc == 0) {
         char *again;
 
-        CHECK(key != NULL, "rc 0 without key");
+        FUZZ_CHECK(key != NULL, "rc 0 without key");
         again = keycodec_encode(key);
         if (again) {
-            CHECK(strcmp(again, name) == 0, "decode('%s') = '%s' (%zu bytes) re-encodes to '%s'",
-                  name, key, strlen(key), again);
+            FUZZ_CHECK(strcmp(again, name) == 0,
+                       "decode('%s') = '%s' (%zu bytes) re-encodes to '%s'", name, key, strlen(key),
+                       again);
             free(again);
         }
-        CHECK(keycodec_matches(key, name) != 0, "matches() disagrees");
-        CHECK(same_reason(keycodec_name_problem(name), keycodec_key_problem(key, strlen(key))),
-              "canonical name '%s' and its key are judged differently", name);
+        FUZZ_CHECK(keycodec_matches(key, name) != 0, "matches() disagrees");
+        FUZZ_CHECK(same_reason(keycodec_name_problem(name), keycodec_key_problem(key, strlen(key))),
+                   "canonical name '%s' and its key are judged differently", name);
     } else if (rc == 1) {
         const char *mark = strstr(name, KEYCODEC_LONG_MARK);
         char *again;
 
-        CHECK(key != NULL && mark != NULL, "rc 1 without key or mark");
+        FUZZ_CHECK(key != NULL && mark != NULL, "rc 1 without key or mark");
         again = keycodec_encode(key);
         if (again) {
-            CHECK(strlen(again) == (size_t)(mark - name) &&
-                      strncmp(again, name, (size_t)(mark - name)) == 0,
-                  "long-form prefix of '%s' decodes to '%s' which re-encodes to '%s'", name, key,
-                  again);
+            FUZZ_CHECK(strlen(again) == (size_t)(mark - name) &&
+                           strncmp(again, name, (size_t)(mark - name)) == 0,
+                       "long-form prefix of '%s' decodes to '%s' which re-encodes to '%s'", name,
+                       key, again);
             free(again);
         }
     } else {
-        CHECK(rc == -EINVAL || rc == -ENOMEM, "unexpected rc %d", rc);
-        CHECK(key == NULL, "key set on failure");
+        FUZZ_CHECK(rc == -EINVAL || rc == -ENOMEM, "unexpected rc %d", rc);
+        FUZZ_CHECK(key == NULL, "key set on failure");
     }
     free(key);
 }
@@ -180,10 +173,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         utf8_only = getenv("FUZZ_KEYCODEC_VALID_UTF8") != NULL &&
             strcmp(getenv("FUZZ_KEYCODEC_VALID_UTF8"), "0") != 0;
     if (valid_utf8((const unsigned char *)s))
-        CHECK(!same_reason(keycodec_key_problem(s, strlen(s)), KEYCODEC_WHY_UTF8),
-              "valid UTF-8 refused as not UTF-8");
+        FUZZ_CHECK(!same_reason(keycodec_key_problem(s, strlen(s)), KEYCODEC_WHY_UTF8),
+                   "valid UTF-8 refused as not UTF-8");
     else
-        CHECK(keycodec_key_problem(s, strlen(s)) != NULL, "invalid UTF-8 accepted");
+        FUZZ_CHECK(keycodec_key_problem(s, strlen(s)) != NULL, "invalid UTF-8 accepted");
     if (!utf8_only || valid_utf8((const unsigned char *)s))
         key_roundtrip(s);
     name_roundtrip(s);

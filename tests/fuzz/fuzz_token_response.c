@@ -11,16 +11,7 @@
 #include <string.h>
 
 #include "auth/auth_i.h"
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "fuzz_token_response: check failed: %s: ", #cond); \
-            fprintf(stderr, __VA_ARGS__);                                      \
-            fputc('\n', stderr);                                               \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
+#include "fuzz_check.h"
 
 #define NOW ((time_t)1795335994)
 
@@ -34,22 +25,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     memset(err, 'X', sizeof(err));
     rc = token_response_parse((const char *)data, size, NOW, &tok, &exp, err, sizeof(err));
-    CHECK(memchr(err, '\0', sizeof(err)) != NULL, "err not terminated");
+    FUZZ_CHECK(memchr(err, '\0', sizeof(err)) != NULL, "err not terminated");
     if (rc == 0) {
         size_t n = strlen(tok);
 
-        CHECK(n >= 1 && n <= TOKEN_MAX_LEN, "token length %zu", n);
+        FUZZ_CHECK(n >= 1 && n <= TOKEN_MAX_LEN, "token length %zu", n);
         for (size_t i = 0; i < n; i++)
-            CHECK(tok[i] > ' ' && tok[i] < 0x7f, "byte 0x%02x in token", (unsigned char)tok[i]);
-        CHECK(exp > NOW, "expiry %lld not after now", (long long)exp);
-        CHECK(strstr(tok, "\n") == NULL, "newline");
+            FUZZ_CHECK(tok[i] > ' ' && tok[i] < 0x7f, "byte 0x%02x in token",
+                       (unsigned char)tok[i]);
+        FUZZ_CHECK(exp > NOW, "expiry %lld not after now", (long long)exp);
+        FUZZ_CHECK(strstr(tok, "\n") == NULL, "newline");
         free(tok);
     } else {
-        CHECK(rc == -EINVAL || rc == -EACCES || rc == -ENOMEM, "rc %d", rc);
-        CHECK(tok == NULL, "token on failure");
-        CHECK(rc == -ENOMEM || err[0] != '\0', "failure without a message");
+        FUZZ_CHECK(rc == -EINVAL || rc == -EACCES || rc == -ENOMEM, "rc %d", rc);
+        FUZZ_CHECK(tok == NULL, "token on failure");
+        FUZZ_CHECK(rc == -ENOMEM || err[0] != '\0', "failure without a message");
         for (const char *p = err; *p; p++)
-            CHECK(*p >= ' ' && *p < 0x7f, "message byte 0x%02x", (unsigned char)*p);
+            FUZZ_CHECK(*p >= ' ' && *p < 0x7f, "message byte 0x%02x", (unsigned char)*p);
     }
     return 0;
 }
