@@ -22,9 +22,17 @@
 #include <string.h>
 #include <time.h>
 
+/* A tree of one folder per layer (src/table/table.h), or an older flat one:
+ * listcost.py builds this against either, to compare them. */
+#if __has_include("table/table.h")
+#include "cache/cache.h"
+#include "store/store.h"
+#include "table/table.h"
+#else
 #include "cursor.h"
 #include "listing.h"
 #include "storecore.h"
+#endif
 
 struct round {
     struct store *s;
