@@ -3,7 +3,8 @@
 # (make check, TAP) and the integration tests (pytest against a private
 # Azurite); then, unless --quick: the unit tests under valgrind, every fuzz
 # target for FUZZ_SECONDS (default 15) with its regression inputs, the
-# concurrency tests (test_cache, test_worker) built with ThreadSanitizer
+# concurrency tests (test_cache, test_worker, test_lock, test_split,
+# test_http) built with ThreadSanitizer
 # (.run/tsan), and the unit and integration suites
 # again built with ASan+UBSan (in .run/asan, so ./aztfs stays a normal build).
 # make lint runs after the unit tests, each of its checks counted as a test.
@@ -171,7 +172,7 @@ section "lint (make lint: format, cppcheck, spelling, layers, threads, commits)"
 timeout -k 10 300 make lint 2>&1 | tee "$RUN/lint.out"
 count_line lint "$RUN/lint.out"
 
-TSAN_TESTS="test_cache test_worker"
+TSAN_TESTS="test_cache test_worker test_lock test_split test_http"
 if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
     section "unit tests under valgrind"
     vp=0; vf=0
