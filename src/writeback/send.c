@@ -54,7 +54,7 @@ static int part_ready(struct writeback *wb, struct wb_part *p, int force, struct
             *next = p->not_before;
         return 0;
     }
-    if (force || wb->urgent || wb->stopping || p->flush || p->n >= WB_BATCH_OPS)
+    if (force || wb->urgent || wb->stopping || p->flush || p->again || p->n >= WB_BATCH_OPS)
         return 1;
     due = due_at(wb, p);
     if (!before(now, due))
@@ -148,6 +148,7 @@ size_t wb_take_batch(struct writeback *wb, int force, struct wb_op **ops,
     wb->n_queued -= n;
     wb->n_sending += n;
     p->sending = n > 0;
+    p->again = 0;
     if (!p->head)
         p->flush = 0;
     if (wb->urgent && wb->bytes < wb->cfg.max_bytes / 2)
@@ -290,6 +291,27 @@ size_t wb_split_at(struct wb_op **ops, size_t n)
     return h; /* 0: the batch is one rename, which is never cut */
 }
 
+/* A batch refused with no operation named is cut in two: OPS (N) is its
+ * second half, put back at the head of its partition's queue, in order,
+ * to go as soon as the first half is settled (at once, or after the first
+ * half's backoff when that is put back: the queue then holds both halves
+ * in their order). The partition stays busy meanwhile: only the first
+ * half is out. */
+static void split_rest(struct writeback *wb, struct wb_op **ops, size_t n)
+{
+    struct wb_part *p = ops[0]->part;
+
+    pthread_mutex_lock(&wb->mu);
+    for (size_t i = n; i-- > 0;) {
+        ops[i]->state = WS_QUEUED;
+        wb_part_push_front(ops[i]);
+    }
+    wb->n_sending -= n;
+    wb->n_queued += n;
+    p->again = 1;
+    pthread_mutex_unlock(&wb->mu);
+}
+
 /* See wb_int.h. */
 void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
 {
@@ -352,12 +374,8 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
             while (n > 0)
                 n = wb_batch_drop_failed(wb, ops, n, 0, rc, st.message[0] ? st.message : NULL);
         } else {
-            wb_send_batch(wb, ops, h);
-            pthread_mutex_lock(&wb->mu);
-            ops[h]->part->sending = 1; /* the first half's end released it */
-            pthread_mutex_unlock(&wb->mu);
-            ops += h;
-            n -= h;
+            split_rest(wb, ops + h, n - h);
+            n = h;
         }
     }
     /* every op failed: the partition is free again */

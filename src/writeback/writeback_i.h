@@ -79,6 +79,10 @@ struct wb_part {
     int sending;                /* a batch of it is out; guarded by writeback.mu */
     int flush;                  /* asked to go now (fsync, sync, unmount); guarded by
                                  * writeback.mu */
+    int again;                  /* the rest of a batch cut in two after a refusal
+                                 * waits at the head: it goes as soon as the partition
+                                 * is free (and its backoff over); guarded by
+                                 * writeback.mu */
     struct timespec not_before; /* monotonic: backoff after a transient failure;
                                  * guarded by writeback.mu */
     unsigned backoff;           /* seconds of the next backoff; guarded by writeback.mu */

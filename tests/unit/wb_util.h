@@ -69,25 +69,32 @@ static inline int wbt_open(struct wbt *t)
     return wb_open(&cfg, &t->acct, &hc, &t->lg, NULL, &hooks, &t->wb);
 }
 
-/* A fresh scratch directory, an account and an open queue in T. Exits
- * when that cannot be had (nothing else can be tested). */
-static inline void wbt_start(struct wbt *t)
+/* A fresh scratch directory, an account whose table endpoint is ENDPOINT
+ * ("http://127.0.0.1:PORT") and an open queue in T. Exits when that cannot
+ * be had (nothing else can be tested). */
+static inline void wbt_start_at(struct wbt *t, const char *endpoint)
 {
-    char err[200];
+    char err[200], cs[512];
     int rc;
 
     memset(t, 0, sizeof(*t));
     t->lg.level = LOG_LVL_QUIET;
     snprintf(t->dir, sizeof(t->dir), "/tmp/aztfs-test-wb-XXXXXX");
-    if (!mkdtemp(t->dir) ||
-        connstr_parse("DefaultEndpointsProtocol=http;AccountName=" DEVSTORE_ACCOUNT
-                      ";AccountKey=" DEVSTORE_KEY
-                      ";TableEndpoint=http://127.0.0.1:1/" DEVSTORE_ACCOUNT,
-                      &t->acct, err, sizeof(err)) < 0 ||
+    snprintf(cs, sizeof(cs),
+             "DefaultEndpointsProtocol=http;AccountName=" DEVSTORE_ACCOUNT
+             ";AccountKey=" DEVSTORE_KEY ";TableEndpoint=%s/" DEVSTORE_ACCOUNT,
+             endpoint);
+    if (!mkdtemp(t->dir) || connstr_parse(cs, &t->acct, err, sizeof(err)) < 0 ||
         (rc = wbt_open(t)) < 0) {
         printf("Bail out! cannot open a write-behind queue in %s\n", t->dir);
         exit(1);
     }
+}
+
+/* wbt_start_at an endpoint nothing listens on: nothing is ever sent. */
+static inline void wbt_start(struct wbt *t)
+{
+    wbt_start_at(t, "http://127.0.0.1:1");
 }
 
 /* Close T's queue (nothing is sent: the stop bound is 0 s) and return
