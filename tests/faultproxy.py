@@ -69,7 +69,11 @@ BEFORE_KINDS = ("500", "503", "503_retry", "reset", "stall", "404", "400")
 AFTER_KINDS = ("reset_after", "503_after", "stall_after", "truncate_after")
 ALL_KINDS = BEFORE_KINDS + AFTER_KINDS
 # What a client can retry its way through (the mix when no kinds are named).
-DEFAULT_KINDS = tuple(k for k in ALL_KINDS if k not in ("404", "400"))
+# Answered with an error status before forwarding, not forwarded.
+STATUS_KINDS = ("500", "503", "503_retry", "404", "400")
+# Not transient: only when asked for.
+ASKED_ONLY = ("404", "400")
+DEFAULT_KINDS = tuple(k for k in ALL_KINDS if k not in ASKED_ONLY)
 
 FAULTED_KEPT = 16      # faulted requests faulted() remembers (the latest)
 
@@ -366,7 +370,7 @@ class FaultProxy:
                         self._faulted.append(seen)
                     self._count(kind)
                     self._log("%s %s -> %s" % (method, target, kind))
-                if kind in ("500", "503", "503_retry", "404", "400"):
+                if kind in STATUS_KINDS:
                     status = int(kind[:3])
                     extra = (["Retry-After: %s" % self.retry_after]
                              if kind == "503_retry" else [])

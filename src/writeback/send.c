@@ -277,16 +277,22 @@ size_t wb_batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t n, 
     return m;
 }
 
+/* Would a cut before OPS[H] (0 < H < N) part a rename's two halves? */
+static int cuts_rename(struct wb_op **ops, size_t h)
+{
+    return ops[h]->group && ops[h]->group == ops[h - 1]->group;
+}
+
 /* See wb_int.h (exposed for the unit tests). */
 size_t wb_split_at(struct wb_op **ops, size_t n)
 {
     size_t h = n / 2;
 
-    while (h < n && ops[h]->group && ops[h]->group == ops[h - 1]->group)
+    while (h < n && cuts_rename(ops, h))
         h++;
     if (h < n)
         return h;
-    for (h = n / 2; h > 0 && ops[h]->group && ops[h]->group == ops[h - 1]->group; h--)
+    for (h = n / 2; h > 0 && cuts_rename(ops, h); h--)
         ;
     return h; /* 0: the batch is one rename, which is never cut */
 }
