@@ -721,24 +721,31 @@ class Runner:
     def settle_damaged(self, rec):
         """After the mount over a journal whose record REC was damaged: the
         mount said so (model_crash.damage_reported); the changes of REC's
-        entity that failed are discarded and the model takes what the
-        service holds for it (the mount must show the same). Everything
-        else must be as the model says."""
-        if model_crash.damage_reported(self.wb.cur.stderr(), self.pending(), rec):
-            os.setxattr(self.m, "user.aztfs.discard", rec["path"].encode())
+        entity, and of those that depended on it (REC["also"]: the other
+        halves of its renames), that failed are discarded and the model
+        takes what the service holds for each of them (the mount must show
+        the same). Everything else must be as the model says."""
+        failed = model_crash.damage_reported(self.wb.cur.stderr(), self.pending(), rec)
+        for path in failed:
+            os.setxattr(self.m, "user.aztfs.discard", path.encode())
+        if failed:
             self.count("damaged_later_failed")
+        if len(failed) > 1:
+            self.count("damaged_rename_failed")
         from azure.core.exceptions import ResourceNotFoundError
-        pk, rk = rec["pk"], rec["rk"]
-        was = self.model.get(pk, rk)
-        try:
-            self.tc.get_entity(pk, rk)
-            with open(self.path(pk, rk), "rb") as f:
-                self.model.put(pk, rk, parse_file(f.read()))    # check_remote compares
-        except ResourceNotFoundError:
-            self.model.delete(pk, rk)
-        now = self.model.get(pk, rk)
-        if (was is None) != (now is None) or (now is not None and not same_props(was, now)):
-            self.count("damaged_change_lost")
+        for e in [rec] + rec["also"]:
+            pk, rk = e["pk"], e["rk"]
+            was = self.model.get(pk, rk)
+            try:
+                self.tc.get_entity(pk, rk)
+                with open(self.path(pk, rk), "rb") as f:
+                    self.model.put(pk, rk, parse_file(f.read()))    # check_remote compares
+            except ResourceNotFoundError:
+                self.model.delete(pk, rk)
+            now = self.model.get(pk, rk)
+            if (was is None) != (now is None) or (now is not None and
+                                                  not same_props(was, now)):
+                self.count("damaged_change_lost")
 
     def down_term_wait(self, s, journal):
         """SIGTERM while a writer waits for room in the full queue, every

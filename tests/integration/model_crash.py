@@ -150,40 +150,50 @@ def damage_journal(path, n):
     PATH (neither its first nor its last line), inside its JSON after the
     "path" member (the first byte of the kind's value), so that the path
     stays readable. The record is chosen by N among those still live (any
-    middle one if none is). Returns the record (its JSON), or None when the
-    journal holds fewer than 3 "op" lines (nothing damaged)."""
+    middle one if none is). Returns the record (its JSON) with "also": the
+    live changes that depend on it ({"path", "pk", "rk"} each: the other
+    halves of renames with a live change of its path, which a rename's
+    batch takes down with it), or None when the journal holds fewer than 3
+    "op" lines (nothing damaged)."""
     lines, recs = journal_lines(path)
     ops = [i for i, r in enumerate(recs) if r and r.get("t") == "op"]
     if len(ops) < 3:
         return None
     middle = [i for i in ops if 0 < i < len(lines) - 1]
-    live = [i for i in middle if i in live_ops(recs)]
+    alive = live_ops(recs)
+    live = [i for i in middle if i in alive]
     i = (live or middle)[n % len(live or middle)]
+    groups = {recs[j].get("g") for j in alive | {i}
+              if recs[j].get("path") == recs[i]["path"] and recs[j].get("g")}
+    also = {recs[j]["path"]: {"path": recs[j]["path"], "pk": recs[j]["pk"], "rk": recs[j]["rk"]}
+            for j in sorted(alive) if recs[j].get("g") in groups and
+            recs[j]["path"] != recs[i]["path"]}
     line = lines[i]
     end_of_path = line.index(b'"', line.index(b'"path":"') + len(b'"path":"'))
     at = line.index(b'"k":"', end_of_path) + len(b'"k":"')
     with open(path, "r+b") as f:
         f.seek(sum(len(x) + 1 for x in lines[:i]) + at)
         f.write(b"\0")
-    return recs[i]
+    return dict(recs[i], also=list(also.values()))
 
 
 def damage_reported(stderr, pending, rec):
     """The mount over the damaged journal said so: its log names the damaged
     record's path, user.aztfs.pending (PENDING) counts it, and only changes of
-    that entity (which depended on the lost one) failed. Returns whether any
-    did."""
+    that entity and of REC["also"] (which depended on the lost one) failed.
+    Returns the paths of the changes that failed."""
     want = "(it names %s), it is lost" % rec["path"]
     if want not in stderr:
         raise CrashFailed("damaged: the log does not say %r:\n%s" % (want, "\n".join(
             l for l in stderr.splitlines() if "journal" in l)[-3000:]))
     if pending["damaged"] < 1:
         raise CrashFailed("damaged: user.aztfs.pending counts no damage: %s" % pending)
-    others = [f for f in pending["failures"] if f["path"] != rec["path"]]
+    allowed = {rec["path"]} | {a["path"] for a in rec["also"]}
+    others = [f for f in pending["failures"] if f["path"] not in allowed]
     if others or len(pending["failures"]) != pending["failed"]:
         raise CrashFailed("damaged: failed changes besides those of %s: %s"
-                          % (rec["path"], pending))
-    return pending["failed"] > 0
+                          % (sorted(allowed), pending))
+    return sorted({f["path"] for f in pending["failures"]})
 
 
 def big_entity():

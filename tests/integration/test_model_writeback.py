@@ -18,8 +18,9 @@ step; and, generated only here:
   - damaged: kill -9, then one byte of a change record in the middle of the
     journal set to 0: the mount logs the record's path as lost and counts
     it in user.aztfs.pending ("damaged"); only that entity's later changes
-    may fail (discarded), the model takes what the service holds for it,
-    and every other entity is as the model says;
+    and the other halves of its renames may fail (discarded), the model
+    takes what the service holds for them, and every other entity is as
+    the model says;
   - term_wait: every batch stalled, a writer saving ~870 KB entities in a
     partition of its own until it waits for room in the 1 MiB queue, then
     SIGTERM: the daemon exits within writeback_stop (3 s) + 5 s with status
@@ -44,9 +45,9 @@ those it had before the crash points; a second random stream turns its
 kill -9 remounts into the crash kinds and adds lost ones (model.CRASHES,
 EXTRA_LOST). test_model_writeback_steps_covered checks that every kind was
 carried out, and that the lost batches held a delete, an insert and a
-replace. The two tests at the end replay the two bugs the model found (a
-second crash sent applied changes again; a save guarded by the token of a
-sent change deadlocked).
+replace. The tests at the end replay what the model found (a second crash sent
+applied changes again; a save guarded by the token of a sent change
+deadlocked; a rename whose source's create record was damaged).
 
 MODEL_WB_SEEDS / MODEL_WB_DEFAULT_SEEDS / MODEL_WB_STEPS override the set;
 the long mode is `model.py --writeback [MS|default] --minutes N`."""
@@ -219,3 +220,60 @@ def test_save_of_a_handle_opened_while_queued_after_the_send(sdk, seed, mounter,
     os.fsync(root)
     os.close(root)
     assert t.get_entity("p", "x")["v"] == 2
+
+
+def test_rename_of_a_file_whose_create_record_is_damaged(sdk, seed, mounter, tmp_path):
+    """A file created and then renamed, both queued, and the journal's
+    record of the create damaged after a kill -9 (what the model's long
+    mode found, seed 5126): the rename cannot be sent without its source,
+    so both its halves are reported failed (the damage named in the log and
+    counted), nothing else fails, and the service holds neither name.
+    model_crash.damage_journal names the rename's other half as depending
+    on the damaged record."""
+    import model_crash
+
+    t = seed.table(sdk, "wbDmgMv")
+    opts = model.wb_options(tmp_path / "journal")
+    mnt = mounter.mount(options=opts)
+    part = os.path.join(str(mnt), "wbDmgMv", "p")
+    os.mkdir(part)
+    for name in ("a", "r1"):
+        with open(os.path.join(part, name + ".json"), "w") as f:
+            f.write('{"v": 1}')
+    os.rename(os.path.join(part, "r1.json"), os.path.join(part, "r2.json"))
+    journal = json.loads(os.getxattr(str(mnt), "user.aztfs.pending"))["journal"]
+    mnt.proc.send_signal(signal.SIGKILL)
+    mnt.proc.wait(10)
+    subprocess.run(["fusermount3", "-u", str(mnt)], check=True, timeout=30)
+    mnt.closed = True
+
+    lines, recs = model_crash.journal_lines(journal)
+    alive = model_crash.live_ops(recs)
+    middle = [i for i, r in enumerate(recs) if r and r.get("t") == "op" and
+              0 < i < len(lines) - 1 and i in alive]
+    create = [i for i in middle if recs[i]["path"].endswith("/r1.json") and
+              recs[i]["k"] == "insert"]
+    assert len(create) == 1, recs
+    rec = model_crash.damage_journal(journal, middle.index(create[0]))
+    assert rec["path"] == "/wbDmgMv/p/r1.json", rec
+    assert [a["path"] for a in rec["also"]] == ["/wbDmgMv/p/r2.json"], rec
+
+    mnt = mounter.mount(options=opts)
+    root = os.open(str(mnt), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(root)
+    except OSError:
+        pass                                    # EIO: the failed rename
+    finally:
+        os.close(root)
+    pending = json.loads(os.getxattr(str(mnt), "user.aztfs.pending"))
+    failed = model_crash.damage_reported(mnt.stderr(), pending, rec)
+    assert failed == ["/wbDmgMv/p/r1.json", "/wbDmgMv/p/r2.json"], pending
+    why = {f["path"]: f["why"] for f in pending["failures"]}
+    assert why["/wbDmgMv/p/r2.json"] == "the other half of its rename failed", pending
+    assert sorted(e["RowKey"] for e in t.list_entities()) == ["a"]
+    for path in failed:
+        os.setxattr(str(mnt), "user.aztfs.discard", path.encode())
+    pending = json.loads(os.getxattr(str(mnt), "user.aztfs.pending"))
+    assert pending["failed"] == 0 and pending["queued"] == 0, pending
+    assert not os.path.exists(os.path.join(str(mnt), "wbDmgMv", "p", "r2.json"))
