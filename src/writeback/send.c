@@ -227,6 +227,19 @@ static void batch_applied(struct writeback *wb, struct wb_op **ops, size_t n, ch
     wb_calls_run(wb, calls);
 }
 
+/* OPS (N, out for sending) back at the head of their partition's queue,
+ * in order (WB locked). */
+static void requeue_front(struct writeback *wb, struct wb_op **ops, size_t n)
+{
+    LOCK_HELD(&wb->mu);
+    for (size_t i = n; i-- > 0;) {
+        ops[i]->state = WS_QUEUED;
+        wb_part_push_front(ops[i]);
+    }
+    wb->n_sending -= n;
+    wb->n_queued += n;
+}
+
 /* The batch could not be sent now: back to the head of the queue, the
  * partition waiting a while (closing: left for the next mount). */
 static void batch_later(struct writeback *wb, struct wb_op **ops, size_t n, int rc,
@@ -235,12 +248,7 @@ static void batch_later(struct writeback *wb, struct wb_op **ops, size_t n, int 
     struct wb_part *p = ops[0]->part;
 
     pthread_mutex_lock(&wb->mu);
-    for (size_t i = n; i-- > 0;) {
-        ops[i]->state = WS_QUEUED;
-        wb_part_push_front(ops[i]);
-    }
-    wb->n_sending -= n;
-    wb->n_queued += n;
+    requeue_front(wb, ops, n);
     p->sending = 0;
     p->backoff = p->backoff ? (p->backoff * 2 > BACKOFF_MAX ? BACKOFF_MAX : p->backoff * 2) : 1;
     p->not_before = wb_now();
@@ -308,12 +316,7 @@ static void split_rest(struct writeback *wb, struct wb_op **ops, size_t n)
     struct wb_part *p = ops[0]->part;
 
     pthread_mutex_lock(&wb->mu);
-    for (size_t i = n; i-- > 0;) {
-        ops[i]->state = WS_QUEUED;
-        wb_part_push_front(ops[i]);
-    }
-    wb->n_sending -= n;
-    wb->n_queued += n;
+    requeue_front(wb, ops, n);
     p->again = 1;
     pthread_mutex_unlock(&wb->mu);
 }
