@@ -72,6 +72,13 @@ def sdk_count_and_drop(conn_str, table):
     return n
 
 
+def daemon_cpu_seconds(pid):
+    """User + system CPU seconds process PID (all its threads) used so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class AB:
     """One run: the work directory, Azurite, the two binaries, the results."""
 
@@ -101,11 +108,12 @@ class AB:
             fsync_dir(m)
             kinds = {k: v for k, v in m.stats()["requests_by_kind"].items() if v}
             rss = m.peak_rss_kib()
+            cpu = daemon_cpu_seconds(m.proc.pid)
             m.unmount()
             wall = r.wall + (time.perf_counter() - t0)
         finally:
             m.unmount(check=False)
-        return wall, kinds, rss
+        return wall, kinds, rss, cpu
 
     def cold_backup(self, which, conn_str):
         dest = os.path.join(self.work, "dest")
@@ -153,9 +161,9 @@ class AB:
                             else:
                                 res = self.restore(which, cs, wl.split()[1])
                             self.results.setdefault((d, wl, which), []).append(res)
-                            log("delay %g ms, round %d/%d, %s, %s: %.2f s, %d requests"
-                                % (d, rnd + 1, a.rounds, wl, which, res[0],
-                                   sum(res[1].values())))
+                            log("delay %g ms, round %d/%d, %s, %s: %.2f s, %d requests, "
+                                "daemon CPU %.2f s" % (d, rnd + 1, a.rounds, wl, which, res[0],
+                                                       sum(res[1].values()), res[3]))
 
 
 def per_round(values):
@@ -178,13 +186,16 @@ def report(ab, args, started, provenance):
             "- %d round(s) per delay, each workload run once per binary per round, on a fresh "
             "mount; order old, new in odd rounds, new, old in even ones" % args.rounds,
             "- wall time: the command, the fsync of the mount's root and the unmount; "
+            "daemon CPU: user + system seconds of the mount's process, all threads, "
+            "from its start to the end of the fsync; "
             "requests: everything the mount sent (its counters, every attempt)",
             "- scratch: %s (%s)" % (ab.work, filesystem_of(ab.work)),
             "- total runtime: %.1f s" % (time.time() - started.timestamp()), "",
             "## Wall time (s, over the rounds)", "",
             "| delay ms | workload | old median | old min-max | new median | new min-max "
-            "| new / old | peak RSS MiB old / new |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| new / old | daemon CPU s old / new (medians) | CPU new / old "
+            "| peak RSS MiB old / new |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     ratios = []
     for d in args.delays:
         for wl in ab.workloads():
@@ -197,8 +208,11 @@ def report(ab, args, started, provenance):
             ratios.append(ratio)
             rss = ["%.1f" % (statistics.median(r[2] for r in ab.results[(d, wl, w)]) / 1024)
                    for w in BINARIES]
-            out.append("| %g | %s | %s | %.3f | %s |" % (d, wl, " | ".join(cells), ratio,
-                                                          " / ".join(rss)))
+            cpu = {w: statistics.median(r[3] for r in ab.results[(d, wl, w)]) for w in BINARIES}
+            cpu_ratio = "%.3f" % (cpu["new"] / cpu["old"]) if cpu["old"] > 0 else "-"
+            out.append("| %g | %s | %s | %.3f | %.2f / %.2f | %s | %s |"
+                       % (d, wl, " | ".join(cells), ratio, cpu["old"], cpu["new"], cpu_ratio,
+                          " / ".join(rss)))
     out += ["", "## Requests by kind (per round; a / b / c: the rounds differed)", "",
             "| delay ms | workload | kind | old | new | same |", "|---|---|---|---|---|---|"]
     differ = []

@@ -226,3 +226,47 @@ def test_memtable_reads_the_keys_after_one():
         ("p0", "r2"), ("p1", "r0"), ("p1", "r1"), ("p1", "r2")]
     with pytest.raises(ValueError):
         parse_filter("PartitionKey eq 'p0' or RowKey eq 'r1'")
+
+
+def test_ab_smoke(tmp_path):
+    """bench/ab.py with one binary as both OLD and NEW, tiny: every
+    workload has a row with wall and daemon CPU numbers, and the requests
+    table counts the write-behind restore's batches (at least one per
+    partition) for both sides."""
+    out = tmp_path / "ab.md"
+    binary = AZTFS
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "ab.py"), "--old", str(binary),
+                        "--new", str(binary), "--entities", "120", "--partitions", "3",
+                        "--rounds", "1", "--out", str(out)], capture_output=True, text=True,
+                       timeout=SMOKE_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr[-6000:]
+    text = out.read_text()
+    assert "the same binary as old" in text, text
+    rows = [l.split("|")[1:-1] for l in text.splitlines() if l.startswith("| 0 |")]
+    walls = {r[1].strip(): r for r in rows if len(r) == 10}
+    assert set(walls) == {"cold backup", "restore sync", "restore writeback"}, text
+    for r in walls.values():
+        assert float(r[2]) > 0 and float(r[4]) > 0, r
+        cpu_old, cpu_new = (float(v) for v in r[7].split("/"))
+        assert cpu_old >= 0 and cpu_new >= 0, r
+    batch = [l.split("|")[4:6] for l in text.splitlines()
+             if l.startswith("| 0 | restore writeback | batch |")]
+    assert len(batch) == 1, text
+    for cell in batch[0]:
+        assert min(int(v) for v in cell.split("/")) >= 3, batch
+
+
+def test_abphases_smoke():
+    """bench/abphases.py, tiny: a row per phase with a time for each side."""
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "abphases.py"), "--old", str(AZTFS),
+                        "--new", str(AZTFS), "--entities", "60", "--partitions", "3",
+                        "--rounds", "2"], capture_output=True, text=True,
+                       timeout=SMOKE_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr[-6000:]
+    rows = [l.split("|")[1:-1] for l in p.stdout.splitlines() if l.startswith("| ") and
+            not l.startswith("| phase")]
+    assert [r[0].strip() for r in rows] == ["find -type f", "find -size +0",
+                                            "cat of every file", "cold rsync -a"], p.stdout
+    for r in rows:
+        assert float(r[1]) > 0 and float(r[2]) > 0, r
+        assert len(r[4].split()) == 2 and len(r[5].split()) == 2, r
