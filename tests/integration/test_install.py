@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ACCOUNT, KEY, ROOT, unmount_path
+from conftest import ACCOUNT, AZTFS, KEY, ROOT, unmount_path
 
 # The fstab options doc/OPERATIONS.md gives (the test below mounts with exactly
 # this line; keep both in sync).
@@ -295,6 +295,33 @@ def test_man_page_documents_every_option():
     for std in ("allow_other", "uid=", "gid=", "umask=", "ro", "-f", "-d", "-s",
                 "AZURE_STORAGE_CONNECTION_STRING", "x-systemd"):
         assert std in text, std
+
+
+def help_options():
+    """The -o option names `aztfs --help` lists (its own and FUSE's)."""
+    p = run([str(AZTFS), "--help"])
+    text = (p.stdout + p.stderr).decode()
+    names = set()
+    for m in re.finditer(r"^\s+(?:-\w\s+)?-o ([a-z_0-9]+)(=|\[=|\s|,|$)", text, re.M):
+        names.add(m.group(1))
+    for m in re.finditer(r"^\s+-o uid=N,gid=N", text, re.M):
+        names.add("gid")
+    return names
+
+
+def test_help_options_are_in_the_man_page_and_usage():
+    """Every -o option `aztfs --help` lists is in the man page (rendered)
+    and in doc/USAGE.md, so the three cannot drift apart."""
+    names = help_options()
+    assert {"config", "scan_parallel", "writeback", "uid", "gid", "allow_other",
+            "fsname", "max_threads"} <= names, names
+    man = run(["groff", "-man", "-Tutf8", "-P-cbou", str(MAN_PAGE)],
+              env=dict(os.environ, LC_ALL="C.UTF-8")).stdout.decode()
+    usage = (ROOT / "doc" / "USAGE.md").read_text()
+    for where, text in (("doc/aztfs.1", man), ("doc/USAGE.md", usage)):
+        missing = sorted(n for n in names
+                         if not re.search(r"(?<![\w-])%s\b" % re.escape(n), text))
+        assert not missing, "options of --help not in %s: %s" % (where, missing)
 
 
 # --------------------------------------------------------------------------
