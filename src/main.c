@@ -232,6 +232,43 @@ static void warn_unchecked(struct aztfs *a)
              "tables with the mounter's credentials");
 }
 
+/* A mount point already in use is refused: a second aztfs would hide the
+ * first, and its queue and journal with it. An automount point (autofs:
+ * x-systemd.automount) is what the mount is for. Returns 0, or -1 after a
+ * message. */
+static int refuse_mounted(const char *dir)
+{
+    char type[64] = "";
+    int rc = mounts_type_at("/proc/self/mountinfo", dir, type, sizeof(type));
+
+    if (rc <= 0 || strcmp(type, "autofs") == 0)
+        return 0; /* -errno: no mount table to ask; the mount decides */
+    fprintf(stderr,
+            "aztfs: %s is already a mount point (%s): unmount it first "
+            "(fusermount3 -u %s, or umount)\n",
+            dir, type, dir);
+    return -1;
+}
+
+/* What mount, findmnt and df show for the mount unless the user said:
+ * source "aztfs:ACCOUNT" (the endpoint's host when the account has no
+ * name), type "fuse.aztfs". Returns 0 or -ENOMEM. */
+static int name_the_mount(struct fuse_args *args, const struct aztfs_opts *o,
+                          const struct account *acct)
+{
+    const char *who = acct->name ? acct->name : acct->host;
+    char *opt = NULL;
+    int rc = 0;
+
+    if (!o->fsname_given && who && !strpbrk(who, ",\\") &&
+        (asprintf(&opt, "-ofsname=aztfs:%s", who) < 0 || fuse_opt_add_arg(args, opt) == -1))
+        rc = -ENOMEM;
+    free(opt);
+    if (rc == 0 && !o->subtype_given && fuse_opt_add_arg(args, "-osubtype=aztfs") == -1)
+        rc = -ENOMEM;
+    return rc;
+}
+
 /* Mount and serve until unmounted; returns the process exit status.
  * O: the options (o->unchecked: allow_other without default_permissions,
  * logged). METRICS (NULL: none): the metrics file's writer, started once
@@ -455,6 +492,8 @@ int main(int argc, char *argv[])
                 "see --help)\n");
         goto out;
     }
+    if (refuse_mounted(cmd.mountpoint) < 0)
+        goto out;
     if (o.loglevel && log_level_parse(o.loglevel, &a.store.log.level) < 0) {
         fprintf(stderr, "aztfs: unknown loglevel '%s' (error, warn, info, debug)\n", o.loglevel);
         goto out;
@@ -466,6 +505,10 @@ int main(int argc, char *argv[])
         goto out;
     if (load_account(&o, &acct, &cs) < 0)
         goto out;
+    if (name_the_mount(&args, &o, &acct) < 0) {
+        fprintf(stderr, "aztfs: out of memory\n");
+        goto out;
+    }
     if (strcmp(acct.scheme, "http") == 0 && !account_is_loopback(&acct) && !o.allow_http) {
         fprintf(stderr,
                 "aztfs: refusing plain http to %s: requests and keys would cross the "

@@ -24,7 +24,9 @@ enum {
     KEY_MANAGED,
     KEY_UMASK,
     KEY_FILE_MODE,
-    KEY_DIR_MODE
+    KEY_DIR_MODE,
+    KEY_FSNAME,
+    KEY_SUBTYPE
 };
 
 #define SCRATCH_SIZE_MAX_MB (1024UL * 1024) /* 1 TiB: any bigger is a typo */
@@ -53,8 +55,9 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_KEY("modules=", KEY_MANAGED), FUSE_OPT_KEY("subdir=", KEY_MANAGED),
     /* libfuse's: seen here, and kept for it */
     FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
-    FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS), FUSE_OPT_KEY("-h", KEY_HELP),
-    FUSE_OPT_KEY("--help", KEY_HELP), FUSE_OPT_KEY("-V", KEY_VERSION),
+    FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
+    FUSE_OPT_KEY("fsname=", KEY_FSNAME), FUSE_OPT_KEY("subtype=", KEY_SUBTYPE),
+    FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP), FUSE_OPT_KEY("-V", KEY_VERSION),
     FUSE_OPT_KEY("--version", KEY_VERSION),
     /* fstab options that mean something to mount(8) or systemd only */
     FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
@@ -98,6 +101,12 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
         return 1;
     case KEY_DEFAULT_PERMISSIONS:
         o->default_permissions = 1;
+        return 1;
+    case KEY_FSNAME:
+        o->fsname_given = 1;
+        return 1;
+    case KEY_SUBTYPE:
+        o->subtype_given = 1;
         return 1;
     case KEY_UMASK:
         return parse_mode(arg, 0777, &o->umask);
@@ -380,7 +389,7 @@ void options_usage(const char *progname)
            "    -o default_permissions  the kernel checks the modes above\n"
            "    -o auto_unmount         unmount when aztfs exits\n"
            "    -o ro                   read-only mount\n"
-           "    -o fsname=NAME          the name df and mount show\n\n"
+           "    -o fsname=NAME          the name df and mount show (aztfs:ACCOUNT)\n\n"
            "aztfs sets the rest of libfuse's options itself (entry_timeout,\n"
            "kernel_cache, auto_cache, direct_io, use_ino, modules=, subdir=, ...)\n"
            "and refuses them; negative_timeout is aztfs's own (above).\n",

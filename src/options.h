@@ -30,6 +30,8 @@ struct aztfs_opts {
     char *auth;                    /* -o auth=key|sas|secret|certificate|workload|managed|cli */
     char *client_id;               /* -o client_id=ID: a user-assigned managed identity */
     int allow_other;               /* -o allow_other seen (kept for libfuse) */
+    int fsname_given;              /* -o fsname= seen (kept for libfuse) */
+    int subtype_given;             /* -o subtype= seen (kept for libfuse) */
     int default_permissions;       /* -o default_permissions seen (kept for libfuse) */
     int no_default_permissions;    /* -o no_default_permissions: the opt-out */
     int unchecked;                 /* allow_other without permission checks: warn */

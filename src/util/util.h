@@ -314,6 +314,15 @@ size_t log_escape(char *out, size_t outlen, const char *in);
  * unsetenv): call before starting threads. */
 void env_scrub(const char *name);
 
+/* ---- mounts.c: the kernel's mount table. */
+
+/* Is DIR (an absolute path without symbolic links, as realpath gives it) a
+ * mount point in the mount table TABLE (/proc/self/mountinfo)? Returns 1
+ * and the type of the mount on top there in TYPE (LEN bytes, cut to fit:
+ * "fuse.aztfs", "autofs"), 0 when nothing is mounted on DIR, or -errno
+ * when TABLE cannot be read. */
+int mounts_type_at(const char *table, const char *dir, char *type, size_t len);
+
 /* ---- encoding.c: base64 and one UTF-8 character, by OpenSSL. */
 
 /* Base64 helpers (standard alphabet, with padding).

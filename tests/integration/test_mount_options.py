@@ -131,3 +131,43 @@ def test_connection_string_name_gone_from_environ(table, mounter):
     assert b"AZURE_STORAGE_CONNECTION_STRING" not in env
     assert b"AccountKey" not in env
     assert b"AZTFS_TEST_NEIGHBOUR=still-here" in env.split(b"\0")
+
+
+def mountinfo_line(path):
+    """The /proc/self/mountinfo fields of the mount on top at PATH, split
+    at " - ": (the fields before, the fields after)."""
+    found = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            before, _, after = line.rstrip("\n").partition(" - ")
+            if before.split()[4] == os.path.realpath(path):
+                found = (before.split(), after.split())
+    assert found, "nothing mounted on %s" % path
+    return found
+
+
+def test_mount_shows_the_account_and_its_type(table, mounter):
+    """mount, findmnt and df show the account as the source and fuse.aztfs
+    as the type, not the program's path; -o fsname= still wins."""
+    mnt = mounter.mount()
+    _, (fstype, source, _opts) = mountinfo_line(str(mnt))
+    assert (fstype, source) == ("fuse.aztfs", "aztfs:devstoreaccount1")
+    out = subprocess.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE", str(mnt)],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["aztfs:devstoreaccount1", "fuse.aztfs"], out
+    mnt.unmount()
+    mnt = mounter.mount(options=["-o", "fsname=tables"])
+    assert mountinfo_line(str(mnt))[1][:2] == ["fuse.aztfs", "tables"]
+
+
+def test_a_mount_point_in_use_is_refused(table, mounter, azurite, aztfs_run, sh):
+    """A second aztfs on a live aztfs mount exits 1 with a message that
+    names the mount point and its type; the first mount keeps serving."""
+    mnt = mounter.mount()
+    res = aztfs_run(["-f", str(mnt)], aztfs_env(azurite.conn_str))
+    assert res.returncode == 1, res
+    assert "%s is already a mount point (fuse.aztfs)" % str(mnt) in res.stderr, res.stderr
+    assert "fusermount3 -u" in res.stderr, res.stderr
+    tops = [l for l in open("/proc/self/mountinfo") if l.split()[4] == str(mnt)]
+    assert len(tops) == 1, tops
+    assert "r00.json" in sh.ls(os.path.join(str(mnt), T, "p"))

@@ -1,0 +1,76 @@
+/* mounts.c - what is mounted where: the kernel's mount table
+ * (/proc/self/mountinfo) asked whether a directory is a mount point. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/util.h"
+
+/* Decode mountinfo's octal escapes (\040 space, \011 tab, \012 newline,
+ * \134 backslash) of S in place. */
+static void unescape(char *s)
+{
+    char *out = s;
+
+    while (*s) {
+        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+            s[3] >= '0' && s[3] <= '7') {
+            *out++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+            s += 4;
+        } else {
+            *out++ = *s++;
+        }
+    }
+    *out = '\0';
+}
+
+/* The mount point (field 5) and file system type (the first field after
+ * " - ") of mountinfo line LINE, cut in place; -EINVAL when it has neither. */
+static int parse_line(char *line, char **dir, char **type)
+{
+    char *save = NULL, *f;
+    int i = 0;
+
+    *dir = *type = NULL;
+    for (f = strtok_r(line, " \n", &save); f; f = strtok_r(NULL, " \n", &save)) {
+        if (++i == 5)
+            *dir = f;
+        else if (i > 5 && strcmp(f, "-") == 0) {
+            *type = strtok_r(NULL, " \n", &save);
+            break;
+        }
+    }
+    if (!*dir || !*type)
+        return -EINVAL;
+    unescape(*dir);
+    return 0;
+}
+
+/* See util.h. */
+int mounts_type_at(const char *table, const char *dir, char *type, size_t len)
+{
+    FILE *f = fopen(table, "re");
+    char *line = NULL, *d, *t;
+    size_t cap = 0;
+    int found = 0;
+
+    if (!f)
+        return -errno;
+    while (getline(&line, &cap, f) > 0) {
+        if (parse_line(line, &d, &t) < 0 || strcmp(d, dir) != 0)
+            continue;
+        found = 1; /* the last line for DIR is the mount on top */
+        if (len > 0) {
+            strncpy(type, t, len - 1);
+            type[len - 1] = '\0';
+        }
+    }
+    free(line);
+    if (ferror(f)) {
+        fclose(f);
+        return -EIO;
+    }
+    fclose(f);
+    return found;
+}

@@ -1,0 +1,61 @@
+/* test_mounts.c - util/mounts.c: mounts_type_at reads a mount table in
+ * /proc/self/mountinfo's format: the mount on top of a directory, its
+ * escaped names, lines it cannot read, and a table that is not there. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "util/util.h"
+
+static const char TABLE[] =
+    "22 1 0:21 / /proc rw,nosuid - proc proc rw\n"
+    "40 1 8:1 / /mnt rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+    "41 40 0:40 / /mnt/tables rw,relatime shared:2 - autofs systemd-1 rw,fd=40\n"
+    "42 41 0:41 / /mnt/tables rw,nosuid,nodev master:3 - fuse.aztfs aztfs:acct rw,user_id=0\n"
+    "43 1 0:42 / /srv/with\\040space\\134and\\011tab rw - tmpfs tmpfs rw\n"
+    "44 1 0:43 / /opt/auto rw - autofs systemd-1 rw\n"
+    "not a mountinfo line\n"
+    "45 1 0:44 / /broken rw no-separator tmpfs\n";
+
+static char path[] = "/tmp/aztfs-test-mounts-XXXXXX";
+
+static int type_at(const char *dir, char *type, size_t len)
+{
+    memset(type, 'x', len);
+    return mounts_type_at(path, dir, type, len);
+}
+
+int main(void)
+{
+    char type[32];
+    int fd = mkstemp(path);
+
+    ok(fd >= 0 && write(fd, TABLE, strlen(TABLE)) == (ssize_t)strlen(TABLE) && close(fd) == 0,
+       "the mount table is written");
+
+    is_int(type_at("/mnt/tables", type, sizeof(type)), 1, "/mnt/tables is a mount point");
+    is_str(type, "fuse.aztfs", "the mount on top (the last line) is the one told");
+    is_int(type_at("/mnt", type, sizeof(type)), 1, "/mnt too");
+    is_str(type, "ext4", "of its own type");
+    is_int(type_at("/opt/auto", type, sizeof(type)), 1, "an automount point is one");
+    is_str(type, "autofs", "told as autofs");
+    is_int(type_at("/srv/with space\\and\ttab", type, sizeof(type)), 1,
+           "escaped names are decoded (\\040, \\134, \\011)");
+    is_str(type, "tmpfs", "and their type read");
+    is_int(type_at("/srv/with\\040space\\134and\\011tab", type, sizeof(type)), 0,
+           "the escaped spelling is not a name");
+    is_int(type_at("/mnt/tables/t", type, sizeof(type)), 0, "a directory below is not");
+    is_int(type_at("/mn", type, sizeof(type)), 0, "nor a prefix of one");
+    is_int(type_at("/broken", type, sizeof(type)), 0, "a line without ' - ' is skipped");
+    is_int(type_at("/mnt/tables", type, 5), 1, "a short TYPE buffer");
+    is_str(type, "fuse", "is cut to fit, terminated");
+
+    unlink(path);
+    is_int(mounts_type_at(path, "/mnt", type, sizeof(type)), -ENOENT, "a missing table: -ENOENT");
+    is_int(mounts_type_at("/proc/self/mountinfo", "/", type, sizeof(type)), 1,
+           "the kernel's own table has /");
+    return done_testing();
+}
