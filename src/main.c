@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <malloc.h>
 #include <sys/prctl.h>
@@ -232,6 +233,22 @@ static void warn_unchecked(struct aztfs *a)
              "tables with the mounter's credentials");
 }
 
+/* libfuse's own messages (fuse_set_log_func), on stderr as libfuse's
+ * default handler writes them, with aztfs's prefix instead of "fuse: ".
+ * libfuse writes some lines in pieces (an unknown option: "fuse: unknown
+ * option(s): `", "-o ", "NAME", "'\n"): only a piece that starts a line
+ * ("fuse: ...") gets the prefix, the others go on as they are. */
+static void fuse_message(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+    char msg[1024];
+
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (strncmp(msg, "fuse: ", 6) == 0)
+        fprintf(stderr, "aztfs: %s%s", level <= FUSE_LOG_ERR ? "error: " : "", msg + 6);
+    else
+        fputs(msg, stderr);
+}
+
 /* A mount point already in use is refused: a second aztfs would hide the
  * first, and its queue and journal with it. An automount point (autofs:
  * x-systemd.automount) is what the mount is for. Returns 0, or -1 after a
@@ -283,8 +300,12 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     int rc = 1, have_usr1 = 0, unmounted = 0;
 
     f = fuse_new(args, &aztfs_ops, sizeof(aztfs_ops), a);
-    if (!f)
+    if (!f) {
+        fprintf(stderr,
+                "aztfs: libfuse refused the options (above); aztfs --help lists "
+                "the options of aztfs and of libfuse that apply\n");
         return 1;
+    }
     if (fuse_mount(f, cmd->mountpoint) != 0)
         goto out_destroy;
     if (!cmd->foreground)
@@ -471,6 +492,7 @@ int main(int argc, char *argv[])
      * one is not reused by another: with two, the cache bound is what RSS
      * shows (doc/PERFORMANCE.md) */
     mallopt(M_ARENA_MAX, 2);
+    fuse_set_log_func(fuse_message);
     if (options_parse(&args, &o) < 0)
         goto out;
     if (fuse_parse_cmdline(&args, &cmd) != 0)

@@ -171,3 +171,15 @@ def test_a_mount_point_in_use_is_refused(table, mounter, azurite, aztfs_run, sh)
     tops = [l for l in open("/proc/self/mountinfo") if l.split()[4] == str(mnt)]
     assert len(tops) == 1, tops
     assert "r00.json" in sh.ls(os.path.join(str(mnt), T, "p"))
+
+
+def test_an_unknown_option_is_refused_in_aztfs_words(azurite, aztfs_run, tmp_path):
+    """An option neither aztfs nor libfuse knows: exit 1, the message with
+    aztfs's prefix (not "fuse:") and where the options are listed."""
+    res = aztfs_run(["-f", "-o", "frobnicate", str(tmp_path)], aztfs_env(azurite.conn_str))
+    assert res.returncode == 1, res
+    lines = res.stderr.splitlines()
+    assert any(l.startswith("aztfs: error: unknown option") and "frobnicate" in l
+               for l in lines), res.stderr
+    assert "aztfs --help lists the options" in res.stderr, res.stderr
+    assert not any(l.startswith("fuse:") for l in lines), res.stderr
