@@ -286,6 +286,22 @@ static int name_the_mount(struct fuse_args *args, const struct aztfs_opts *o,
     return rc;
 }
 
+/* The mount's last log line: exit status RC, the requests it sent, the
+ * failures it logged (user.aztfs.errors), LEFT changes left in the
+ * journal. An error when RC is not 0, so that every destination (syslog
+ * too) tells a clean end from another, and a crash by its absence. */
+static void log_exit(struct aztfs *a, const char *mountpoint, int rc, size_t left)
+{
+    unsigned long sent = (unsigned long)atomic_load(&a->store.stats.requests);
+    unsigned long failed = a->store.log.failures ? failring_count(a->store.log.failures) : 0;
+
+    log_msg(&a->store.log, rc ? LOG_LVL_ERROR : LOG_LVL_INFO,
+            "unmounted %s, exiting with status %d: %lu request%s sent, %lu failure%s "
+            "logged, %zu change%s left in the journal",
+            mountpoint, rc, sent, sent == 1 ? "" : "s", failed, failed == 1 ? "" : "s", left,
+            left == 1 ? "" : "s");
+}
+
 /* Mount and serve until unmounted; returns the process exit status.
  * O: the options (o->unchecked: allow_other without default_permissions,
  * logged). METRICS (NULL: none): the metrics file's writer, started once
@@ -298,6 +314,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     struct usr1 u = { .a = a };
     struct workers usr1_thread = { .n = 0 };
     int rc = 1, have_usr1 = 0, unmounted = 0;
+    size_t left = 0;
 
     f = fuse_new(args, &aztfs_ops, sizeof(aztfs_ops), a);
     if (!f) {
@@ -355,8 +372,10 @@ out_signals:
      * (a SIGTERM then, systemd's after ExecStop, must not cut it short) */
     fuse_unmount(f);
     unmounted = 1;
-    if (store_writeback_close(&a->store) > 0 && rc == 0)
+    left = store_writeback_close(&a->store);
+    if (left > 0 && rc == 0)
         rc = 1; /* changes left in the journal: said in the log */
+    log_exit(a, cmd->mountpoint, rc, left);
     if (have_usr1) {
         atomic_store(&u.stop, 1);
         pthread_kill(usr1_thread.tids[0], SIGUSR1);

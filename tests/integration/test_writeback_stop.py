@@ -8,6 +8,7 @@ up; a SIGTERM right after the unmount (systemd's, after ExecStop) does not
 cut the send short. Checked through the official SDK."""
 
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -64,6 +65,9 @@ def test_unmount_with_a_stalled_service_exits_in_bound_and_keeps_the_change(
     line = stop_line(err)
     assert "1 unsent and 0 failed stay in the journal" in line, line
     assert "stopping: 1 queued change to send" in err
+    last = err.rstrip("\n").splitlines()[-1]
+    assert re.search(r"aztfs: error: unmounted \S+, exiting with status 1: \d+ requests sent, "
+                     r"\d+ failures? logged, 1 change left in the journal$", last), last
     assert entities(t) == {}
     with FaultProxy(azurite.port, listen_port=port, rate=0.0):
         mnt2 = mounter.mount(conn_str=conn_str_for(port), options=opts)
@@ -174,6 +178,9 @@ def test_unmount_then_sigterm_at_once_sends_the_whole_queue(sdk, seed, mounter, 
     err = mnt.stderr()
     assert status == 0, (status, err[-3000:])
     assert "every change sent (300 since the stop" in stop_line(err), err[-3000:]
+    last = err.rstrip("\n").splitlines()[-1]
+    assert re.search(r"aztfs: info: unmounted \S+, exiting with status 0: \d+ requests sent, "
+                     r"0 failures logged, 0 changes left in the journal$", last), last
     assert len(list(t.list_entities())) == 300
 
 
