@@ -346,9 +346,10 @@ char *wb_pending_json(struct writeback *wb, size_t limit)
                   (json_int_t)wb->n_sending, "failed", (json_int_t)wb->n_failed, "damaged",
                   (json_int_t)wb->n_damaged, "journal", wb->j ? journal_path(wb->j) : "");
     for (struct wb_op *f = wb->failed_head; o && fails && f; f = f->next) {
-        json_t *x =
-            json_pack("{s:s, s:s, s:i, s:s, s:s?}", "path", f->path, "op", wb_kind_name(f->kind),
-                      "errno", f->err, "error", strerror(f->err), "why", f->why);
+        const char *name = strerrorname_np(f->err);
+        json_t *x = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s?}", "path", f->path, "op",
+                              wb_kind_name(f->kind), "errno", f->err, "error", name ? name : "?",
+                              "message", strerror(f->err), "why", f->why);
 
         used += strlen(f->path) + (f->why ? strlen(f->why) : 0) + 80;
         if (!x || used > limit || json_array_append_new(fails, x) < 0)

@@ -285,6 +285,29 @@ size_t wb_batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t n, 
     return m;
 }
 
+/* Why the service refused a change, from its answer ST, in BUF (LEN): its
+ * message's first line without the batch's "N:" (the operation's index,
+ * which means nothing to a user), then the HTTP status and service code:
+ * "The update condition ... not satisfied. (HTTP 412,
+ * UpdateConditionNotSatisfied)". NULL when the answer says nothing. */
+static const char *service_why(const struct az_status *st, char *buf, size_t len)
+{
+    const char *m = st->message;
+    size_t n;
+
+    if (table_batch_failed_index(st) >= 0)
+        m = strchr(m, ':') + 1;
+    n = strcspn(m, "\r\n");
+    if (n == 0 && st->http_status == 0)
+        return NULL;
+    if (st->http_status == 0)
+        snprintf(buf, len, "%.*s", (int)n, m);
+    else
+        snprintf(buf, len, "%.*s%s(HTTP %ld%s%s)", (int)n, m, n ? " " : "", st->http_status,
+                 st->code[0] ? ", " : "", st->code);
+    return buf;
+}
+
 /* Would a cut before OPS[H] (0 < H < N) part a rename's two halves? */
 static int cuts_rename(struct wb_op **ops, size_t h)
 {
@@ -331,6 +354,8 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
     struct wb_part *p = ops[0]->part;
     size_t h;
     int rc, again, idx;
+    char whybuf[sizeof(st.message) + sizeof(st.code) + 32];
+    const char *why;
 
     while (n > 0) {
         if (mark_sent(wb, ops, n, &first, &again) < 0) {
@@ -372,16 +397,16 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
             pthread_mutex_unlock(&wb->mu);
         }
         idx = table_batch_failed_index(&st);
+        why = service_why(&st, whybuf, sizeof(whybuf));
         if (idx >= 0 && (size_t)idx < n) {
-            n = wb_batch_drop_failed(wb, ops, n, (size_t)idx, rc,
-                                     st.message[0] ? st.message : NULL);
+            n = wb_batch_drop_failed(wb, ops, n, (size_t)idx, rc, why);
         } else if (n == 1 || st.http_status == 401 || st.http_status == 403 ||
                    (h = wb_split_at(ops, n)) == 0) {
             /* refused as a whole: one change, or a rename alone (its halves
              * stand or fall together: sent apart, the delete could go
              * through where the write did not) */
             while (n > 0)
-                n = wb_batch_drop_failed(wb, ops, n, 0, rc, st.message[0] ? st.message : NULL);
+                n = wb_batch_drop_failed(wb, ops, n, 0, rc, why);
         } else {
             split_rest(wb, ops + h, n - h);
             n = h;

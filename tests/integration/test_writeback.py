@@ -249,7 +249,11 @@ def test_conflict_in_a_batch_fails_only_that_entity(sdk, seed, mounter, tmp_path
     assert entities(t) == {"e0": 100, "e1": 101, "e2": -2, "e3": 103, "e4": 104}
     p = pending(mnt)
     assert p["failed"] == 1 and p["failures"][0]["path"] == "/wbConflict/p/e2.json", p
-    assert p["failures"][0]["error"] == os.strerror(errno.ESTALE)
+    assert p["failures"][0]["error"] == "ESTALE", p
+    assert p["failures"][0]["message"] == os.strerror(errno.ESTALE), p
+    assert p["failures"][0]["why"] == ("The update condition specified in the request was "
+                                       "not satisfied. (HTTP 412, "
+                                       "UpdateConditionNotSatisfied)"), p
     assert "e2.json: the queued replace failed" in mnt.stderr()
     with pytest.raises(OSError) as ei:
         sync_path(os.path.join(pdir, "e2.json"))
