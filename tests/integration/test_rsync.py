@@ -185,6 +185,38 @@ def test_restore_into_new_table(src_mount, backup, sh, wh, wire):
         assert strip_ts(data) == strip_ts(got[name]), name
 
 
+DIFF_TABLE = "rsyncDiff"
+NO_TIMESTAMP = ["-I", '^  "Timestamp": ']      # doc/USAGE.md, "Comparing a restore"
+
+
+def test_a_restore_compares_equal_to_its_backup_but_for_timestamps(src_mount, backup, sh,
+                                                                  sdk):
+    """The documented comparison: `diff -r` flags every restored file (the
+    service gave each a new Timestamp), `diff -r -I '^  "Timestamp": '`
+    finds none, and still finds an entity changed after the restore."""
+    mnt, (backup, r) = str(src_mount), backup
+    assert r.returncode == 0, r
+    try:
+        sdk.delete_table(DIFF_TABLE)
+    except Exception:
+        pass
+    dst = os.path.join(mnt, DIFF_TABLE)
+    os.mkdir(dst)
+    assert rsync(sh, str(backup) + "/", dst + "/").returncode == 0
+    plain = sh(["diff", "-r", "-q", str(backup), dst], check=False)
+    assert plain.returncode == 1 and len(plain.stdout.splitlines()) == len(WANT_NAMES), plain
+    same = sh(["diff", "-r"] + NO_TIMESTAMP + [str(backup), dst], check=False)
+    assert same.returncode == 0 and same.stdout == "", same
+    c = sdk.get_table_client(DIFF_TABLE)
+    e = c.get_entity("p", "plain")
+    e["s"] = "changed after the restore"
+    c.update_entity(e, mode="replace")
+    time.sleep(1.5)                                   # cache_timeout=1: the mount sees it
+    changed = sh(["diff", "-r"] + NO_TIMESTAMP + [str(backup), dst], check=False)
+    assert changed.returncode == 1 and "changed after the restore" in changed.stdout, changed
+    assert changed.stdout.count("diff -r") == 1, changed
+
+
 def test_incremental_backup(src_mount, backup, sh, sdk):
     mnt = str(src_mount)
     backup, r = backup
