@@ -48,6 +48,15 @@ static const struct metric_def defs[] = {
     { "cache", "bytes", "aztfs_cache_bytes", "gauge", NULL, "Bytes the cache holds now." },
     { "cache", "max_bytes", "aztfs_cache_max_bytes", "gauge", NULL,
       "The cache's bound (cache_size)." },
+    /* with -o writeback only (no "writeback" member: not written) */
+    { "writeback", "queued", "aztfs_writeback_queued", "gauge", NULL,
+      "Changes acknowledged and waiting to be sent (write-behind)." },
+    { "writeback", "sending", "aztfs_writeback_sending", "gauge", NULL,
+      "Changes in a batch being sent now." },
+    { "writeback", "failed", "aztfs_writeback_failed", "gauge", NULL,
+      "Changes that failed for good, kept in the journal (user.aztfs.pending)." },
+    { "writeback", "damaged", "aztfs_writeback_damaged", "gauge", NULL,
+      "Stretches of damage the journal was read past at this mount." },
 };
 
 /* V as a label value: backslash, double quote and newline escaped. */
@@ -82,6 +91,8 @@ static void put_metric(struct buf *b, const struct metric_def *d, json_t *root, 
     json_t *v = json_object_get(root, d->key), *m;
     const char *k;
 
+    if (!v)
+        return; /* a part the mount does not have (write-behind) */
     if (d->sub && strcmp(d->sub, "*") != 0)
         v = json_object_get(v, d->sub);
     buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, d->type);

@@ -1,5 +1,7 @@
 /* monitor/stats.c - the mount's request and cache counters as JSON (xattr user.aztfs.stats, SIGUSR1). */
+#include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <jansson.h>
 
 #include "util/util.h"
@@ -8,6 +10,26 @@
 static json_int_t load(atomic_ulong *v)
 {
     return (json_int_t)atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* Write-behind's counts (user.aztfs.pending without its list of
+ * failures and the journal's path) as ROOT's "writeback"; nothing on a
+ * synchronous mount. 0, or -ENOMEM. */
+static int add_writeback(json_t *root, struct store *s)
+{
+    char *text = NULL;
+    json_t *w;
+    int rc = store_pending_json(s, 0, &text);
+
+    if (rc == -ENODATA)
+        return 0;
+    w = rc == 0 ? json_loads(text, 0, NULL) : NULL;
+    free(text);
+    if (!w)
+        return -ENOMEM;
+    json_object_del(w, "failures");
+    json_object_del(w, "journal");
+    return json_object_set_new(root, "writeback", w) < 0 ? -ENOMEM : 0;
 }
 
 /* Build the JSON document; see stats.h. */
@@ -35,6 +57,10 @@ json_t *stats_object(struct store *s)
         json_object_set_new(
             root, "failures",
             json_integer(s->log.failures ? (json_int_t)failring_count(s->log.failures) : 0)) < 0) {
+        json_decref(root);
+        root = NULL;
+    }
+    if (root && add_writeback(root, s) < 0) {
         json_decref(root);
         root = NULL;
     }

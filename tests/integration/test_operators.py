@@ -264,6 +264,49 @@ def test_metrics_file(table, mounter, sh, tmp_path):
     assert samples[("aztfs_requests_total", None)][1] >= before
 
 
+def test_metrics_file_has_write_behind_gauges(table, mounter, sh, sdk, tmp_path):
+    """With -o writeback the metrics file carries the queue's gauges, the
+    numbers user.aztfs.pending gives: 2 queued, then 1 failed for good (a
+    conflict) and none queued. A synchronous mount has none of them."""
+    prom = tmp_path / "wb.prom"
+    journal = tmp_path / "journal"
+    journal.mkdir(mode=0o700)
+    m = mounter.mount(options=["-o", "metrics_file=%s,metrics_interval=1,writeback=60000,"
+                                     "journal_dir=%s" % (prom, journal)])
+    sh(["cat", m.join(T, "p", "a.json")])
+    for name in ("a", "n"):
+        with open(m.join(T, "p", name + ".json"), "w") as f:
+            f.write('{"v": 7}')
+    gauge = 'aztfs_writeback_queued{mountpoint="%s"} 2' % m
+    samples, types = parse_metrics(wait_for(
+        lambda: prom.exists() and gauge in prom.read_text() and prom.read_text(),
+        what="the queued gauge at 2"))
+    assert types["aztfs_writeback_queued"] == "gauge", types
+    assert samples[("aztfs_writeback_failed", None)][1] == 0
+    c = sdk.get_table_client(T)
+    e = c.get_entity("p", "a")
+    c.update_entity(e, mode="replace")              # someone else: a.json conflicts
+    fd = os.open(str(m), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(OSError):
+            os.fsync(fd)                            # sent; a.json failed: EIO
+    finally:
+        os.close(fd)
+    failed = 'aztfs_writeback_failed{mountpoint="%s"} 1' % m
+    samples, _ = parse_metrics(wait_for(
+        lambda: failed in prom.read_text() and prom.read_text(), what="the failed gauge at 1"))
+    assert samples[("aztfs_writeback_queued", None)][1] == 0
+    assert samples[("aztfs_writeback_sending", None)][1] == 0
+    pending = json.loads(os.getxattr(str(m), "user.aztfs.pending"))
+    assert (pending["queued"], pending["failed"]) == (0, 1), pending
+    os.setxattr(str(m), "user.aztfs.discard", b"*")
+    m.unmount()
+    sync_prom = tmp_path / "sync.prom"
+    m = mounter.mount(options=["-o", "metrics_file=%s,metrics_interval=1" % sync_prom])
+    text = wait_for(lambda: sync_prom.exists() and sync_prom.read_text(), what="metrics")
+    assert "aztfs_writeback" not in text, text
+
+
 def test_metrics_file_is_replaced_atomically(table, mounter, tmp_path):
     """Readers see whole files only: the inode changes at each write (a
     rename), never a truncated file."""
