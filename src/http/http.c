@@ -385,26 +385,14 @@ static double now_ms(void)
     return ts.tv_sec * 1000.0 + ts.tv_nsec / 1e6;
 }
 
-/* Count one finished attempt in the stats. */
-static void count_attempt(struct http_stats *st, int kind, long status, size_t in, size_t out)
+/* How long the attempt just made on H took, in microseconds. */
+static unsigned long attempt_us(CURL *h)
 {
-    if (!st)
-        return;
-    atomic_fetch_add_explicit(&st->requests, 1, memory_order_relaxed);
-    if (kind >= 0 && kind < HTTP_KINDS)
-        atomic_fetch_add_explicit(&st->by_kind[kind], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st->bytes_in, in, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st->bytes_out, out, memory_order_relaxed);
-    if (status == 0)
-        atomic_fetch_add_explicit(&st->transport_errors, 1, memory_order_relaxed);
-    else if (status < 300)
-        atomic_fetch_add_explicit(&st->status_2xx, 1, memory_order_relaxed);
-    else if (status < 400)
-        atomic_fetch_add_explicit(&st->status_3xx, 1, memory_order_relaxed);
-    else if (status < 500)
-        atomic_fetch_add_explicit(&st->status_4xx, 1, memory_order_relaxed);
-    else
-        atomic_fetch_add_explicit(&st->status_5xx, 1, memory_order_relaxed);
+    curl_off_t us = 0;
+
+    return curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &us) == CURLE_OK && us > 0 ?
+        (unsigned long)us :
+        0;
 }
 
 /* Will the same request fail the same way however often it is sent? */
@@ -489,13 +477,14 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
     if (rc != CURLE_OK) {
         snprintf(resp->transport_error, sizeof(resp->transport_error), "%s",
                  errbuf[0] ? errbuf : curl_easy_strerror(rc));
-        count_attempt(pool->stats, req->kind, 0, 0, req->body_len);
+        http_stats_count(pool->stats, req->kind, 0, 0, req->body_len, attempt_us(h));
         /* the message says what: refused, reset, timed out...; a certificate
          * that does not verify will not verify on the next attempt either */
         return transport_error_is_permanent(rc) ? -EACCES : -EIO;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
-    count_attempt(pool->stats, req->kind, resp->status, resp->body_len, req->body_len);
+    http_stats_count(pool->stats, req->kind, resp->status, resp->body_len, req->body_len,
+                     attempt_us(h));
     return 0;
 }
 

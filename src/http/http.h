@@ -29,6 +29,8 @@ struct http_config {
     16 /* request kinds counted separately (the protocol's,
                            e.g. enum table_req_kind) */
 
+#define HTTP_LATENCY_BUCKETS 12 /* 5 ms ... 10 s, and slower */
+
 /* Counters, readable at any time (relaxed atomics). */
 struct http_stats {
     atomic_ulong by_kind[HTTP_KINDS]; /* attempts by request kind */
@@ -38,7 +40,21 @@ struct http_stats {
     atomic_ulong bytes_in;
     atomic_ulong bytes_out;
     atomic_ulong status_2xx, status_3xx, status_4xx, status_5xx;
+    /* how long attempts took (a Prometheus histogram): latency[i] counts
+     * those of at most http_latency_bounds_us[i] and more than the bound
+     * before it (the last: all slower), latency_us their sum */
+    atomic_ulong latency[HTTP_LATENCY_BUCKETS];
+    atomic_ulong latency_us;
 };
+
+/* The upper bounds of the latency buckets, in microseconds; the last
+ * bucket has none (+Inf). */
+extern const unsigned long http_latency_bounds_us[HTTP_LATENCY_BUCKETS - 1];
+
+/* Count one finished attempt of kind KIND in ST (NULL: nothing): its HTTP
+ * STATUS (0: no answer), bytes IN and OUT, and how long it took, US. */
+void http_stats_count(struct http_stats *st, int kind, long status, size_t in, size_t out,
+                      unsigned long us);
 
 struct http_request {
     const char *method;         /* "GET", "POST", "PUT", "MERGE", "DELETE" */

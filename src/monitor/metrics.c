@@ -104,6 +104,37 @@ static void put_metric(struct buf *b, const struct metric_def *d, json_t *root, 
     }
 }
 
+/* The request duration histogram from ROOT's "latency" (stats.c). */
+static void put_latency(struct buf *b, json_t *root, const char *mp)
+{
+    static const char name[] = "aztfs_request_duration_seconds";
+    json_t *l = json_object_get(root, "latency"), *bk;
+    size_t i;
+
+    buf_addf(b,
+             "# HELP %s How long requests to the table service took, each attempt "
+             "(retries apart).\n# TYPE %s histogram\n",
+             name, name);
+    json_array_foreach (json_object_get(l, "buckets"), i, bk) {
+        json_t *le = json_object_get(bk, "le");
+        char bound[32];
+
+        if (json_is_real(le))
+            snprintf(bound, sizeof(bound), "%g", json_real_value(le));
+        else
+            snprintf(bound, sizeof(bound), "+Inf");
+        buf_addf(b, "%s_bucket{mountpoint=\"", name);
+        put_label_value(b, mp);
+        buf_addf(b, "\",le=\"%s\"} %" JSON_INTEGER_FORMAT "\n", bound,
+                 json_integer_value(json_object_get(bk, "count")));
+    }
+    buf_addf(b, "%s_sum{mountpoint=\"", name);
+    put_label_value(b, mp);
+    buf_addf(b, "\"} %.6f\n", json_real_value(json_object_get(l, "sum_seconds")));
+    put_sample(b, "aztfs_request_duration_seconds_count", mp, NULL, NULL,
+               json_integer_value(json_object_get(l, "count")));
+}
+
 /* See metrics.h. */
 char *metrics_text(struct store *s, const char *mountpoint)
 {
@@ -114,6 +145,8 @@ char *metrics_text(struct store *s, const char *mountpoint)
     buf_init(&b, METRICS_TEXT_MAX);
     for (size_t i = 0; root && i < sizeof(defs) / sizeof(defs[0]); i++)
         put_metric(&b, &defs[i], root, mountpoint);
+    if (root)
+        put_latency(&b, root, mountpoint);
     if (root)
         out = buf_take(&b, NULL);
     buf_free(&b);

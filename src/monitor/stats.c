@@ -32,6 +32,31 @@ static int add_writeback(json_t *root, struct store *s)
     return json_object_set_new(root, "writeback", w) < 0 ? -ENOMEM : 0;
 }
 
+/* How long requests took, as ROOT's "latency": "buckets", a list of
+ * {"le": seconds (null: no bound), "count": attempts that took at most
+ * that, cumulative}, "sum_seconds" and "count". 0, or -ENOMEM. */
+static int add_latency(json_t *root, struct http_stats *h)
+{
+    json_t *buckets = json_array(), *b;
+    json_int_t total = 0;
+
+    for (size_t i = 0; buckets && i < HTTP_LATENCY_BUCKETS; i++) {
+        total += load(&h->latency[i]);
+        b = json_pack("{s:o, s:I}", "le",
+                      i < HTTP_LATENCY_BUCKETS - 1 ? json_real(http_latency_bounds_us[i] / 1e6) :
+                                                     json_null(),
+                      "count", total);
+        if (!b || json_array_append_new(buckets, b) < 0) {
+            json_decref(buckets);
+            return -ENOMEM;
+        }
+    }
+    b = buckets ? json_pack("{s:o, s:f, s:I}", "buckets", buckets, "sum_seconds",
+                            load(&h->latency_us) / 1e6, "count", total) :
+                  NULL;
+    return b && json_object_set_new(root, "latency", b) == 0 ? 0 : -ENOMEM;
+}
+
 /* Build the JSON document; see stats.h. */
 json_t *stats_object(struct store *s)
 {
@@ -60,7 +85,7 @@ json_t *stats_object(struct store *s)
         json_decref(root);
         root = NULL;
     }
-    if (root && add_writeback(root, s) < 0) {
+    if (root && (add_writeback(root, s) < 0 || add_latency(root, h) < 0)) {
         json_decref(root);
         root = NULL;
     }

@@ -218,7 +218,8 @@ def test_rsync_and_the_entity_xattrs(table, mounter, sh, tmp_path):
 
 
 # -- metrics ------------------------------------------------------------------
-SAMPLE = re.compile(r'^(aztfs_[a-z_]+)\{mountpoint="([^"]*)"(?:,(\w+)="([^"]*)")?\} (\d+)$')
+SAMPLE = re.compile(r'^(aztfs_[a-z_]+)\{mountpoint="([^"]*)"(?:,(\w+)="([^"]*)")?\} '
+                    r'(\d+(?:\.\d+)?)$')
 
 
 def parse_metrics(text):
@@ -232,7 +233,8 @@ def parse_metrics(text):
         else:
             mt = SAMPLE.match(line)
             assert mt, "not a sample line: %r" % line
-            samples[(mt.group(1), mt.group(4))] = (mt.group(2), int(mt.group(5)))
+            v = mt.group(5)
+            samples[(mt.group(1), mt.group(4))] = (mt.group(2), float(v) if "." in v else int(v))
     return samples, types
 
 
@@ -254,14 +256,26 @@ def test_metrics_file(table, mounter, sh, tmp_path):
     assert samples[("aztfs_cache_max_bytes", None)][1] == want["cache"]["max_bytes"]
     assert types["aztfs_requests_total"] == "counter"
     assert types["aztfs_cache_bytes"] == "gauge"
-    assert all(n.endswith("_total") == (types[n] == "counter") for n in types), types
+    assert all(n.endswith("_total") == (types[n] == "counter") for n in types
+               if types[n] != "histogram"), types
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("aztfs.prom.tmp")] == []
     # the last write happens at unmount, with the final counts
     sh(["cat", m.join(T, "p", "b.json")])
     before = m.stats()["requests"]
     m.unmount()
-    samples, _ = parse_metrics(prom.read_text())
+    samples, types = parse_metrics(prom.read_text())
     assert samples[("aztfs_requests_total", None)][1] >= before
+    # the request duration histogram: cumulative buckets up to +Inf, which
+    # with _count is every request; the sum is in seconds
+    h = "aztfs_request_duration_seconds"
+    assert types[h] == "histogram", types
+    bounds = ["0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10",
+              "+Inf"]
+    counts = [samples[(h + "_bucket", le)][1] for le in bounds]
+    assert counts == sorted(counts), counts
+    total = samples[("aztfs_requests_total", None)][1]
+    assert counts[-1] == samples[(h + "_count", None)][1] == total, (counts, total)
+    assert 0 < samples[(h + "_sum", None)][1] < 60 * total, samples[(h + "_sum", None)]
 
 
 def test_metrics_file_has_write_behind_gauges(table, mounter, sh, sdk, tmp_path):

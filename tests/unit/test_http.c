@@ -381,6 +381,32 @@ static void test_cancel(void)
     http_pool_free(pool);
 }
 
+/* http_stats_count: each attempt in one latency bucket, a bound's own
+ * value in its bucket, the slowest in the last; the sum in microseconds. */
+static void test_latency_buckets(void)
+{
+    static const unsigned long us[] = { 0, 5000, 5001, 10000, 10000000, 10000001, 90000000 };
+    static const int want[] = { 0, 0, 1, 1, 10, 11, 11 };
+    struct http_stats st;
+    unsigned long sum = 0;
+    int ok_all = 1;
+
+    memset(&st, 0, sizeof(st));
+    for (size_t i = 0; i < sizeof(us) / sizeof(us[0]); i++) {
+        struct http_stats one;
+
+        memset(&one, 0, sizeof(one));
+        http_stats_count(&one, 0, 200, 0, 0, us[i]);
+        ok_all &= atomic_load(&one.latency[want[i]]) == 1;
+        http_stats_count(&st, 0, 200, 0, 0, us[i]);
+        sum += us[i];
+    }
+    ok(ok_all, "each attempt in its bucket (a bound in its own, past 10 s in the last)");
+    is_int((int)atomic_load(&st.latency[11]), 2, "two past the last bound");
+    ok(atomic_load(&st.latency_us) == sum, "the sum in microseconds");
+    is_int((int)atomic_load(&st.requests), 7, "and each counted as a request");
+}
+
 int main(void)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -396,6 +422,7 @@ int main(void)
     test_reused_dies();
     test_settle();
     test_cancel();
+    test_latency_buckets();
     httpd_stop();
     curl_global_cleanup();
     return done_testing();
