@@ -352,6 +352,8 @@ char *wb_pending_json(struct writeback *wb, size_t limit)
                               "message", strerror(f->err), "why", f->why);
 
         used += strlen(f->path) + (f->why ? strlen(f->why) : 0) + 80;
+        if (x && used > limit)
+            json_decref(x); /* past the limit: counted above, not listed */
         if (!x || used > limit || json_array_append_new(fails, x) < 0)
             break;
     }
