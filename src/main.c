@@ -200,15 +200,40 @@ struct usr1 {
     struct aztfs *a;
     sigset_t set;
     atomic_int stop;
+    const char *mountpoint; /* borrowed */
+    int notify;             /* $NOTIFY_SOCKET set: STATUS= every few seconds */
 };
+
+#define NOTIFY_STATUS_SECONDS 2 /* how often systemd's STATUS= is renewed */
+
+/* Wait for a signal of U's set: 0 and *SIG, or 1 after a status interval
+ * went by (U->notify: STATUS= was sent), or -1 when waiting failed. */
+static int usr1_wait(struct usr1 *u, int *sig)
+{
+    struct timespec ts = { NOTIFY_STATUS_SECONDS, 0 };
+
+    if (!u->notify)
+        return sigwait(&u->set, sig) == 0 ? 0 : -1;
+    *sig = sigtimedwait(&u->set, NULL, &ts);
+    if (*sig >= 0)
+        return 0;
+    if (errno != EAGAIN && errno != EINTR)
+        return -1;
+    if (!atomic_load(&u->stop))
+        (void)notify_status(&u->a->store, u->mountpoint);
+    return 1;
+}
 
 static void *usr1_main(void *p)
 {
     struct usr1 *u = p;
     int sig;
 
-    while (sigwait(&u->set, &sig) == 0 && !atomic_load(&u->stop)) {
+    for (int w; (w = usr1_wait(u, &sig)) >= 0 && !atomic_load(&u->stop);) {
         char *json;
+
+        if (w == 1)
+            continue;
 
         if (sig == SIGHUP) {
             if (log_reopen(&u->a->store.log) == 0)
@@ -302,6 +327,34 @@ static void log_exit(struct aztfs *a, const char *mountpoint, int rc, size_t lef
             left == 1 ? "" : "s");
 }
 
+/* Tell systemd (Type=notify) the mount at MOUNTPOINT serves: READY=1
+ * once mounted, before the loop starts (the kernel holds requests until it
+ * reads them). A failed notification is logged, and the mount goes on. */
+static void notify_ready(struct aztfs *a, const char *mountpoint)
+{
+    int rc = notify_send("READY=1\nSTATUS=serving %s", mountpoint);
+
+    if (rc < 0)
+        log_warn(&a->store.log, "$NOTIFY_SOCKET: %s: systemd was not told the mount is ready",
+                 strerror(-rc));
+}
+
+/* Tell systemd the mount stops: STOPPING=1 and, when write-behind still
+ * holds changes, how many it sends and EXTEND_TIMEOUT_USEC for its bound
+ * (-o writeback_stop, and 10 s for the exit). */
+static void notify_stopping(struct aztfs *a, const struct aztfs_opts *o)
+{
+    struct notify_counts c;
+
+    if (notify_pending(&a->store, &c) == 0 && c.queued + c.sending > 0)
+        (void)notify_send("STOPPING=1\nSTATUS=sending %ld queued change%s before exiting "
+                          "(at most %u s)\nEXTEND_TIMEOUT_USEC=%llu",
+                          c.queued + c.sending, c.queued + c.sending == 1 ? "" : "s",
+                          o->writeback_stop, (o->writeback_stop + 10ULL) * 1000000ULL);
+    else
+        (void)notify_send("STOPPING=1\nSTATUS=stopping");
+}
+
 /* Mount and serve until unmounted; returns the process exit status.
  * O: the options (o->unchecked: allow_other without default_permissions,
  * logged). METRICS (NULL: none): the metrics file's writer, started once
@@ -311,7 +364,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
 {
     struct fuse *f;
     struct fuse_loop_config *lc = NULL;
-    struct usr1 u = { .a = a };
+    struct usr1 u = { .a = a, .mountpoint = cmd->mountpoint };
     struct workers usr1_thread = { .n = 0 };
     int rc = 1, have_usr1 = 0, unmounted = 0;
     size_t left = 0;
@@ -335,6 +388,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     sigaddset(&u.set, SIGUSR1);
     if (a->store.log.use_file)
         sigaddset(&u.set, SIGHUP);
+    u.notify = getenv("NOTIFY_SOCKET") != NULL;
     if (pthread_sigmask(SIG_BLOCK, &u.set, NULL) == 0 &&
         workers_add(&usr1_thread, "aztfs-signals", usr1_main, &u) == 0)
         have_usr1 = 1;
@@ -347,6 +401,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         log_error(&a->store.log, "write-behind cannot start its threads");
         goto out_signals;
     }
+    notify_ready(a, cmd->mountpoint);
     if (cmd->singlethread) {
         rc = fuse_loop(f) < 0 ? 1 : 0; /* > 0: ended by a signal: clean */
     } else {
@@ -363,6 +418,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         fuse_loop_cfg_destroy(lc);
     }
 out_signals:
+    notify_stopping(a, o);
     fs_handles_close_all(a->handles); /* no callback runs any more; they use the store */
     prefetch_free(a->prefetch);       /* before fuse_destroy: its requests ask the */
     a->prefetch = NULL;               /* session whether to stop */

@@ -56,4 +56,26 @@ char *stats_json(struct store *s);
 /* The same document as a jansson object (new reference; NULL on ENOMEM). */
 json_t *stats_object(struct store *s);
 
+/* ---- monitor/notify.c: the mount's state told to systemd (Type=notify), by
+ * the protocol sd_notify(3) documents, without libsystemd. */
+
+/* Send the notification FMT... ("READY=1", "STATUS=...", newline-separated
+ * assignments) to the socket $NOTIFY_SOCKET names (a path, or "@name" in
+ * the abstract namespace), one datagram. Returns 0 (also when the variable
+ * is not set: not started by systemd), -EAFNOSUPPORT for a socket of
+ * another kind (vsock:), -EMSGSIZE past 511 bytes, or -errno of the send. */
+int notify_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+struct notify_counts {
+    long queued, sending, failed;
+};
+
+/* Write-behind's counts of store S in *OUT (zeroed first): 0, -ENODATA on
+ * a synchronous mount, or -ENOMEM. */
+int notify_pending(struct store *s, struct notify_counts *out);
+
+/* STATUS= for MOUNTPOINT: "serving MOUNTPOINT", with write-behind's counts
+ * when it is on. As notify_send. */
+int notify_status(struct store *s, const char *mountpoint);
+
 #endif
