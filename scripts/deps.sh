@@ -29,6 +29,7 @@ TEST_PACKAGES=(
     rsync attr vim nano groff man-db util-linux openssl
     clang libclang-rt-14-dev valgrind
     clang-format cppcheck codespell    # make lint
+    debhelper dh-autoreconf fakeroot lintian git   # test_package.py: the .deb
 )
 APT_WAIT=${DEPS_APT_WAIT:-120}
 
