@@ -29,6 +29,7 @@ struct http_config {
     16 /* request kinds counted separately (the protocol's,
                            e.g. enum table_req_kind) */
 
+#define HTTP_CODES 24           /* service error codes counted apart (the last: others) */
 #define HTTP_LATENCY_BUCKETS 12 /* 5 ms ... 10 s, and slower */
 
 /* Counters, readable at any time (relaxed atomics). */
@@ -40,6 +41,8 @@ struct http_stats {
     atomic_ulong bytes_in;
     atomic_ulong bytes_out;
     atomic_ulong status_2xx, status_3xx, status_4xx, status_5xx;
+    atomic_ulong by_code[HTTP_CODES]; /* answers with a service error code, by
+                                         the caller's index (table_code_index) */
     /* how long attempts took (a Prometheus histogram): latency[i] counts
      * those of at most http_latency_bounds_us[i] and more than the bound
      * before it (the last: all slower), latency_us their sum */

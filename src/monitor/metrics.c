@@ -34,6 +34,9 @@ static const struct metric_def defs[] = {
       "Bytes of response bodies received." },
     { "bytes_out", NULL, "aztfs_sent_bytes_total", "counter", NULL,
       "Bytes of request bodies sent." },
+    { "errors_by_code", "*", "aztfs_service_errors_total", "counter", "code",
+      "Answers that carried a service error code (x-ms-error-code), by code; 404s of "
+      "lookups among them." },
     { "failures", NULL, "aztfs_failures_total", "counter", NULL,
       "Failed operations logged (the last ones: xattr user.aztfs.errors)." },
     { "cache", "hits", "aztfs_cache_hits_total", "counter", NULL,

@@ -12,6 +12,22 @@ static json_int_t load(atomic_ulong *v)
     return (json_int_t)atomic_load_explicit(v, memory_order_relaxed);
 }
 
+/* The answers that carried a service error code, by code (those seen),
+ * as ROOT's "errors_by_code". 0, or -ENOMEM. */
+static int add_codes(json_t *root, struct http_stats *h)
+{
+    json_t *codes = json_object();
+
+    for (int i = 0; codes && table_code_name(i); i++)
+        if (load(&h->by_code[i]) > 0 &&
+            json_object_set_new(codes, table_code_name(i), json_integer(load(&h->by_code[i]))) < 0)
+            goto fail;
+    return codes && json_object_set_new(root, "errors_by_code", codes) == 0 ? 0 : -ENOMEM;
+fail:
+    json_decref(codes);
+    return -ENOMEM;
+}
+
 /* Write-behind's counts (user.aztfs.pending without its list of
  * failures and the journal's path) as ROOT's "writeback"; nothing on a
  * synchronous mount. 0, or -ENOMEM. */
@@ -85,7 +101,8 @@ json_t *stats_object(struct store *s)
         json_decref(root);
         root = NULL;
     }
-    if (root && (add_writeback(root, s) < 0 || add_latency(root, h) < 0)) {
+    if (root &&
+        (add_codes(root, h) < 0 || add_writeback(root, s) < 0 || add_latency(root, h) < 0)) {
         json_decref(root);
         root = NULL;
     }

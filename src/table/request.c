@@ -38,6 +38,51 @@ const char *const table_capture[TCAP_COUNT + 1] = {
     [TCAP_COUNT] = NULL,
 };
 
+/* The Table service's error codes (Azure's "Table service error codes"
+ * and the common ones) an operator may want to tell apart; the rest are
+ * counted as "other". */
+static const char *const code_names[HTTP_CODES] = {
+    "ResourceNotFound",
+    "TableNotFound",
+    "EntityNotFound",
+    "EntityAlreadyExists",
+    "TableAlreadyExists",
+    "UpdateConditionNotSatisfied",
+    "ConditionNotMet",
+    "InvalidInput",
+    "OutOfRangeInput",
+    "PropertyValueTooLarge",
+    "EntityTooLarge",
+    "TooManyProperties",
+    "InvalidDuplicateRow",
+    "TableBeingDeleted",
+    "AuthenticationFailed",
+    "AuthorizationFailure",
+    "AuthorizationPermissionMismatch",
+    "InsufficientAccountPermissions",
+    "ServerBusy",
+    "OperationTimedOut",
+    "InternalError",
+    "RequestBodyTooLarge",
+    "InvalidAuthenticationInfo",
+    "other",
+};
+
+/* See table.h. */
+int table_code_index(const char *code)
+{
+    for (int i = 0; i < HTTP_CODES - 1; i++)
+        if (strcmp(code, code_names[i]) == 0)
+            return i;
+    return HTTP_CODES - 1;
+}
+
+/* See table.h. */
+const char *table_code_name(int i)
+{
+    return i >= 0 && i < HTTP_CODES ? code_names[i] : NULL;
+}
+
 /* See tablereq.h. */
 const char *table_kind_name(int kind)
 {
@@ -56,6 +101,7 @@ int table_client_new(struct table_client **out, const struct account *acct,
         return -ENOMEM;
     tc->acct = acct;
     tc->lg = lg;
+    tc->stats = stats;
     rc = http_pool_new(&tc->pool, hcfg, lg, stats);
     if (rc < 0) {
         free(tc);
@@ -406,6 +452,9 @@ static int send_once(struct table_client *tc, const struct table_req *rq, const 
             snprintf(st->code, sizeof(st->code), "%s", resp->captured[TCAP_ERROR_CODE]);
         if (resp->body && resp->body[0])
             table_error_parse(resp->body, TE_BODY, st);
+        if (st->code[0] && tc->stats)
+            atomic_fetch_add_explicit(&tc->stats->by_code[table_code_index(st->code)], 1,
+                                      memory_order_relaxed);
     }
 out:
     for (int i = 0; i < MAX_HEADERS; i++)

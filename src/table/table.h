@@ -37,6 +37,12 @@ enum table_req_kind {
 /* "list_tables", "query", ... for stats output; NULL past TK_COUNT. */
 const char *table_kind_name(int kind);
 
+/* The service error codes counted apart (http_stats.by_code): the index
+ * of CODE ("UpdateConditionNotSatisfied"), the last index for any other;
+ * and the name of index I ("other" for the last), NULL past HTTP_CODES. */
+int table_code_index(const char *code);
+const char *table_code_name(int i);
+
 /* What the service said about a failed (or successful) operation. */
 struct az_status {
     long http_status;  /* 0 when no response was received */

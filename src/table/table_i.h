@@ -38,6 +38,7 @@ struct logger;
 struct table_client {
     const struct account *acct;
     const struct logger *lg;
+    struct http_stats *stats; /* borrowed: the service codes are counted here */
     struct http_pool *pool;
     int (*cancelled)(void *ctx); /* see table_client_set_cancel */
     void *cancel_ctx;

@@ -243,12 +243,18 @@ def test_metrics_file(table, mounter, sh, tmp_path):
     m = mounter.mount(options=["-o", "metrics_file=%s,metrics_interval=1" % prom])
     sh(["cat", m.join(T, "p", "a.json")])
     sh("echo '{bad' > '%s'" % m.join(T, "p", "x.json"), check=False)
+    f = open(m.join(T, "p", "b.json"), "r+")       # a conflict: the service's 412
+    f.read()
+    table.update_entity({"PartitionKey": "p", "RowKey": "b", "v": "theirs"}, mode="replace")
+    assert rewrite_and_close(f, '{"v": "ours"}').errno == errno.ESTALE
     want = m.stats()
+    assert want["errors_by_code"].get("UpdateConditionNotSatisfied") == 1, want
     samples, types = parse_metrics(wait_for(
         lambda: prom.exists() and "aztfs_failures_total" in prom.read_text() and
-        'aztfs_failures_total{mountpoint="%s"} 1' % m in prom.read_text() and prom.read_text(),
-        what="metrics with the failure"))
-    assert samples[("aztfs_failures_total", None)] == (str(m), 1)
+        'aztfs_failures_total{mountpoint="%s"} 2' % m in prom.read_text() and prom.read_text(),
+        what="metrics with the two failures"))
+    assert samples[("aztfs_failures_total", None)] == (str(m), 2)
+    assert samples[("aztfs_service_errors_total", "UpdateConditionNotSatisfied")][1] == 1
     assert samples[("aztfs_requests_total", None)][1] >= 2
     assert samples[("aztfs_responses_total", "2xx")][1] >= 1
     assert ("aztfs_requests_by_kind_total", "query_entities") in samples or \
