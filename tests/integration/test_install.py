@@ -324,6 +324,25 @@ def test_help_options_are_in_the_man_page_and_usage():
         assert not missing, "options of --help not in %s: %s" % (where, missing)
 
 
+def test_bash_completion_offers_every_help_option():
+    """data/aztfs.bash-completion completes each -o option --help lists
+    (after "-o", and after a comma), and auth='s and loglevel='s values."""
+    comp = ROOT / "data" / "aztfs.bash-completion"
+
+    def complete(*words):
+        script = ("source %s; compopt() { :; }; COMP_WORDS=(%s); COMP_CWORD=%d; _aztfs; "
+                  "printf '%%s\\n' \"${COMPREPLY[@]}\"" % (
+                      comp, " ".join("'%s'" % w for w in words), len(words) - 1))
+        return run(["bash", "-c", script]).stdout.decode().split()
+
+    offered = {w.rstrip("=") for w in complete("aztfs", "-o", "")}
+    missing = sorted(help_options() - offered)
+    assert not missing, "options of --help the completion lacks: %s" % missing
+    assert complete("aztfs", "-o", "ro,cache_t") == ["ro,cache_timeout="]
+    assert complete("aztfs", "-o", "auth=ma") == ["auth=managed"]
+    assert "loglevel=debug" in complete("aztfs", "-o", "loglevel=")
+
+
 # --------------------------------------------------------------------------
 # secrets and the debug log
 # --------------------------------------------------------------------------
