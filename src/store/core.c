@@ -224,17 +224,20 @@ void store_forget(struct store *s, const char *path)
 void store_log_failure(struct store *s, const char *op, const char *path, int rc,
                        const struct az_status *st, const char *why)
 {
-    const char *reason = why ? why : strerror(-rc);
+    const char *reason = why ? why : strerror(-rc), *name = strerrorname_np(-rc);
     struct failure f = { op, path, -rc, st ? st->http_status : 0, st ? st->code : NULL, reason };
+    char err[160]; /* "ESTALE (Stale file handle)", "ENOSPC: no room ...": the errno's
+                      name as user.aztfs.errors spells it, then why */
 
+    snprintf(err, sizeof(err), why ? "%s: %s" : "%s (%s)", name ? name : "?", reason);
     failring_add(s->log.failures, &f); /* user.aztfs.errors */
     if (!st || (st->http_status == 0 && st->attempts == 0))
-        log_error(&s->log, "%s %s failed: %s", op, path, reason);
+        log_error(&s->log, "%s %s failed: %s", op, path, err);
     else if (st->http_status == 0)
-        log_error(&s->log, "%s %s failed: %s (no response: %s; attempts %d)", op, path, reason,
+        log_error(&s->log, "%s %s failed: %s (no response: %s; attempts %d)", op, path, err,
                   st->message, st->attempts);
     else
-        log_error(&s->log, "%s %s failed: %s (HTTP %ld %s%s%s; attempts %d)", op, path, reason,
+        log_error(&s->log, "%s %s failed: %s (HTTP %ld %s%s%s; attempts %d)", op, path, err,
                   st->http_status, st->code[0] ? st->code : "-", st->message[0] ? ": " : "",
                   st->message, st->attempts);
 }

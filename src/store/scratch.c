@@ -225,7 +225,7 @@ static void log_full(const struct scratch *s, const char *op, const char *path, 
                      size_t max)
 {
     log_error(s->log,
-              "%s %s failed: no room for scratch files: they hold %zu KiB of the "
+              "%s %s failed: ENOSPC: no room for scratch files: they hold %zu KiB of the "
               "%zu KiB -o scratch_size allows; remove some or raise it",
               op, path, used / 1024, max / 1024);
 }

@@ -150,10 +150,11 @@ void wb_op_failed(struct writeback *wb, struct wb_op *op, int rc, const char *wh
     (void)wb_journal(wb, rec);
     wb_failed_keep(wb, op, rc, why);
     log_error(wb->lg,
-              "%s: the queued %s failed: %s%s%s; it stays in the journal, reported "
+              "%s: the queued %s failed: %s (%s)%s%s; it stays in the journal, reported "
               "by the root's user.aztfs.pending, and fsync returns EIO until the file is "
               "written again or the change is discarded (doc/USAGE.md \"Write-behind\")",
-              op->path, what, strerror(-rc), why ? ": " : "", why ? why : "");
+              op->path, what, strerrorname_np(-rc) ? strerrorname_np(-rc) : "?", strerror(-rc),
+              why ? ": " : "", why ? why : "");
     failring_add(wb->lg->failures, &(struct failure){ "writeback", op->path, -rc, 0, NULL, why });
     wb_call_add(calls, 0, op, NULL);
 }

@@ -367,7 +367,7 @@ def test_404_without_not_found_code_is_eio(table, mounter, proxy):
     # one line: operation, path, status, the code it carried, attempts
     lines = [l for l in m.stderr().splitlines() if "error: delete" in l]
     assert len(lines) == 1, m.stderr()[-3000:]
-    assert re.search(r"error: delete /%s/%s/r\.json failed: Input/output error "
+    assert re.search(r"error: delete /%s/%s/r\.json failed: EIO \(Input/output error\) "
                      r"\(HTTP 404 InjectedFault: .*attempts 1\)$" % (TABLE, pk),
                      lines[0]), lines[0]
     time.sleep(1.5)                                 # past cache_timeout=1

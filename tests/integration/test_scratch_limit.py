@@ -17,7 +17,7 @@ from conftest import aztfs_env
 TABLE = "scratchLim"
 KIB = 1024
 MIB = 1024 * 1024
-FULL = re.compile(r"aztfs: error: write /%s/p/(\S+) failed: no room for scratch files: "
+FULL = re.compile(r"aztfs: error: write /%s/p/(\S+) failed: ENOSPC: no room for scratch files: "
                   r"they hold (\d+) KiB of the (\d+) KiB -o scratch_size allows" % TABLE)
 
 
@@ -66,7 +66,7 @@ def test_write_past_the_bound_fails_with_enospc(table, mounter):
     with pytest.raises(OSError) as ei:
         os.truncate(files[0], 512 * KIB)
     assert ei.value.errno == errno.ENOSPC
-    assert re.search(r"error: truncate /%s/p/\.f0\.tmp failed: no room" % TABLE, mnt.stderr())
+    assert re.search(r"error: truncate /%s/p/\.f0\.tmp failed: ENOSPC: no room" % TABLE, mnt.stderr())
     assert os.path.getsize(files[0]) == 256 * KIB
 
     # removing a file frees its room

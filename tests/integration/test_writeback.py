@@ -254,7 +254,9 @@ def test_conflict_in_a_batch_fails_only_that_entity(sdk, seed, mounter, tmp_path
     assert p["failures"][0]["why"] == ("The update condition specified in the request was "
                                        "not satisfied. (HTTP 412, "
                                        "UpdateConditionNotSatisfied)"), p
-    assert "e2.json: the queued replace failed" in mnt.stderr()
+    assert ("e2.json: the queued replace failed: ESTALE (Stale file handle): The update "
+            "condition specified in the request was not satisfied. (HTTP 412, "
+            "UpdateConditionNotSatisfied)") in mnt.stderr()
     with pytest.raises(OSError) as ei:
         sync_path(os.path.join(pdir, "e2.json"))
     assert ei.value.errno == errno.EIO
