@@ -367,6 +367,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     struct usr1 u = { .a = a, .mountpoint = cmd->mountpoint };
     struct workers usr1_thread = { .n = 0 };
     int rc = 1, have_usr1 = 0, unmounted = 0;
+    unsigned served;
     size_t left = 0;
 
     f = fuse_new(args, &aztfs_ops, sizeof(aztfs_ops), a);
@@ -417,6 +418,10 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         rc = fuse_loop_mt(f, lc) < 0 ? 1 : 0;
         fuse_loop_cfg_destroy(lc);
     }
+    served = fs_serve_queued(a, f, 256);
+    if (served > 0)
+        log_debug(&a->store.log, "served %u request%s queued at the end", served,
+                  served == 1 ? "" : "s");
 out_signals:
     notify_stopping(a, o);
     fs_handles_close_all(a->handles); /* no callback runs any more; they use the store */

@@ -52,6 +52,16 @@ extern const struct fuse_operations aztfs_ops;
  * the session, which is about to be freed (fs/ops.c). */
 void fs_end_session(struct aztfs *a);
 
+/* Serve the requests the kernel had queued for F when its loop ended: the
+ * RELEASEDIR of a closedir() made just before SIGTERM, a FORGET. Unread,
+ * they die with the unmount, and so does the handle libfuse keeps for an
+ * open directory (a leak LeakSanitizer reports at exit). Reads nothing that
+ * is not already queued, serves at most MAX requests, and asks the session
+ * to end again before it returns. Ends A's session first (fs_end_session),
+ * so that a read among them stops at once. Call before the handles are
+ * closed. Returns how many it served. */
+unsigned fs_serve_queued(struct aztfs *a, struct fuse *f, unsigned max);
+
 /* The open handles of a mount (the write handles also by path) and its
  * recent conflicts, behind one lock. NULL on ENOMEM.
  * fs_handles_free frees H, closing first any handle still in it (see

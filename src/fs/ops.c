@@ -1,13 +1,14 @@
 /* fs/ops.c - FUSE read-side callbacks (getattr, open, read, release, statfs, init) and the operations table. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include "fs/fs_i.h"
-#include <fuse_lowlevel.h> /* fuse_session_exited */
+#include <fuse_lowlevel.h> /* fuse_session_exited, _receive_buf */
 #include "store/store.h"
 
 /* Should a read stop? When the FUSE request it serves was interrupted (the
@@ -32,6 +33,29 @@ void fs_end_session(struct aztfs *a)
     pthread_mutex_lock(&a->fuse_lock);
     a->fuse = NULL;
     pthread_mutex_unlock(&a->fuse_lock);
+}
+
+/* See fs.h. */
+unsigned fs_serve_queued(struct aztfs *a, struct fuse *f, unsigned max)
+{
+    struct fuse_session *se = fuse_get_session(f);
+    struct fuse_buf buf = { .mem = NULL };
+    struct pollfd p = { .fd = fuse_session_fd(se), .events = POLLIN };
+    unsigned n = 0;
+
+    fs_end_session(a);
+    /* libfuse drops what it reads once the session has exited: clear that,
+     * read only what poll says is there, then exit again */
+    fuse_session_reset(se);
+    while (n < max && poll(&p, 1, 0) == 1 && (p.revents & POLLIN)) {
+        if (fuse_session_receive_buf(se, &buf) <= 0)
+            break; /* unmounted (ENODEV) or a new signal */
+        fuse_session_process_buf(se, &buf);
+        n++;
+    }
+    free(buf.mem);
+    fuse_session_exit(se);
+    return n;
 }
 
 static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
