@@ -344,10 +344,10 @@ static void notify_ready(struct aztfs *a, const char *mountpoint)
  * (-o writeback_stop, and 10 s for the exit). */
 static void notify_stopping(struct aztfs *a, const struct aztfs_opts *o)
 {
-    struct notify_counts c;
+    struct store_pending_counts c;
 
-    if (notify_pending(&a->store, &c) == 0 && c.queued + c.sending > 0)
-        (void)notify_send("STOPPING=1\nSTATUS=sending %ld queued change%s before exiting "
+    if (store_pending_counts(&a->store, &c) == 0 && c.queued + c.sending > 0)
+        (void)notify_send("STOPPING=1\nSTATUS=sending %zu queued change%s before exiting "
                           "(at most %u s)\nEXTEND_TIMEOUT_USEC=%llu",
                           c.queued + c.sending, c.queued + c.sending == 1 ? "" : "s",
                           o->writeback_stop, (o->writeback_stop + 10ULL) * 1000000ULL);

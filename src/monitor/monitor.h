@@ -66,14 +66,6 @@ json_t *stats_object(struct store *s);
  * another kind (vsock:), -EMSGSIZE past 511 bytes, or -errno of the send. */
 int notify_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-struct notify_counts {
-    long queued, sending, failed;
-};
-
-/* Write-behind's counts of store S in *OUT (zeroed first): 0, -ENODATA on
- * a synchronous mount, or -ENOMEM. */
-int notify_pending(struct store *s, struct notify_counts *out);
-
 /* STATUS= for MOUNTPOINT: "serving MOUNTPOINT", with write-behind's counts
  * when it is on. As notify_send. */
 int notify_status(struct store *s, const char *mountpoint);

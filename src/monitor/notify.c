@@ -9,7 +9,6 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-#include <jansson.h>
 
 #include "util/util.h"
 #include "monitor/monitor.h"
@@ -48,33 +47,12 @@ int notify_send(const char *fmt, ...)
 }
 
 /* See monitor.h. */
-int notify_pending(struct store *s, struct notify_counts *out)
-{
-    char *text = NULL;
-    json_t *p;
-    int rc = store_pending_json(s, 0, &text);
-
-    memset(out, 0, sizeof(*out));
-    if (rc < 0)
-        return rc;
-    p = json_loads(text, 0, NULL);
-    free(text);
-    if (!p)
-        return -ENOMEM;
-    out->queued = (long)json_integer_value(json_object_get(p, "queued"));
-    out->sending = (long)json_integer_value(json_object_get(p, "sending"));
-    out->failed = (long)json_integer_value(json_object_get(p, "failed"));
-    json_decref(p);
-    return 0;
-}
-
-/* See monitor.h. */
 int notify_status(struct store *s, const char *mountpoint)
 {
-    struct notify_counts c;
+    struct store_pending_counts c;
 
-    if (notify_pending(s, &c) < 0)
+    if (store_pending_counts(s, &c) < 0)
         return notify_send("STATUS=serving %s", mountpoint);
-    return notify_send("STATUS=serving %s; write-behind: %ld queued, %ld sending, %ld failed",
+    return notify_send("STATUS=serving %s; write-behind: %zu queued, %zu sending, %zu failed",
                        mountpoint, c.queued, c.sending, c.failed);
 }

@@ -90,6 +90,12 @@ static int direct_report(struct store *s, size_t limit, char **out)
     return -ENODATA;
 }
 
+static int direct_counts(struct store *s, struct store_pending_counts *out)
+{
+    (void)s, (void)out;
+    return -ENODATA;
+}
+
 static int direct_discard(struct store *s, const char *path)
 {
     (void)s, (void)path;
@@ -108,5 +114,6 @@ const struct store_changes store_direct = {
     .create_exclusive = direct_create_exclusive,
     .sync = direct_sync,
     .report = direct_report,
+    .counts = direct_counts,
     .discard = direct_discard,
 };

@@ -244,6 +244,18 @@ static int queued_report(struct store *s, size_t limit, char **out)
     return *out ? 0 : -ENOMEM;
 }
 
+static int queued_counts(struct store *s, struct store_pending_counts *out)
+{
+    struct wb_counts c;
+
+    wb_counts(s->wb, &c);
+    out->queued = c.queued;
+    out->sending = c.sending;
+    out->failed = c.failed;
+    out->damaged = c.damaged;
+    return 0;
+}
+
 static int queued_discard(struct store *s, const char *path)
 {
     return wb_discard(s->wb, path, "discarded (user.aztfs.discard)");
@@ -261,5 +273,6 @@ const struct store_changes store_queued = {
     .create_exclusive = queued_create_exclusive,
     .sync = queued_sync,
     .report = queued_report,
+    .counts = queued_counts,
     .discard = queued_discard,
 };

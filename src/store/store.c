@@ -575,6 +575,13 @@ int store_pending_json(struct store *s, size_t limit, char **out)
 }
 
 /* See store.h. */
+int store_pending_counts(struct store *s, struct store_pending_counts *out)
+{
+    memset(out, 0, sizeof(*out));
+    return s->changes->counts(s, out);
+}
+
+/* See store.h. */
 int store_discard(struct store *s, const char *path)
 {
     return s->changes->discard(s, path);

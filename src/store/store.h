@@ -471,6 +471,17 @@ int store_sync(struct store *s, const char *path);
  * (malloc'd): 0, -ENODATA when the mount is synchronous, or -ENOMEM. */
 int store_pending_json(struct store *s, size_t limit, char **out);
 
+/* What write-behind holds (user.aztfs.pending's numbers): changes queued,
+ * being sent, failed and kept; journal stretches skipped as damaged. */
+struct store_pending_counts {
+    size_t queued, sending, failed, damaged;
+};
+
+/* The counts of S in *OUT (zeroed first): 0, or -ENODATA when the mount
+ * is synchronous. Takes no allocation: the systemd status and the metrics
+ * ask every few seconds. */
+int store_pending_counts(struct store *s, struct store_pending_counts *out);
+
 /* Drop the failed change of PATH ("*": all) from the journal: 0, -ENOENT
  * when there is none, or -ENOTSUP when the mount is synchronous. */
 int store_discard(struct store *s, const char *path);

@@ -88,9 +88,10 @@ struct store_changes {
     /* An O_EXCL create of PATH: store_create_exclusive's answers. */
     int (*create_exclusive)(struct store *s, const char *path, const struct fspath *fp,
                             char **etag);
-    /* store_sync, store_pending_json, store_discard. */
+    /* store_sync, store_pending_json, store_pending_counts, store_discard. */
     int (*sync)(struct store *s, const char *path);
     int (*report)(struct store *s, size_t limit, char **out);
+    int (*counts)(struct store *s, struct store_pending_counts *out);
     int (*discard)(struct store *s, const char *path);
 };
 

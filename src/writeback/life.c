@@ -335,6 +335,17 @@ int wb_flush(struct writeback *wb, const char *scope, int wait)
 }
 
 /* See writeback.h. */
+void wb_counts(struct writeback *wb, struct wb_counts *out)
+{
+    pthread_mutex_lock(&wb->mu);
+    out->queued = wb->n_queued;
+    out->sending = wb->n_sending;
+    out->failed = wb->n_failed;
+    out->damaged = wb->n_damaged;
+    pthread_mutex_unlock(&wb->mu);
+}
+
+/* See writeback.h. */
 char *wb_pending_json(struct writeback *wb, size_t limit)
 {
     json_t *o, *fails = json_array();

@@ -134,8 +134,17 @@ int wb_flush(struct writeback *wb, const char *scope, int wait);
 /* Are changes under SCOPE queued or being sent? 1 or 0. */
 int wb_queued(struct writeback *wb, const char *scope);
 
+/* What write-behind holds: changes queued, being sent, failed and kept;
+ * journal stretches skipped as damaged or refused at the mount. */
+struct wb_counts {
+    size_t queued, sending, failed, damaged;
+};
+
+/* WB's counts into *OUT, read under its lock. */
+void wb_counts(struct writeback *wb, struct wb_counts *out);
+
 /* The root's user.aztfs.pending: {"queued": N, "sending": N, "failed": N,
- * "journal": PATH, "failures": [{"path", "op", "errno", "error", "why"}]}
+ * "damaged": N, "journal": PATH, "failures": [{"path", "op", "errno", "error", "why"}]}
  * (at most LIMIT bytes of failures). malloc'd, or NULL. */
 char *wb_pending_json(struct writeback *wb, size_t limit);
 

@@ -173,6 +173,12 @@ static int fake_report(struct store *s, size_t limit, char **out)
     return -ENODATA;
 }
 
+static int fake_counts(struct store *s, struct store_pending_counts *out)
+{
+    (void)s, (void)out;
+    return -ENODATA;
+}
+
 static int fake_discard(struct store *s, const char *path)
 {
     (void)s, (void)path;
@@ -182,7 +188,7 @@ static int fake_discard(struct store *s, const char *path)
 static const struct store_changes fake_changes = {
     "fake",        fake_pending, fake_write,      fake_remove,           fake_rename,
     fake_resolved, fake_settle,  fake_pending_in, fake_create_exclusive, fake_sync,
-    fake_report,   fake_discard,
+    fake_report,   fake_counts,  fake_discard,
 };
 
 /* --- a store whose partition /tbl/p was just listed ------------------------- */

@@ -433,11 +433,15 @@ static size_t drop_one(struct wbt *t, struct wb_op **ops, size_t n)
     is_int(wb_flush(t->wb, "/t/f/r0000", 0), 0, "a flush of another: 0");
     is_int(pending_int(t, "failed"), 1, "the pending report counts it");
     {
-        char *pj = wb_pending_json(t->wb, 0); /* the metrics' call: counts only */
+        char *pj = wb_pending_json(t->wb, 0); /* a limit of 0: counts only */
+        struct wb_counts c;
 
         ok(pj && strstr(pj, "\"failed\":1") && strstr(pj, "\"failures\":[]"),
            "a limit of 0: the count, no failure listed (nor leaked)");
         free(pj);
+        wb_counts(t->wb, &c); /* the metrics' and systemd status's call */
+        ok(c.queued == 0 && c.sending == 5 && c.failed == 1 && c.damaged == 0,
+           "wb_counts: 0 queued, 5 sending, 1 failed, 0 damaged, as the report");
     }
     is_int(wbt_take(t, 1, ops + n), 0, "the partition is still out: the others go again");
     return n;
