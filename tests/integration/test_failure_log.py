@@ -38,7 +38,8 @@ def test_conflicting_save_logs_one_line(mnt):
     assert len(shown) == 1, err
     line = shown[0]
     assert re.search(r"save \S*/%s/p/a\.json failed: " % T, line), line
-    assert "failed: ESTALE (Stale file handle) (HTTP 412 UpdateConditionNotSatisfied" in line, line
+    assert "failed: ESTALE: the entity was changed by someone else" in line, line
+    assert "(HTTP 412 UpdateConditionNotSatisfied" in line, line
     assert re.search(r"attempts \d+", line), line
 
 
