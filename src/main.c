@@ -513,6 +513,11 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
     hc.max_retries = o->retries > 0 ? o->retries : -1;
     hc.retry_deadline_ms = o->retry_time * 1000;
     hc.ca_file = o->cafile;
+    if (http_pace_new(&a->pace, o->max_rps, &a->store.log) < 0) {
+        fprintf(stderr, "aztfs: out of memory\n");
+        return -1;
+    }
+    hc.pace = a->pace;
     if (sign_in(acct, o->auth ? o->auth : acct->auth[AS_AUTH], cs, &hc, &a->store.log) < 0)
         return -1;
     a->store.cache_timeout = o->cache_timeout;
@@ -632,6 +637,7 @@ int main(int argc, char *argv[])
     view_pending_free(a.views);      /* its queries use the store's client */
     store_writeback_close(&a.store); /* a failed start: what is queued is sent */
     store_free(&a.store);
+    http_pace_free(a.pace); /* after every client that used it */
     token_cache_free(acct.tokens);
     scratch_free(a.scratch);
     fs_handles_free(a.handles); /* (closed at the loop's end, or never used) */

@@ -45,7 +45,7 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE), FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
     OPT("ino32", ino32), OPT("writeback", writeback), OPT("writeback=%u", writeback_ms),
     OPT("journal_dir=%s", journal_dir), OPT("writeback_queue=%lu", writeback_queue_mb),
-    OPT("writeback_stop=%u", writeback_stop),
+    OPT("writeback_stop=%u", writeback_stop), OPT("max_rps=%lf", max_rps),
     /* libfuse's, but aztfs sets them itself (fs/ops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED), FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED), FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
@@ -244,6 +244,10 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
                 "between 1 and 4096 MiB and writeback_stop at most 3600 s\n");
         return -EINVAL;
     }
+    if (!(o->max_rps >= 0 && o->max_rps <= 1e5)) {
+        fprintf(stderr, "aztfs: max_rps must be between 0 (no cap) and 100000\n");
+        return -EINVAL;
+    }
     if (o->connect_timeout <= 0 || o->timeout <= 0 || o->retry_time <= 0 || o->retries < 0) {
         fprintf(stderr, "aztfs: timeouts must be positive and retries not negative\n");
         return -EINVAL;
@@ -335,6 +339,9 @@ void options_usage(const char *progname)
            "    -o timeout=SECS         timeout of one request (60)\n"
            "    -o retries=N            retries of a transient failure (4)\n"
            "    -o retry_time=SECS      no retry starts later than this after the first try (120)\n"
+           "    -o max_rps=N            requests started per second at most, all threads\n"
+           "                            together (0: no cap; a throttling service slows\n"
+           "                            the mount down either way) (0)\n"
            "    -o cafile=FILE          CA bundle for https endpoints\n"
            "    -o merge                writes to existing entities Merge instead of Replace\n"
            "    -o allow_http           allow plain http to a host that is not loopback\n"

@@ -23,6 +23,7 @@ struct aztfs_opts {
     long timeout;                  /* -o timeout=SECONDS (whole request) */
     int retries;                   /* -o retries=N */
     long retry_time;               /* -o retry_time=SECONDS: no retry starts later */
+    double max_rps;                /* -o max_rps=N: requests per second at most (0: no cap) */
     char *cafile;                  /* -o cafile=FILE */
     int merge;                     /* -o merge */
     int allow_http;                /* -o allow_http: plain http beyond loopback */

@@ -28,6 +28,11 @@ of the requests (seeded RNG, so a run can be replayed), injects one fault:
 With DELAY (seconds; --delay-ms from the shell) every request is held that
 long before it is forwarded: what a client in another region sees.
 
+With LIMIT_RPS (throttle()) the proxy is a service that throttles: past
+that many requests served in the last second it answers 503 ServerBusy with
+"Retry-After: 1" (counted as 'throttled'), as the service's scalability
+targets say it will. arrivals() gives the time of every request received.
+
 "Before" faults never reach the server; "after" faults are applied by the
 server and only the answer is lost, which is what makes a write ambiguous.
 
@@ -113,6 +118,9 @@ class FaultProxy:
         self.delay = float(delay)           # seconds every request is held
                                             # (a client at a distance)
         self.stall_secs = float(stall)
+        self.limit_rps = None               # throttle(): served per second at most
+        self._served = collections.deque()  # times of the requests let through
+        self._arrivals = []                 # times of every request
         self.retry_after = retry_after      # seconds, or an HTTP date (str)
         self.log = log
         self._lock = threading.Lock()
@@ -154,6 +162,31 @@ class FaultProxy:
                     if k not in ALL_KINDS:
                         raise ValueError("unknown fault kind %r" % k)
                 self._kinds = [(k, w.get(k, 1)) for k in ks if w.get(k, 1) > 0]
+
+    def throttle(self, limit_rps):
+        """Answer 503 ServerBusy + Retry-After: 1 past LIMIT_RPS requests let
+        through in the last second (None: never)."""
+        with self._lock:
+            self.limit_rps = limit_rps
+            self._served.clear()
+
+    def arrivals(self):
+        """time.monotonic() of every request received, in order."""
+        with self._lock:
+            return list(self._arrivals)
+
+    def _over_limit(self):
+        now = time.monotonic()
+        with self._lock:
+            self._arrivals.append(now)
+            if self.limit_rps is None:
+                return False
+            while self._served and self._served[0] <= now - 1.0:
+                self._served.popleft()
+            if len(self._served) >= self.limit_rps:
+                return True
+            self._served.append(now)
+            return False
 
     def _count(self, what, n=1):
         with self._lock:
@@ -291,12 +324,12 @@ class FaultProxy:
         keep = not (hmap.get("connection", "").lower() == "close" or version == "HTTP/1.0")
         return method, target, headers, body, keep
 
-    def _send_simple(self, sock, status, extra=(), keep=True):
-        body = (b'{"odata.error":{"code":"InjectedFault","message":{"lang":"en-US",'
-                b'"value":"faultproxy injected %d"}}}' % status)
+    def _send_simple(self, sock, status, extra=(), keep=True, code="InjectedFault"):
+        body = (b'{"odata.error":{"code":"%s","message":{"lang":"en-US",'
+                b'"value":"faultproxy injected %d"}}}' % (code.encode(), status))
         lines = ["HTTP/1.1 %d %s" % (status, REASONS.get(status, "Error")),
                  "Content-Type: application/json;odata=minimalmetadata;charset=utf-8",
-                 "x-ms-error-code: InjectedFault",
+                 "x-ms-error-code: %s" % code,
                  "Content-Length: %d" % len(body),
                  "Connection: %s" % ("keep-alive" if keep else "close")]
         lines.extend(extra)
@@ -359,6 +392,12 @@ class FaultProxy:
                     break
                 method, target, headers, body, keep = req
                 self._count("requests")
+                if self._over_limit():
+                    self._count("throttled")
+                    self._send_simple(sock, 503, ["Retry-After: 1"], keep, code="ServerBusy")
+                    if not keep:
+                        break
+                    continue
                 if self.delay > 0:
                     time.sleep(self.delay)
                 kind = self._pick(method, target, body)

@@ -25,6 +25,8 @@ struct aztfs {
                                  * loop has ended (fs_end_session); guarded by
                                  * fuse_lock */
     struct scratch *scratch;    /* owned: scratch files and local directories */
+    struct http_pace *pace;     /* owned: the request rate the store's and
+                                 * write-behind's clients share (-o max_rps) */
     struct fs_handles *handles; /* owned: open files (write handles also by path), conflicts */
     struct view_pending *views; /* owned: query views looked up, waiting for readdir */
     struct prefetch *prefetch;  /* owned: partition listings fetched ahead (NULL: off) */

@@ -542,6 +542,23 @@ static int perform_headers(struct perform *p)
  * unknown (http_request.settle). Returns as attempt_once (0 also when the
  * settle hook found the attempt applied: resp->settled); *DONE is set when
  * no retry may follow whatever the answer (cancelled, settled, ENOMEM). */
+/* Wait for P's turn under the mount's pace (http_pace_reserve). Returns
+ * 0, or -EINTR when a read was cancelled meanwhile. */
+static int pace_wait(struct perform *p)
+{
+    struct http_pace *pace = p->pool->cfg.pace;
+    double now = now_ms(), wait;
+
+    if (!pace)
+        return 0;
+    wait = http_pace_reserve(pace, now) - now;
+    do {
+        if (backoff_wait(p->pool, p->cancellable, wait > 0 ? (long)wait + 1 : 0) < 0)
+            return -EINTR;
+    } while ((wait = http_pace_admit(pace, now_ms())) > 0);
+    return 0;
+}
+
 static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
 {
     struct http_response *resp = p->resp;
@@ -552,12 +569,15 @@ static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
     *done = 1;
     if (attempt > 1)
         http_response_clear(resp);
-    if (p->cancellable && pool_cancelled(p->pool)) {
+    if ((p->cancellable && pool_cancelled(p->pool)) || pace_wait(p) < 0) {
         snprintf(resp->transport_error, sizeof(resp->transport_error), "cancelled");
         return -EINTR;
     }
     rc = attempt_once(p->pool, h, p->req, p->hdrs, resp, &sc);
     resp->attempts = attempt;
+    if (rc == 0 && p->pool->cfg.pace)
+        http_pace_answered(p->pool->cfg.pace, now_ms(), resp->status == 503 || resp->status == 429,
+                           retry_after_secs(resp->hdr[HDR_RETRY_AFTER]) * 1000);
     if (rc == -EINTR) {
         log_debug(p->pool->lg, "%s: cancelled", p->what);
         return rc;
@@ -602,9 +622,13 @@ static int perform_backoff(struct perform *p, int attempt, int rc)
     struct http_response *resp = p->resp;
     const char *why;
     long wait;
+    /* a throttling service asks to slow down, not to give up: with a pace
+     * (the whole mount slows down), its answers retry until the deadline */
+    int unlimited = rc == 0 && (resp->status == 503 || resp->status == 429) && pool->cfg.pace &&
+        pool->cfg.max_retries > 0;
 
     if ((rc == 0 && !status_is_transient(resp->status)) || rc == -EACCES ||
-        attempt > pool->cfg.max_retries)
+        (attempt > pool->cfg.max_retries && !unlimited))
         return 1;
     wait = backoff_ms(pool, attempt, resp->hdr[HDR_RETRY_AFTER]);
     why = rc == 0 ? "transient HTTP status" : resp->transport_error;
@@ -615,8 +639,14 @@ static int perform_backoff(struct perform *p, int attempt, int rc)
                  p->what, why, wait, pool->cfg.retry_deadline_ms);
         return 1;
     }
-    log_info(pool->lg, "%s: %s, retrying in %ld ms (attempt %d of %d)", p->what, why, wait,
-             attempt + 1, pool->cfg.max_retries + 1);
+    if (attempt > pool->cfg.max_retries)
+        log_info(pool->lg,
+                 "%s: throttled, retrying in %ld ms (attempt %d: throttled answers retry "
+                 "until the retry deadline)",
+                 p->what, wait, attempt + 1);
+    else
+        log_info(pool->lg, "%s: %s, retrying in %ld ms (attempt %d of %d)", p->what, why, wait,
+                 attempt + 1, pool->cfg.max_retries + 1);
     if (pool->stats)
         atomic_fetch_add_explicit(&pool->stats->retries, 1, memory_order_relaxed);
     if (backoff_wait(pool, p->cancellable, wait) < 0) {

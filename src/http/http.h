@@ -23,7 +23,47 @@ struct http_config {
     const char *ca_file;     /* CA bundle for https, NULL = system default */
     size_t body_max;         /* largest response body, default 256 MiB
                                   (over it: a transport error) */
+    struct http_pace *pace;  /* borrowed: the rate every pool of the mount
+                                  shares (http_pace_new); NULL: none */
 };
+
+/* A mount's request rate, shared by its pools (listings, prefetch, splits
+ * and write-behind send through different pools): at most MAX_RPS requests
+ * start per second (0: no cap), and when the service throttles (503, 429)
+ * every request slows down, not only the one that was answered so. */
+struct http_pace;
+
+/* A pace capped at MAX_RPS (0: none) in *OUT; LG (borrowed, may be NULL)
+ * hears each slowdown. 0, -EINVAL (MAX_RPS < 0) or -ENOMEM. */
+int http_pace_new(struct http_pace **out, double max_rps, const struct logger *lg);
+
+void http_pace_free(struct http_pace *p);
+
+/* A request asks at NOW (ms, CLOCK_MONOTONIC) to start: the time it may
+ * (NOW or later). Requests are spaced 1000/rate ms apart in the order
+ * they ask, and none starts before a Retry-After heard by any. */
+double http_pace_reserve(struct http_pace *p, double now);
+
+/* A request about to be sent at NOW, after the start http_pace_reserve
+ * gave it: 0 when it may go (and is counted as started), else the ms to
+ * wait before asking again. With a cap of N, at most N requests start
+ * within any second, however late the threads that reserved their starts
+ * got to them. */
+double http_pace_admit(struct http_pace *p, double now);
+
+/* An answer arrived at NOW: served, or THROTTLED (503, 429) with a wait
+ * of RETRY_AFTER_MS (<= 0: not said; at most 60 s is heeded). A throttled
+ * answer holds every request until then, and cuts the rate (once per
+ * second of such answers): from the rate allowed, or sent when lower or
+ * unlimited, to the share of it the service served since the last cut, at
+ * most 0.7 of it and never below 1 per second. The rate grows back by a
+ * twentieth of the cut rate per second: to the cap, or without a cap to
+ * twice the rate cut, where the limit ends. Each cut is logged at info. */
+void http_pace_answered(struct http_pace *p, double now, int throttled, long retry_after_ms);
+
+/* The rate allowed now (0: no limit) and, in *CUTS (may be NULL), the
+ * slowdowns so far. */
+double http_pace_rate(struct http_pace *p, unsigned long *cuts);
 
 #define HTTP_KINDS \
     16 /* request kinds counted separately (the protocol's,

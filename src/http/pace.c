@@ -1,0 +1,196 @@
+/* http/pace.c - one mount's request rate: the -o max_rps cap, and the
+ * slowdown every thread shares when the service throttles (http.h). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "http/http.h"
+
+#define PACE_MIN_RPS 1.0    /* a throttled mount still makes progress */
+#define PACE_CUT_GAP 1000   /* ms: one cut per burst of throttled answers */
+#define PACE_WINDOW 1000    /* ms: the window the recent rate is counted over */
+#define PACE_HOLD_MAX 60000 /* ms: the longest Retry-After every request heeds */
+
+struct http_pace {
+    pthread_mutex_t mu;
+    const struct logger *lg;
+    double cap;                  /* -o max_rps; 0: none */
+    double rate;                 /* requests per second allowed now; 0: no limit */
+    double next_ms;              /* the earliest start of the next request */
+    double hold_ms;              /* no request starts before this (Retry-After) */
+    double cut_ms;               /* when the rate was last cut; < 0: never */
+    double cut_from;             /* the rate the last cut lowered */
+    double cut_to;               /* and what it lowered it to */
+    double grown_ms;             /* when the rate last grew back */
+    double win_ms;               /* the start of the current counting window */
+    unsigned win_count;          /* starts in it */
+    double seen;                 /* the rate of the last whole window */
+    unsigned long good, refused; /* answers since the last cut: served, throttled */
+    double *ring;                /* with a cap: when the last ring_n requests started */
+    size_t ring_n, ring_i, ring_used;
+    unsigned long cuts; /* slowdowns so far */
+};
+
+/* See http.h. */
+int http_pace_new(struct http_pace **out, double max_rps, const struct logger *lg)
+{
+    struct http_pace *p;
+
+    *out = NULL;
+    if (max_rps < 0)
+        return -EINVAL;
+    if (!(p = calloc(1, sizeof(*p))))
+        return -ENOMEM;
+    if (pthread_mutex_init(&p->mu, NULL) != 0) {
+        free(p);
+        return -ENOMEM;
+    }
+    p->ring_n = max_rps > 0 ? (size_t)max_rps + (max_rps > (double)(size_t)max_rps) : 0;
+    if (p->ring_n && !(p->ring = calloc(p->ring_n, sizeof(*p->ring)))) {
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return -ENOMEM;
+    }
+    p->lg = lg;
+    p->cap = max_rps;
+    p->rate = max_rps;
+    p->cut_ms = -1;
+    *out = p;
+    return 0;
+}
+
+/* See http.h. */
+void http_pace_free(struct http_pace *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_destroy(&p->mu);
+    free(p->ring);
+    free(p);
+}
+
+/* Additive increase, under p->mu: a cut rate grows back by a twentieth
+ * of what it was cut to per second without a throttled answer (at least
+ * 1/s), up to the cap; without a cap the limit ends once the rate is back
+ * to twice the rate that was cut (it no longer holds anything back). */
+static void grow(struct http_pace *p, double now)
+{
+    double step;
+    long secs;
+
+    if (p->cut_ms < 0 || p->rate <= 0 || now - p->grown_ms < 1000)
+        return;
+    secs = (long)((now - p->grown_ms) / 1000);
+    step = p->cut_to / 20 > 1 ? p->cut_to / 20 : 1;
+    p->rate += step * (double)secs;
+    p->grown_ms += 1000.0 * (double)secs;
+    if (p->cap > 0 && p->rate >= p->cap)
+        p->rate = p->cap;
+    else if (p->cap <= 0 && p->rate >= 2 * p->cut_from)
+        p->rate = 0;
+}
+
+/* See http.h. */
+double http_pace_reserve(struct http_pace *p, double now)
+{
+    double start;
+
+    pthread_mutex_lock(&p->mu);
+    grow(p, now);
+    if (now - p->win_ms >= PACE_WINDOW) {
+        p->seen = now - p->win_ms < 2 * PACE_WINDOW ? p->win_count * 1000.0 / (now - p->win_ms) : 0;
+        p->win_ms = now;
+        p->win_count = 0;
+    }
+    p->win_count++;
+    start = now > p->hold_ms ? now : p->hold_ms;
+    if (p->rate > 0) {
+        if (p->next_ms > start)
+            start = p->next_ms;
+        p->next_ms = start + 1000.0 / p->rate;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return start;
+}
+
+/* See http.h. */
+double http_pace_admit(struct http_pace *p, double now)
+{
+    double wait = 0;
+
+    pthread_mutex_lock(&p->mu);
+    if (p->ring_n && p->ring_used == p->ring_n && now < p->ring[p->ring_i] + 1000)
+        wait = p->ring[p->ring_i] + 1000 - now;
+    else if (p->ring_n) {
+        p->ring[p->ring_i] = now;
+        p->ring_i = (p->ring_i + 1) % p->ring_n;
+        if (p->ring_used < p->ring_n)
+            p->ring_used++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return wait;
+}
+
+/* The cut of a throttled answer at NOW, under p->mu: from the rate
+ * allowed, or the rate sent when that is lower (or there is no limit), to
+ * the share of it the service served since the last cut, at most 0.7 of
+ * it (at least PACE_MIN_RPS). Returns the new rate. */
+static double cut(struct http_pace *p, double now)
+{
+    double from, share;
+
+    if (p->seen <= 0 && now > p->win_ms) /* the first window: so far */
+        p->seen = p->win_count * 1000.0 / (now - p->win_ms > 100 ? now - p->win_ms : 100);
+    from = p->rate > 0 && (p->seen <= 0 || p->seen >= p->rate) ? p->rate : p->seen;
+    share = p->good + p->refused > 0 ? (double)p->good / (double)(p->good + p->refused) : 0.7;
+    if (share > 0.7)
+        share = 0.7;
+    p->cut_from = from;
+    p->cut_to = from * share < PACE_MIN_RPS ? PACE_MIN_RPS : from * share;
+    p->rate = p->cut_to;
+    p->cut_ms = p->grown_ms = now;
+    p->good = p->refused = 0;
+    p->cuts++;
+    return p->rate;
+}
+
+/* See http.h. */
+void http_pace_answered(struct http_pace *p, double now, int throttled, long retry_after_ms)
+{
+    double from = 0, to = 0;
+
+    pthread_mutex_lock(&p->mu);
+    if (!throttled) {
+        p->good++;
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    p->refused++;
+    if (retry_after_ms > PACE_HOLD_MAX)
+        retry_after_ms = PACE_HOLD_MAX; /* longer: the request's own retries end */
+    if (retry_after_ms > 0 && now + retry_after_ms > p->hold_ms)
+        p->hold_ms = now + retry_after_ms;
+    if (p->cut_ms < 0 || now - p->cut_ms >= PACE_CUT_GAP) {
+        to = cut(p, now);
+        from = p->cut_from;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (to > 0 && p->lg)
+        log_info(p->lg,
+                 "the service is throttling: every request of this mount slowed to %.0f "
+                 "per second (from %.0f), growing back as it answers",
+                 to, from);
+}
+
+/* See http.h. */
+double http_pace_rate(struct http_pace *p, unsigned long *cuts)
+{
+    double r;
+
+    pthread_mutex_lock(&p->mu);
+    r = p->rate;
+    if (cuts)
+        *cuts = p->cuts;
+    pthread_mutex_unlock(&p->mu);
+    return r;
+}
