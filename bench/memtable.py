@@ -5,7 +5,8 @@ instead of overlapping. An account's partitions are served by many servers.
 This endpoint stands in for one that serves requests in parallel, to see
 what aztfs's parallel listings do at a distance when the server is not the
 limit: an HTTP/1.1 server on 127.0.0.1 holding bench/seed.py's entities in
-memory, answering Query Tables and Query Entities with the filters aztfs
+memory, answering Query Tables, point queries (one entity by its keys)
+and Query Entities with the filters aztfs
 and bench/rest_scan.py send (PartitionKey and RowKey comparisons joined
 with ``and``, each alone or two joined by ``or`` in parentheses), ``$top``,
 and continuation
@@ -94,6 +95,9 @@ class ForkingHTTPServer(socketserver.ForkingMixIn, HTTPServer):
     """One process per connection."""
 
 
+POINT = re.compile(r"([^(]+)\(PartitionKey='((?:[^']|'')*)',RowKey='((?:[^']|'')*)'\)")
+
+
 class Endpoint:
     """The server itself (in the process memtable.py runs as): TABLES
     {name: (entities, partitions)} of bench/seed.py's entities; with
@@ -156,6 +160,13 @@ class Endpoint:
                      if all(OPS[op](n, v) for f, op, v in terms if f == "TableName")]
             return 200, json.dumps({"value": [{"TableName": n} for n in names]}), {}
         name = last.split("(", 1)[0]
+        point = POINT.fullmatch(last)
+        if name in self.tables and point:           # a point query: one entity
+            keys, rows = self.tables[name]
+            k = (point.group(2).replace("''", "'"), point.group(3).replace("''", "'"))
+            i = bisect.bisect_left(keys, k)
+            if i < len(keys) and keys[i] == k:
+                return 200, rows[i], {"ETag": json.loads(rows[i])["odata.etag"]}
         if name not in self.tables or not last.endswith("()"):
             return 404, json.dumps({"odata.error": {"code": "ResourceNotFound",
                                                     "message": {"value": "not found"}}}), {}

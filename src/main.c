@@ -398,13 +398,26 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         warn_unchecked(a);
     if (metrics)
         metrics_start(metrics, &a->store, cmd->mountpoint, o->metrics_interval);
+    if (cmd->clone_fd && o->forget_after)
+        log_info(&a->store.log,
+                 "-o clone_fd: libfuse's loop serves the mount, and the kernel "
+                 "is not told to drop names (-o forget_after)");
+    else if (fs_forget_start(a->forget, f) < 0)
+        log_warn(&a->store.log,
+                 "the kernel will not be told to drop names: its memory and "
+                 "libfuse's grow with every file named");
     if (store_writeback_start(&a->store) < 0) {
         log_error(&a->store.log, "write-behind cannot start its threads");
         goto out_signals;
     }
     notify_ready(a, cmd->mountpoint);
-    if (cmd->singlethread) {
-        rc = fuse_loop(f) < 0 ? 1 : 0; /* > 0: ended by a signal: clean */
+    if (!cmd->clone_fd) {
+        /* libfuse 3.14 leaves max_threads at UINT_MAX when not given */
+        unsigned n = cmd->max_threads > 0 && cmd->max_threads <= 1000 ? cmd->max_threads : 10;
+
+        if (n > WORKERS_MAX)
+            n = WORKERS_MAX;
+        rc = fs_loop(f, cmd->singlethread ? 1 : (int)n) < 0 ? 1 : 0;
     } else {
         lc = fuse_loop_cfg_create();
         if (!lc)
@@ -433,6 +446,7 @@ out_signals:
      * (a SIGTERM then, systemd's after ExecStop, must not cut it short) */
     fuse_unmount(f);
     unmounted = 1;
+    fs_forget_stop(a->forget); /* after the unmount: see fs.h */
     left = store_writeback_close(&a->store);
     if (left > 0 && rc == 0)
         rc = 1; /* changes left in the journal: said in the log */
@@ -531,9 +545,10 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
     a->dir_mode = o->dir_mode;
     a->ino32 = o->ino32;
     a->handles = fs_handles_new();
+    a->forget = fs_forget_new(o->forget_after, &a->store.log);
     a->views = view_pending_new();
     a->scratch = scratch_new((size_t)o->scratch_size_mb * 1024 * 1024, &a->store.log);
-    if (!a->handles || !a->scratch || !a->views ||
+    if (!a->handles || !a->scratch || !a->views || !a->forget ||
         store_open(&a->store, acct, &hc, (size_t)o->cache_size_mb * 1024 * 1024) < 0) {
         fprintf(stderr, "aztfs: out of memory\n");
         return -1;
@@ -641,6 +656,7 @@ int main(int argc, char *argv[])
     token_cache_free(acct.tokens);
     scratch_free(a.scratch);
     fs_handles_free(a.handles); /* (closed at the loop's end, or never used) */
+    fs_forget_free(a.forget);
     curl_global_cleanup();
 out:
     metrics_stop(metrics);

@@ -46,6 +46,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("ino32", ino32), OPT("writeback", writeback), OPT("writeback=%u", writeback_ms),
     OPT("journal_dir=%s", journal_dir), OPT("writeback_queue=%lu", writeback_queue_mb),
     OPT("writeback_stop=%u", writeback_stop), OPT("max_rps=%lf", max_rps),
+    OPT("forget_after=%lu", forget_after),
     /* libfuse's, but aztfs sets them itself (fs/ops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED), FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED), FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
@@ -182,6 +183,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     o->timeout = 60;
     o->retries = 4;
     o->retry_time = 120;
+    o->forget_after = FORGET_AFTER_DEFAULT;
     o->metrics_interval = 60;
     o->umask = o->file_mode = o->dir_mode = UINT_MAX;
     o->writeback_ms = UINT_MAX;
@@ -339,6 +341,9 @@ void options_usage(const char *progname)
            "    -o timeout=SECS         timeout of one request (60)\n"
            "    -o retries=N            retries of a transient failure (4)\n"
            "    -o retry_time=SECS      no retry starts later than this after the first try (120)\n"
+           "    -o forget_after=N       names the kernel keeps before it is told to drop\n"
+           "                            the oldest, which bounds its memory and libfuse's\n"
+           "                            (0: never) (" FORGET_AFTER_DEFAULT_STR ")\n"
            "    -o max_rps=N            requests started per second at most, all threads\n"
            "                            together (0: no cap; a throttling service slows\n"
            "                            the mount down either way) (0)\n"

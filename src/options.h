@@ -24,6 +24,7 @@ struct aztfs_opts {
     int retries;                   /* -o retries=N */
     long retry_time;               /* -o retry_time=SECONDS: no retry starts later */
     double max_rps;                /* -o max_rps=N: requests per second at most (0: no cap) */
+    unsigned long forget_after;    /* -o forget_after=N: names the kernel keeps (0: all) */
     char *cafile;                  /* -o cafile=FILE */
     int merge;                     /* -o merge */
     int allow_http;                /* -o allow_http: plain http beyond loopback */
@@ -62,6 +63,11 @@ struct aztfs_opts {
 /* Partition listings fetched ahead of a walk at a time (-o scan_parallel). */
 #define SCAN_PARALLEL_DEFAULT 4
 #define SCAN_PARALLEL_DEFAULT_STR "4"
+
+/* Names the kernel keeps before it is told to drop the oldest (fs/forget.c):
+ * each costs about 200 bytes of libfuse's memory and 1 KiB of the kernel's. */
+#define FORGET_AFTER_DEFAULT 32768
+#define FORGET_AFTER_DEFAULT_STR "32768"
 #define SCAN_PARALLEL_MAX 64
 
 /* Parse aztfs's options out of ARGS (matched ones are removed, the rest are

@@ -25,6 +25,7 @@ struct aztfs {
                                  * loop has ended (fs_end_session); guarded by
                                  * fuse_lock */
     struct scratch *scratch;    /* owned: scratch files and local directories */
+    struct fs_forget *forget;   /* owned: keeps the names the kernel holds bounded */
     struct http_pace *pace;     /* owned: the request rate the store's and
                                  * write-behind's clients share (-o max_rps) */
     struct fs_handles *handles; /* owned: open files (write handles also by path), conflicts */
@@ -53,6 +54,53 @@ extern const struct fuse_operations aztfs_ops;
  * any thread, also while write-behind sends what is left) no longer reach
  * the session, which is about to be freed (fs/ops.c). */
 void fs_end_session(struct aztfs *a);
+
+/* The request the calling thread serves (fs/loop.c): its opcode
+ * (linux/fuse.h) and node id, the directory's for a lookup, a create or a
+ * directory listing. */
+struct fs_request {
+    uint32_t opcode; /* 0: none (not a loop's thread, or between requests) */
+    uint64_t nodeid;
+};
+
+/* The calling thread's request in *OUT: 1, or 0 when it serves none. */
+int fs_current_request(struct fs_request *out);
+
+/* Serve F's requests until the session ends (a signal, the unmount), in
+ * THREADS threads (1 to WORKERS_MAX): libfuse's multi-threaded loop, with
+ * each request's header kept for fs_current_request. 0, or -errno when no
+ * thread started. */
+int fs_loop(struct fuse *f, int threads);
+
+struct fs_forget;
+
+/* A forgetter that keeps at most KEEP names in the kernel (0: never
+ * tells it to drop any); LG (borrowed) hears each round at debug level.
+ * NULL on ENOMEM. */
+struct fs_forget *fs_forget_new(unsigned long keep, const struct logger *lg);
+
+/* The kernel is given the last component of PATH by the request the
+ * calling thread serves (a lookup's answer, a readdirplus entry, a
+ * create): keep it, with the request's directory, to be dropped in turn.
+ * Does nothing outside fs_loop's requests. G may be NULL. */
+void fs_forget_named(struct fs_forget *g, const char *path);
+
+/* Start G's thread for the mount F (after daemonizing). It writes to a
+ * descriptor of its own (a dup of the session's), so that the unmount,
+ * which closes libfuse's, cannot leave it writing to a reused number.
+ * 0 or -errno. */
+int fs_forget_start(struct fs_forget *g, struct fuse *f);
+
+/* Stop G's thread. Telling the kernel to drop a name waits for the lock of
+ * its directory, which a request the loop no longer serves may hold until
+ * the unmount: call after fuse_unmount. */
+void fs_forget_stop(struct fs_forget *g);
+
+/* Names the kernel was told to drop so far. */
+unsigned long fs_forget_count(struct fs_forget *g);
+
+/* Stop (if needed) and free G; NULL is fine. */
+void fs_forget_free(struct fs_forget *g);
 
 /* Serve the requests the kernel had queued for F when its loop ended: the
  * RELEASEDIR of a closedir() made just before SIGTERM, a FORGET. Unread,

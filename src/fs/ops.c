@@ -191,6 +191,8 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
     }
     rc = path_attr(a, path, &fp, st);
     fspath_free(&fp);
+    if (rc == 0)
+        fs_forget_named(a->forget, path); /* a lookup's or a create's answer */
     return rc;
 }
 

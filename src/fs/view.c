@@ -160,12 +160,14 @@ int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t o
             fs_fill_file_stat(a, p, (size_t)e.size, e.mtime, &st);
         else
             fs_fill_dir_stat(a, p, &st);
-        free(p);
         pos++;
         if (filler(buf, e.name, &st, (off_t)pos, FUSE_FILL_DIR_PLUS)) {
+            free(p);
             rc = 0;
             goto out;
         }
+        fs_forget_named(a->forget, p);
+        free(p);
     }
     if (rc < 0)
         d->err = rc; /* the page may be asked for again by a new opendir */
