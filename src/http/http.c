@@ -8,10 +8,9 @@
 
 #include <curl/curl.h>
 #include <openssl/crypto.h>
-#include <openssl/rand.h>
 
 #include "util/util.h"
-#include "http/http.h"
+#include "http/http_i.h"
 
 #define POOL_MAX 16
 
@@ -307,53 +306,6 @@ void http_redact_url(const char *url, char *out, size_t outlen)
     out[o] = '\0';
 }
 
-/* Is STATUS worth another attempt? */
-static int status_is_transient(long status)
-{
-    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 ||
-        status == 504;
-}
-
-/* Seconds a Retry-After value V asks for (delta-seconds, or an HTTP date),
- * at most a day (more is kept as a day: the retry deadline then ends the
- * retries); -1 when V is absent or not understood. */
-static long retry_after_secs(const char *v)
-{
-    char *end;
-    long s;
-    time_t t, now;
-
-    if (!v)
-        return -1;
-    s = strtol(v, &end, 10);
-    if (end == v || *end != '\0') {
-        if ((t = curl_getdate(v, NULL)) == -1)
-            return -1;
-        now = time(NULL);
-        s = t <= now ? 0 : (long)(t - now > 86400 ? 86400 : t - now);
-    }
-    return s < 0 ? -1 : s > 86400 ? 86400 : s;
-}
-
-/* Milliseconds to wait before retry number ATTEMPT (1-based): full jitter over
- * an exponentially growing window, or the server's Retry-After if larger. */
-static long backoff_ms(const struct http_pool *pool, int attempt, const char *retry_after)
-{
-    long window = pool->cfg.retry_base_ms;
-    long ra = retry_after_secs(retry_after);
-    unsigned int r = 0;
-    long wait;
-
-    for (int i = 1; i < attempt && window < pool->cfg.retry_max_ms; i++)
-        window *= 2;
-    if (window > pool->cfg.retry_max_ms)
-        window = pool->cfg.retry_max_ms;
-    if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
-        r = (unsigned int)attempt * 2654435761u;
-    wait = window / 2 + (long)(r % (unsigned long)(window / 2 + 1));
-    return ra * 1000 > wait ? ra * 1000 : wait;
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -577,7 +529,7 @@ static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
     resp->attempts = attempt;
     if (rc == 0 && p->pool->cfg.pace)
         http_pace_answered(p->pool->cfg.pace, now_ms(), resp->status == 503 || resp->status == 429,
-                           retry_after_secs(resp->hdr[HDR_RETRY_AFTER]) * 1000);
+                           http_retry_after_secs(resp->hdr[HDR_RETRY_AFTER]) * 1000);
     if (rc == -EINTR) {
         log_debug(p->pool->lg, "%s: cancelled", p->what);
         return rc;
@@ -627,10 +579,10 @@ static int perform_backoff(struct perform *p, int attempt, int rc)
     int unlimited = rc == 0 && (resp->status == 503 || resp->status == 429) && pool->cfg.pace &&
         pool->cfg.max_retries > 0;
 
-    if ((rc == 0 && !status_is_transient(resp->status)) || rc == -EACCES ||
+    if ((rc == 0 && !http_status_is_transient(resp->status)) || rc == -EACCES ||
         (attempt > pool->cfg.max_retries && !unlimited))
         return 1;
-    wait = backoff_ms(pool, attempt, resp->hdr[HDR_RETRY_AFTER]);
+    wait = http_backoff_ms(&pool->cfg, attempt, resp->hdr[HDR_RETRY_AFTER]);
     why = rc == 0 ? "transient HTTP status" : resp->transport_error;
     if (now_ms() - p->start + (double)wait > (double)pool->cfg.retry_deadline_ms) {
         log_info(pool->lg,

@@ -1,0 +1,21 @@
+/* http/http_i.h - what http.c and pace.c share inside the transport: when
+ * a request is retried, and how long it waits first. */
+#ifndef AZTFS_HTTP_HTTP_I_H
+#define AZTFS_HTTP_HTTP_I_H
+
+#include "http/http.h"
+
+/* Is STATUS worth another attempt? (408, 429, 500, 502, 503, 504) */
+int http_status_is_transient(long status);
+
+/* Seconds a Retry-After value V asks for (delta-seconds, or an HTTP date),
+ * at most a day (more is kept as a day: the retry deadline then ends the
+ * retries); -1 when V is absent or not understood. */
+long http_retry_after_secs(const char *v);
+
+/* Milliseconds to wait before retry number ATTEMPT (1-based) under CFG:
+ * full jitter over an exponentially growing window (retry_base_ms doubled,
+ * at most retry_max_ms), or the server's RETRY_AFTER if larger. */
+long http_backoff_ms(const struct http_config *cfg, int attempt, const char *retry_after);
+
+#endif
