@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h> /* FUSE_NOTIFY_INVAL_ENTRY, FUSE_LOOKUP ... */
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,15 +26,13 @@ struct named {
 };
 
 struct fs_forget {
-    unsigned long keep;     /* -o forget_after */
-    unsigned long batch;    /* names past KEEP before the thread wakes */
-    int fd;                 /* a dup of the session's /dev/fuse descriptor; -1: none */
-    atomic_ulong forgotten; /* names the kernel was told to drop */
-    atomic_ulong missed;    /* names not kept: the ring was full or no memory */
-    pthread_mutex_t mu;     /* guards what follows */
-    pthread_cond_t cv;      /* stop, or the ring past KEEP + batch */
-    int stop;               /* end the thread */
-    struct named *ring;     /* the names given, oldest at head */
+    unsigned long keep;  /* -o forget_after */
+    unsigned long batch; /* names past KEEP before the thread wakes */
+    int fd;              /* a dup of the session's /dev/fuse descriptor; -1: none */
+    pthread_mutex_t mu;  /* guards what follows */
+    pthread_cond_t cv;   /* stop, or the ring past KEEP + batch */
+    int stop;            /* end the thread */
+    struct named *ring;  /* the names given, oldest at head */
     size_t cap, head, n;
     struct workers thread;
     const struct logger *lg;
@@ -96,15 +93,12 @@ void fs_forget_named(struct fs_forget *g, const char *path)
     if (!g || !g->cap || !path || !fs_current_request(&req) || !names_an_entry(req.opcode) ||
         !(slash = strrchr(path, '/')) || !slash[1])
         return;
-    if (!(name = strdup(slash + 1))) {
-        atomic_fetch_add_explicit(&g->missed, 1, memory_order_relaxed);
-        return;
-    }
+    if (!(name = strdup(slash + 1)))
+        return; /* not kept: the kernel keeps that name until memory runs short */
     pthread_mutex_lock(&g->mu);
-    if (g->n == g->cap) {
+    if (g->n == g->cap) { /* the thread lags: this name is not kept */
         pthread_mutex_unlock(&g->mu);
         free(name);
-        atomic_fetch_add_explicit(&g->missed, 1, memory_order_relaxed);
         return;
     }
     g->ring[(g->head + g->n) % g->cap] = (struct named){ req.nodeid, name };
@@ -171,7 +165,6 @@ static void *forget_main(void *arg)
             free(old[i].name);
         }
         free(old);
-        atomic_fetch_add_explicit(&g->forgotten, done, memory_order_relaxed);
         if (g->lg)
             log_debug(g->lg,
                       "the kernel holds more than %lu names: told to drop %zu of them "
@@ -211,12 +204,6 @@ void fs_forget_stop(struct fs_forget *g)
     if (g->fd >= 0)
         close(g->fd);
     g->fd = -1;
-}
-
-/* See fs.h. */
-unsigned long fs_forget_count(struct fs_forget *g)
-{
-    return g ? atomic_load(&g->forgotten) : 0;
 }
 
 /* See fs.h. */

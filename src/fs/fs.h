@@ -96,9 +96,6 @@ int fs_forget_start(struct fs_forget *g, struct fuse *f);
  * the unmount: call after fuse_unmount. */
 void fs_forget_stop(struct fs_forget *g);
 
-/* Names the kernel was told to drop so far. */
-unsigned long fs_forget_count(struct fs_forget *g);
-
 /* Stop (if needed) and free G; NULL is fine. */
 void fs_forget_free(struct fs_forget *g);
 
