@@ -54,6 +54,11 @@ struct prefetch {
     size_t held;                /* bytes of listings fetched and not entered; guarded
                                       by lock */
     size_t budget;              /* the limit of HELD: set by prefetch_new */
+    size_t est;                 /* bytes of the last partition fetched (to its end,
+                                      or stopped past the budget), 0 before any:
+                                      what the next fetch is expected to charge;
+                                      guarded by lock */
+    int running;                /* jobs in PF_RUNNING; guarded by lock */
     struct workers threads;     /* util/worker.c, started with the first job; guarded
                                       by lock (prefetch_free joins them unlocked once
                                       STOP lets no one start more) */
@@ -131,11 +136,17 @@ static int job_stop(void *ctx, size_t bytes)
     return stop;
 }
 
-/* The first queued job, when the budget allows another fetch (P locked). */
+/* The first queued job, when the budget allows another fetch (P locked):
+ * what is held, plus what the running fetches and this one are expected to
+ * charge (the last partition's size), stays within the budget. Before any
+ * partition's size is known, one fetch at a time. A partition larger than
+ * the budget stops the workers' fetches (EST past the budget) until a
+ * walker's own fetch (prefetch_claim) finds a smaller one: what a worker
+ * would fetch would be thrown away, or would evict what the walker reads. */
 static struct pf_job *next_job(struct prefetch *p)
 {
     LOCK_HELD(&p->lock);
-    if (p->held >= p->budget)
+    if (p->est == 0 ? p->running > 0 : p->held + (size_t)(p->running + 1) * p->est > p->budget)
         return NULL;
     for (struct pf_job *j = p->head; j; j = j->next)
         if (j->state == PF_QUEUED)
@@ -146,13 +157,20 @@ static struct pf_job *next_job(struct prefetch *p)
 /* Run job J (P locked on entry and exit). */
 static void run_job(struct prefetch *p, struct pf_job *j)
 {
+    size_t bytes;
     int rc;
 
     LOCK_HELD(&p->lock);
     j->state = PF_RUNNING;
+    p->running++;
     pthread_mutex_unlock(&p->lock);
-    rc = scan_fetch_partition(p->st, j->table, j->pk, j->dir, job_stop, j);
+    rc = scan_fetch_partition(p->st, j->table, j->pk, j->dir, job_stop, j, &bytes);
     pthread_mutex_lock(&p->lock);
+    p->running--;
+    p->held += bytes - j->bytes; /* the last page is charged too */
+    j->bytes = bytes;
+    if (rc == 0 || bytes > p->budget)
+        p->est = bytes;
     if (rc == 0 && !j->cancel) {
         j->state = PF_DONE;
         clock_gettime(CLOCK_MONOTONIC, &j->done_at);
@@ -160,6 +178,7 @@ static void run_job(struct prefetch *p, struct pf_job *j)
         job_drop(p, j); /* failed or cancelled: the walker lists it itself */
     }
     pthread_cond_broadcast(&p->done);
+    pthread_cond_broadcast(&p->work);
 }
 
 static void *worker_main(void *arg)

@@ -381,19 +381,21 @@ int scan_list_partition(struct store *s, const struct fspath *fp, const char *di
 
 /* See scan.h. */
 int scan_fetch_partition(struct store *s, const char *table, const char *pk, const char *dir,
-                         int (*stop)(void *ctx, size_t bytes), void *ctx)
+                         int (*stop)(void *ctx, size_t bytes), void *ctx, size_t *bytes)
 {
     struct fspath fp = { .kind = FSP_PARTITION, .table = (char *)table, .pk = (char *)pk };
     struct az_status st = { 0 };
     struct scan *sc;
     int rc = scan_new(s, &fp, dir, &sc);
 
+    *bytes = 0;
     if (rc < 0)
         return rc;
     sc->quiet = 1;
     table_pager_prefetch(sc->cur, 0); /* one request in flight per fetch */
     while (rc == 0 && !sc->done)
         rc = stop(ctx, sc->charged) ? -EINTR : scan_step(sc, &st);
+    *bytes = sc->charged;
     scan_free(sc);
     return rc;
 }

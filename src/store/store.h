@@ -220,11 +220,12 @@ int scan_list_partition(struct store *s, const struct fspath *fp, const char *di
 /* Fetch partition PK of TABLE to its end into the cache as directory DIR,
  * one request in flight, for the prefetch pool (prefetch.h): before each
  * page STOP(CTX, BYTES) is asked (BYTES: what the fetch has charged to the
- * cache so far); nonzero ends it with -EINTR. The listing is cached only
- * when complete. Failures are logged at debug level only (the walker's own
- * fetch logs them). Returns 0 or -errno. */
+ * cache so far); nonzero ends it with -EINTR. *BYTES gets what the whole
+ * fetch charged, its last page included, whatever the outcome. The listing
+ * is cached only when complete. Failures are logged at debug level only
+ * (the walker's own fetch logs them). Returns 0 or -errno. */
 int scan_fetch_partition(struct store *s, const char *table, const char *pk, const char *dir,
-                         int (*stop)(void *ctx, size_t bytes), void *ctx);
+                         int (*stop)(void *ctx, size_t bytes), void *ctx, size_t *bytes);
 
 /* Fill in FP->pk (and FP->rk for entities) when the names are long-form
  * (doc/NAMES.md), from the fresh listing of the directory, else by listing
