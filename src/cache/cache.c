@@ -334,6 +334,22 @@ void cache_set_negative_ttl(struct cache *c, double secs)
     c->neg_ttl = secs;
 }
 
+/* To the cold end; see cache.h. */
+void cache_used_once(struct cache *c, const char *path)
+{
+    struct entry *e;
+
+    pthread_mutex_lock(&c->lock);
+    if ((e = cache_find(c, path)) && e->kind == ENTRY_FILE && c->tail != e) {
+        cache_lru_unlink(c, e);
+        e->prev = c->tail;
+        e->next = NULL;
+        c->tail->next = e; /* not empty: E was in it, and is not its tail */
+        c->tail = e;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 /* Drop PATH; see cache.h. */
 void cache_invalidate(struct cache *c, const char *path)
 {

@@ -204,6 +204,13 @@ int cache_dir_active(struct cache *c, const char *dirpath);
  * noted (cache_dir_touch). */
 int cache_dir_walk(struct cache *c, const char *dirpath, const char *name);
 
+/* Entity PATH was read by a walk, which reads each file once: put it at
+ * the cold end of the LRU list, to be evicted before the entities a walk
+ * has not reached yet (pages fetched ahead of it), which the plain LRU
+ * order would evict first once the walk has filled the cache. Nothing
+ * when PATH is not a cached entity. */
+void cache_used_once(struct cache *c, const char *path);
+
 /* Drop the entry at PATH (file or directory listing), if any. */
 void cache_invalidate(struct cache *c, const char *path);
 

@@ -212,7 +212,13 @@ int store_load_current(struct store *s, struct fspath *fp, const char *path, str
 {
     int rc = store_load(s, fp, path, out), walk;
 
-    if (rc < 0 || out->age < s->negative_timeout)
+    if (rc < 0)
+        return rc;
+    /* a walk reads each file once: its copy goes first when the cache is
+     * full, before the ones fetched ahead of the walk */
+    if (!writing && out->listed && walk_going(s, fp))
+        cache_used_once(s->cache, path);
+    if (out->age < s->negative_timeout)
         return rc;
     /* noted either way: the next open in the table may be a walk's */
     walk = walk_open(s, fp, path) && out->listed;

@@ -367,6 +367,38 @@ static void test_negative_lifetime(void)
     cache_free(c);
 }
 
+/* A file a walk has read (cache_used_once) goes before the ones not read
+ * yet, even those put in the cache before it was read. */
+static void test_used_once_goes_first(void)
+{
+    struct cache *c = cache_new(4000, 60);
+    struct timespec mt = { 0, 0 };
+    char data[1000], path[32];
+    struct cache_file f;
+
+    memset(data, 'x', sizeof(data));
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "/t/p/%d.json", i);
+        cache_put_file(c, path, data, sizeof(data), NULL, mt, 0);
+    }
+    /* 2, the most recent, is read by a walk; 0 is the least recently used */
+    ok(cache_get_file(c, "/t/p/2.json", &f) == 0, "2 present");
+    cache_file_clear(&f);
+    cache_used_once(c, "/t/p/2.json");
+    cache_used_once(c, "/t/p/none.json"); /* not cached: nothing */
+    cache_put_file(c, "/t/p/3.json", data, sizeof(data), NULL, mt, 0);
+    is_int(cache_get_file(c, "/t/p/2.json", &f), -ENOENT, "the file read once went first");
+    ok(cache_get_file(c, "/t/p/0.json", &f) == 0, "the least recently used one stayed");
+    cache_file_clear(&f);
+    /* the only entry, used once: still there, and still the one to go */
+    cache_invalidate(c, "/t/p/0.json");
+    cache_invalidate(c, "/t/p/1.json");
+    cache_used_once(c, "/t/p/3.json");
+    ok(cache_get_file(c, "/t/p/3.json", &f) == 0, "used once, kept until room is needed");
+    cache_file_clear(&f);
+    cache_free(c);
+}
+
 int main(void)
 {
     test_files();
@@ -374,6 +406,7 @@ int main(void)
     test_exists();
     test_listing_bound();
     test_bound_and_lru();
+    test_used_once_goes_first();
     test_listings_outlive_entities();
     test_expiry();
     test_many();
