@@ -592,6 +592,11 @@ int main(int argc, char *argv[])
      * one is not reused by another: with two, the cache bound is what RSS
      * shows (doc/PERFORMANCE.md) */
     mallopt(M_ARENA_MAX, 2);
+    /* and a fixed threshold for mmap: glibc's own rises to the largest block
+     * freed (a page's 0.5-1 MiB buffer), after which those blocks are cut
+     * from the arenas among the cache's small ones and RSS climbs through a
+     * walk of a million entities (doc/PERFORMANCE.md, "Scale") */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     fuse_set_log_func(fuse_message);
     if (options_parse(&args, &o) < 0)
         goto out;
