@@ -2,21 +2,27 @@
 # scale.py - whole-table walks at 100k and 1M entities: time, requests, peak RSS, kernel inodes.
 """For each table size (P partitions, served by bench/memtable.py: in
 memory, in parallel, so the service is not the limit) and each walk
-(``find -type f``, ``grep -r -c``, ``tar -cf - . | cat``), a cold mount
-per run, for each ``-o forget_after`` value side by side: wall seconds,
-requests, the daemon's peak RSS (VmHWM), and the fuse_inode objects the
-kernel holds at the walk's end (/proc/slabinfo, kernel-wide: run nothing
-else meanwhile; root only). Prints a markdown table, with the slope of the
-peak RSS per entity between the smallest and largest size.
+(``find -type f``, ``grep -r -c``, ``tar -cf - . | cat``, ``rsync -a``
+into a local directory), a cold mount per run, for each
+``-o forget_after`` value side by side: wall seconds, requests, the
+daemon's peak RSS (VmHWM), its RSS sampled every second, and the
+fuse_inode objects the kernel holds at the walk's end (/proc/slabinfo,
+kernel-wide: run nothing else meanwhile; root only). Prints a markdown
+table, with two slopes of RSS per entity: within each walk, from its
+half-time sample to its peak (the entities walked in between taken as
+half the table: a walk goes at an even pace), and between the smallest
+and largest size's peaks. A size N:P overrides --partitions.
 
     /usr/bin/python3 bench/scale.py [--sizes 100000,1000000] [--partitions 100]
-                                    [--walks find,grep,tar] [--forget 32768,0] [--out F]
+                                    [--walks find,grep,tar,rsync] [--forget 32768,0]
+                                    [--out F]
 """
 
 import argparse
 import os
 import shutil
 import tempfile
+import threading
 import time
 
 from common import BenchError, Mount, emit_report, run_timed, shell
@@ -27,7 +33,39 @@ WALKS = {
     "find": "find '{m}/{t}' -type f | wc -l",
     "grep": "grep -r -c '\"PartitionKey\"' '{m}/{t}' | wc -l",
     "tar": "cd '{m}/{t}' && tar -cf - . | cat | wc -c",
+    "rsync": "rsync -a '{m}/{t}/' '{w}/copy/' && find '{w}/copy' -type f | wc -l"
+             " && rm -rf '{w}/copy'",
 }
+
+
+class RssSampler:
+    """VmRSS of PID every second, in a thread, while the walk runs."""
+
+    def __init__(self, pid):
+        self.pid, self.samples, self.stop = pid, [], threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.t0 = time.perf_counter()
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.wait(1.0):
+            try:
+                with open("/proc/%d/status" % self.pid) as f:
+                    kib = next(int(x.split()[1]) for x in f if x.startswith("VmRSS:"))
+            except (OSError, StopIteration):
+                return
+            self.samples.append((time.perf_counter() - self.t0, kib / 1024.0))
+
+    def halves(self):
+        """RSS MiB at the walk's half time, and the largest after it."""
+        self.stop.set()
+        self.thread.join()
+        if len(self.samples) < 4:
+            return None, None
+        mid = self.samples[-1][0] / 2
+        first = [r for t, r in self.samples if t <= mid]
+        second = [r for t, r in self.samples if t > mid]
+        return first[-1], max(second)
 
 
 def fuse_inodes():
@@ -40,56 +78,65 @@ def fuse_inodes():
 
 def one(work, cs, table, walk, forget):
     """WALK of TABLE on a fresh mount with forget_after=FORGET: (wall,
-    requests, peak RSS MiB, fuse_inode objects at the end, stdout)."""
+    requests, peak RSS MiB, fuse_inode objects at the end, stdout, RSS MiB
+    at half time, largest RSS MiB after it)."""
     with Mount(work, cs, options=["-o", "forget_after=%d" % forget]) as m:
         before = m.stats()["requests"]
         t0 = time.perf_counter()
-        r = run_timed(shell(WALKS[walk].format(m=str(m), t=table)), work, timeout=7200).check()
+        rs = RssSampler(m.proc.pid)
+        r = run_timed(shell(WALKS[walk].format(m=str(m), t=table, w=work)), work,
+                      timeout=7200).check()
         wall = time.perf_counter() - t0
+        half, late = rs.halves()
         time.sleep(0.5)                 # inodes freed after an RCU grace period
         inodes = fuse_inodes()
         reqs = m.stats()["requests"] - before
         rss = m.peak_rss_kib() / 1024.0
-    return wall, reqs, rss, inodes, r.stdout.strip()
+    return wall, reqs, rss, inodes, r.stdout.strip(), half, late
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--partitions", type=int, default=100)
-    ap.add_argument("--walks", default="find,grep,tar")
+    ap.add_argument("--walks", default="find,grep,tar,rsync")
     ap.add_argument("--forget", default="32768,0")
     ap.add_argument("--out")
     a = ap.parse_args()
-    sizes = [int(x) for x in a.sizes.split(",")]
+    sizes = [(int(x.split(":")[0]), int(x.split(":")[1]) if ":" in x else a.partitions)
+             for x in a.sizes.split(",")]
     forgets = [int(x) for x in a.forget.split(",")]
     walks = a.walks.split(",")
     work = tempfile.mkdtemp(prefix="aztfs-scale-")
-    out = ["| walk | entities | forget_after | seconds | requests | ceil(N/1000)+P | "
-           "peak RSS MiB | kernel fuse_inode at the end |", "|---|---|---|---|---|---|---|---|"]
+    out = ["| walk | entities | partitions | forget_after | seconds | requests | "
+           "ceil(N/1000)+P | peak RSS MiB | RSS at half time / after MiB | "
+           "second half's slope, B per entity | kernel fuse_inode at the end |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     peaks = {}
     try:
-        for n in sizes:
+        for n, parts in sizes:
             table = "scale%d" % n
-            srv = MemTable({table: (n, a.partitions)})
+            srv = MemTable({table: (n, parts)})
             try:
                 cs = conn_str_for(srv.port)
                 base = fuse_inodes()
                 for w in walks:
                     for g in forgets:
-                        wall, reqs, rss, inodes, outp = one(work, cs, table, w, g)
-                        if w in ("find", "grep") and int(outp) != n:
+                        wall, reqs, rss, inodes, outp, half, late = one(work, cs, table, w, g)
+                        if w in ("find", "grep", "rsync") and int(outp.split()[-1]) != n:
                             raise BenchError("%s saw %s files of %d" % (w, outp, n))
                         peaks.setdefault((w, g), []).append((n, rss))
-                        out.append("| %s | %d | %d | %.1f | %d | %d | %.1f | %d |" % (
-                            w, n, g, wall, reqs, -(-n // 1000) + a.partitions, rss,
-                            inodes - base))
+                        within = ("%.1f / %.1f" % (half, late), "%.1f" % (
+                            (late - half) * 1048576 / (n / 2))) if half else ("-", "-")
+                        out.append("| %s | %d | %d | %d | %.1f | %d | %d | %.1f | %s | %s | %d |"
+                                   % (w, n, parts, g, wall, reqs, -(-n // 1000) + parts, rss,
+                                      within[0], within[1], inodes - base))
                         print(out[-1], flush=True)
             finally:
                 srv.close()
         if len(sizes) > 1:
             out.append("")
-            out.append("| walk | forget_after | peak RSS slope, bytes per entity |")
+            out.append("| walk | forget_after | peak RSS slope between sizes, bytes per entity |")
             out.append("|---|---|---|")
             for (w, g), pts in sorted(peaks.items()):
                 (n0, r0), (n1, r1) = pts[0], pts[-1]
