@@ -12,6 +12,27 @@
 #include "entity/entity.h"
 #include "entity/entity_i.h"
 
+/* V in decimal at OUT (room for 21 bytes and the NUL), as "%lld" writes it,
+ * without printf's machinery (an Int32 or Int64 in every other entity);
+ * returns its length. */
+static size_t int_text(long long v, char *out)
+{
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    char rev[24];
+    size_t n = 0, k = 0;
+
+    do {
+        rev[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        out[k++] = '-';
+    while (n)
+        out[k++] = rev[--n];
+    out[k] = '\0';
+    return k;
+}
+
 /* Feed property P, typed, to digest context MD: name, type and value in a
  * form that no other (name, type, value) shares. Strings, and the values
  * sent as strings (DateTime, Guid, Binary), as the service gave them: a
@@ -27,7 +48,7 @@ static int digest_prop(EVP_MD_CTX *md, const struct prop *p)
     switch (p->type) {
     case EDM_INT32:
     case EDM_INT64:
-        snprintf(num, sizeof(num), "%lld", p->i);
+        int_text(p->i, num);
         break;
     case EDM_DOUBLE:
         snprintf(num, sizeof(num), "%a", isnan(p->d) ? NAN : p->d);
@@ -117,15 +138,19 @@ static int plain_ascii(const char *s, size_t n)
  * bench/listcost.py); anything else goes through jansson. */
 static void sb_add_string(struct buf *sb, const char *s, size_t n, const char *suffix)
 {
-    size_t slen = strlen(suffix);
+    size_t slen = strlen(suffix), at = sb->len;
     char text[ANNOTATION_KEY_MAX];
     json_t *str;
 
-    if (plain_ascii(s, n)) {
-        buf_add(sb, "\"", 1);
-        buf_add(sb, s, n);
-        buf_add(sb, suffix, slen);
-        buf_add(sb, "\"", 1);
+    if (plain_ascii(s, n)) { /* one growth for the four pieces */
+        if (buf_setlen(sb, at + n + slen + 2) == 0) {
+            char *p = sb->ptr + at;
+
+            *p++ = '"';
+            memcpy(p, s, n);
+            memcpy(p + n, suffix, slen);
+            p[n + slen] = '"';
+        }
         return;
     }
     if (slen == 0) {
@@ -159,14 +184,30 @@ static void sb_add_string_value(struct buf *sb, const json_t *v)
  * first member and between members, after a member's name, and what closes
  * it. Only the whitespace between tokens differs between layouts: every
  * name and value is spelled the same. */
+struct piece {
+    const char *s;
+    size_t n;
+};
+#define PIECE(lit)           \
+    {                        \
+        lit, sizeof(lit) - 1 \
+    }
 struct layout {
-    const char *open, *first, *sep, *colon, *close;
+    struct piece open, first, sep, colon, close;
 };
 
 /* The file's: two-space indent, one member per line, a trailing newline. */
-static const struct layout FILE_LAYOUT = { "{\n", "  ", ",\n  ", ": ", "\n}\n" };
+static const struct layout FILE_LAYOUT = { PIECE("{\n"), PIECE("  "), PIECE(",\n  "), PIECE(": "),
+                                           PIECE("\n}\n") };
 /* An NDJSON line's: no whitespace between tokens, one newline at its end. */
-static const struct layout LINE_LAYOUT = { "{", "", ",", ":", "}\n" };
+static const struct layout LINE_LAYOUT = { PIECE("{"), PIECE(""), PIECE(","), PIECE(":"),
+                                           PIECE("}\n") };
+
+/* Append piece P of a layout. */
+static void sb_piece(struct buf *sb, const struct piece *p)
+{
+    buf_add(sb, p->s, p->n);
+}
 
 /* A rendering under way: the text, its layout, whether a member was added. */
 struct out {
@@ -180,10 +221,10 @@ struct out {
  * what follows a name. */
 static void sb_member(struct out *o, const char *name, const char *suffix)
 {
-    buf_adds(o->sb, o->first ? o->lay->first : o->lay->sep);
+    sb_piece(o->sb, o->first ? &o->lay->first : &o->lay->sep);
     o->first = 0;
     sb_add_string(o->sb, name, strlen(name), suffix);
-    buf_adds(o->sb, o->lay->colon);
+    sb_piece(o->sb, &o->lay->colon);
 }
 
 /* Append the value of P as file text, and its annotation line if its type
@@ -193,6 +234,7 @@ static void render_prop(struct out *o, const struct prop *p)
     struct buf *sb = o->sb;
     const char *type;
     char num[32];
+    size_t n;
 
     sb_member(o, p->name, "");
     switch (p->type) {
@@ -208,12 +250,13 @@ static void render_prop(struct out *o, const struct prop *p)
         buf_adds(sb, json_is_true(p->value) ? "true" : "false");
         break;
     case EDM_INT32:
-        snprintf(num, sizeof(num), "%lld", p->i);
-        buf_adds(sb, num);
+        buf_add(sb, num, int_text(p->i, num));
         break;
-    case EDM_INT64:
-        snprintf(num, sizeof(num), "\"%lld\"", p->i);
-        buf_adds(sb, num);
+    case EDM_INT64: /* a string: JSON numbers lose digits past 2^53 */
+        num[0] = '"';
+        n = int_text(p->i, num + 1) + 1;
+        num[n++] = '"';
+        buf_add(sb, num, n);
         break;
     case EDM_DOUBLE:
         if (isnan(p->d))
@@ -260,7 +303,7 @@ static int render(const json_t *wire, struct out *o, unsigned char digest[ENTITY
     if (rc < 0)
         return rc;
 
-    buf_adds(o->sb, o->lay->open);
+    sb_piece(o->sb, &o->lay->open);
     sb_member(o, "PartitionKey", "");
     sb_add_string_value(o->sb, pk);
     sb_member(o, "RowKey", "");
@@ -271,7 +314,7 @@ static int render(const json_t *wire, struct out *o, unsigned char digest[ENTITY
     }
     for (size_t i = 0; i < n; i++)
         render_prop(o, &props[i]);
-    buf_adds(o->sb, o->lay->close);
+    sb_piece(o->sb, &o->lay->close);
     if (digest)
         *has_digest = digest_props(props, n, digest) == 0;
     free(props);
