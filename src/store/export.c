@@ -287,14 +287,14 @@ int export_read(struct export_stream *x, char *buf, size_t size, unsigned long l
             got += buf_read(&x->page.lines, (size_t)(at - x->start), buf + got, size - got);
             continue;
         }
-        if (x->done)
+        if (x->done || got > 0) /* what is here now, rather than wait for more */
             break;
         x->start = end; /* past this page: the next one (a seek forward skips pages) */
         buf_reset(&x->page.lines);
         rc = next_page(x);
     }
     pthread_mutex_unlock(&x->lock);
-    return got > 0 ? (int)got : rc; /* a failure after some bytes: the next read has it */
+    return got > 0 ? (int)got : rc;
 }
 
 /* See store.h. */
