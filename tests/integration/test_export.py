@@ -322,3 +322,36 @@ def test_write_behind_changes_are_in_the_stream(seeded, mounter, tmp_path, sdk):
     assert json.loads([l for l in lines if '"RowKey":"queued"' in l][0])["n"] == 7
     assert t.get_entity("US", "queued")["n"] == 7
     t.delete_entity("US", "queued")
+
+
+def test_killed_reader_stops_an_endless_stream(mounter):
+    """A stream whose pages never end (a stub server): cat streams them;
+    once cat is killed, no more pages are asked for, and the mount serves
+    on. (A split would ask its ranges with filters the stub ignores: one
+    page at a time here.)"""
+    from conftest import conn_str_for
+    from stubtable import StubTable
+
+    class Flood(StubTable):
+        def page(self, n, query):
+            return [{"PartitionKey": "p", "RowKey": "r%08d" % n, "n": n}], True
+
+    srv = Flood("flood", 0.02)
+    try:
+        m = mounter.mount(conn_str=conn_str_for(srv.port), options=["-o", "scan_parallel=1"])
+        cat = subprocess.Popen(["cat", m.join("flood", ".ndjson")], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+        first = cat.stdout.readline()
+        assert json.loads(first) == {"PartitionKey": "p", "RowKey": "r00000001", "n": 1}
+        time.sleep(0.5)
+        assert cat.poll() is None and srv.count() >= 5
+        cat.kill()
+        cat.wait(timeout=10)
+        cat.stdout.close()
+        time.sleep(0.5)                 # the page in flight may land
+        before = srv.count()
+        time.sleep(0.5)
+        assert srv.count() == before, "the stream went on for a reader that is gone"
+        assert os.listdir(m) == ["flood"]
+    finally:
+        srv.close()
