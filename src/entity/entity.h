@@ -100,6 +100,16 @@ int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
                          unsigned char digest[ENTITY_DIGEST_LEN], int *has_digest,
                          struct entity_error *err);
 
+/* Append WIRE (as for entity_render) to LINE as one NDJSON line: the very
+ * members of its file text (entity_render), in the same order, each name and
+ * value spelled byte for byte as there, with no whitespace between tokens
+ * ('{', ',' and ':' alone; the file's "{\n  ", ",\n  ", ": " and "\n}"
+ * taken out), and one '\n' at its end. Returns 0, or as entity_render
+ * (-EINVAL with ERR filled; -EFBIG when LINE's cap is reached, -ENOMEM),
+ * LINE then as it was (its failure cleared). */
+struct buf;
+int entity_render_line(const json_t *wire, struct buf *line, struct entity_error *err);
+
 /* Parse file text written by a user into the wire-form object to send
  * (new reference, caller json_decref()s): PartitionKey, RowKey, Timestamp and
  * "odata.*" members are dropped; bare integers are Int32 (Int64 with an

@@ -12,6 +12,27 @@
 #include "entity/entity.h"
 #include "entity/entity_i.h"
 
+/* V in decimal at OUT (room for 21 bytes and the NUL), as "%lld" writes it,
+ * without printf's machinery (an Int32 or Int64 in every other entity);
+ * returns its length. */
+static size_t int_text(long long v, char *out)
+{
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    char rev[24];
+    size_t n = 0, k = 0;
+
+    do {
+        rev[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        out[k++] = '-';
+    while (n)
+        out[k++] = rev[--n];
+    out[k] = '\0';
+    return k;
+}
+
 /* Feed property P, typed, to digest context MD: name, type and value in a
  * form that no other (name, type, value) shares. Strings, and the values
  * sent as strings (DateTime, Guid, Binary), as the service gave them: a
@@ -27,7 +48,7 @@ static int digest_prop(EVP_MD_CTX *md, const struct prop *p)
     switch (p->type) {
     case EDM_INT32:
     case EDM_INT64:
-        snprintf(num, sizeof(num), "%lld", p->i);
+        int_text(p->i, num);
         break;
     case EDM_DOUBLE:
         snprintf(num, sizeof(num), "%a", isnan(p->d) ? NAN : p->d);
@@ -117,15 +138,19 @@ static int plain_ascii(const char *s, size_t n)
  * bench/listcost.py); anything else goes through jansson. */
 static void sb_add_string(struct buf *sb, const char *s, size_t n, const char *suffix)
 {
-    size_t slen = strlen(suffix);
+    size_t slen = strlen(suffix), at = sb->len;
     char text[ANNOTATION_KEY_MAX];
     json_t *str;
 
-    if (plain_ascii(s, n)) {
-        buf_add(sb, "\"", 1);
-        buf_add(sb, s, n);
-        buf_add(sb, suffix, slen);
-        buf_add(sb, "\"", 1);
+    if (plain_ascii(s, n)) { /* one growth for the four pieces */
+        if (buf_setlen(sb, at + n + slen + 2) == 0) {
+            char *p = sb->ptr + at;
+
+            *p++ = '"';
+            memcpy(p, s, n);
+            memcpy(p + n, suffix, slen);
+            p[n + slen] = '"';
+        }
         return;
     }
     if (slen == 0) {
@@ -155,24 +180,63 @@ static void sb_add_string_value(struct buf *sb, const json_t *v)
         sb_add_json(sb, v);
 }
 
-/* Start the member NAME (+ SUFFIX, may be "") of the rendered object: a
- * separator unless *FIRST, the indent, the quoted name and ": ". */
-static void sb_member(struct buf *sb, int *first, const char *name, const char *suffix)
+/* How a rendered object is laid out: what opens it, what comes before its
+ * first member and between members, after a member's name, and what closes
+ * it. Only the whitespace between tokens differs between layouts: every
+ * name and value is spelled the same. */
+struct piece {
+    const char *s;
+    size_t n;
+};
+#define PIECE(lit)           \
+    {                        \
+        lit, sizeof(lit) - 1 \
+    }
+struct layout {
+    struct piece open, first, sep, colon, close;
+};
+
+/* The file's: two-space indent, one member per line, a trailing newline. */
+static const struct layout FILE_LAYOUT = { PIECE("{\n"), PIECE("  "), PIECE(",\n  "), PIECE(": "),
+                                           PIECE("\n}\n") };
+/* An NDJSON line's: no whitespace between tokens, one newline at its end. */
+static const struct layout LINE_LAYOUT = { PIECE("{"), PIECE(""), PIECE(","), PIECE(":"),
+                                           PIECE("}\n") };
+
+/* Append piece P of a layout. */
+static void sb_piece(struct buf *sb, const struct piece *p)
 {
-    buf_adds(sb, *first ? "  " : ",\n  ");
-    *first = 0;
-    sb_add_string(sb, name, strlen(name), suffix);
-    buf_add(sb, ": ", 2);
+    buf_add(sb, p->s, p->n);
+}
+
+/* A rendering under way: the text, its layout, whether a member was added. */
+struct out {
+    struct buf *sb;
+    const struct layout *lay;
+    int first;
+};
+
+/* Start the member NAME (+ SUFFIX, may be "") of the rendered object: the
+ * layout's separator (or what goes before the first), the quoted name and
+ * what follows a name. */
+static void sb_member(struct out *o, const char *name, const char *suffix)
+{
+    sb_piece(o->sb, o->first ? &o->lay->first : &o->lay->sep);
+    o->first = 0;
+    sb_add_string(o->sb, name, strlen(name), suffix);
+    sb_piece(o->sb, &o->lay->colon);
 }
 
 /* Append the value of P as file text, and its annotation line if its type
  * is not String, Int32 or Boolean. */
-static void render_prop(struct buf *sb, int *first, const struct prop *p)
+static void render_prop(struct out *o, const struct prop *p)
 {
+    struct buf *sb = o->sb;
     const char *type;
     char num[32];
+    size_t n;
 
-    sb_member(sb, first, p->name, "");
+    sb_member(o, p->name, "");
     switch (p->type) {
     case EDM_STRING:
     case EDM_GUID:
@@ -186,12 +250,13 @@ static void render_prop(struct buf *sb, int *first, const struct prop *p)
         buf_adds(sb, json_is_true(p->value) ? "true" : "false");
         break;
     case EDM_INT32:
-        snprintf(num, sizeof(num), "%lld", p->i);
-        buf_adds(sb, num);
+        buf_add(sb, num, int_text(p->i, num));
         break;
-    case EDM_INT64:
-        snprintf(num, sizeof(num), "\"%lld\"", p->i);
-        buf_adds(sb, num);
+    case EDM_INT64: /* a string: JSON numbers lose digits past 2^53 */
+        num[0] = '"';
+        n = int_text(p->i, num + 1) + 1;
+        num[n++] = '"';
+        buf_add(sb, num, n);
         break;
     case EDM_DOUBLE:
         if (isnan(p->d))
@@ -206,26 +271,23 @@ static void render_prop(struct buf *sb, int *first, const struct prop *p)
     }
     if (p->type == EDM_STRING || p->type == EDM_INT32 || p->type == EDM_BOOLEAN)
         return;
-    sb_member(sb, first, p->name, TYPE_SUFFIX);
+    sb_member(o, p->name, TYPE_SUFFIX);
     type = edm_type_name(p->type);
     sb_add_string(sb, type, strlen(type), "");
 }
 
-/* entity_render_digest: see entity.h. Also -EINVAL for a Timestamp that is
- * neither a string nor null, and for a property name over 255 bytes. */
-int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
-                         unsigned char digest[ENTITY_DIGEST_LEN], int *has_digest,
-                         struct entity_error *err)
+/* Render WIRE into O (its layout) and, when DIGEST is not NULL, its digest
+ * (*HAS_DIGEST: made or not). Returns 0, or -EINVAL/-ENOMEM with ERR filled
+ * (O's text then holds part of the entity, or O's buffer has failed). */
+static int render(const json_t *wire, struct out *o, unsigned char digest[ENTITY_DIGEST_LEN],
+                  int *has_digest, struct entity_error *err)
 {
-    struct buf sb = BUF_INIT(ENTITY_RENDER_MAX);
     struct prop *props = NULL;
     const json_t *pk, *rk, *ts;
     const char *bad_key;
     size_t n = 0;
-    int first = 1, rc;
+    int rc;
 
-    *out = NULL;
-    *out_len = 0;
     entity_clear_err(err);
     if (!json_is_object(wire))
         return entity_set_err(err, -EINVAL, NULL, "the entity is not a JSON object");
@@ -241,21 +303,40 @@ int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
     if (rc < 0)
         return rc;
 
-    buf_adds(&sb, "{\n");
-    sb_member(&sb, &first, "PartitionKey", "");
-    sb_add_string_value(&sb, pk);
-    sb_member(&sb, &first, "RowKey", "");
-    sb_add_string_value(&sb, rk);
+    sb_piece(o->sb, &o->lay->open);
+    sb_member(o, "PartitionKey", "");
+    sb_add_string_value(o->sb, pk);
+    sb_member(o, "RowKey", "");
+    sb_add_string_value(o->sb, rk);
     if (json_is_string(ts)) {
-        sb_member(&sb, &first, "Timestamp", "");
-        sb_add_string_value(&sb, ts);
+        sb_member(o, "Timestamp", "");
+        sb_add_string_value(o->sb, ts);
     }
     for (size_t i = 0; i < n; i++)
-        render_prop(&sb, &first, &props[i]);
-    buf_adds(&sb, "\n}\n");
+        render_prop(o, &props[i]);
+    sb_piece(o->sb, &o->lay->close);
     if (digest)
         *has_digest = digest_props(props, n, digest) == 0;
     free(props);
+    return 0;
+}
+
+/* entity_render_digest: see entity.h. Also -EINVAL for a Timestamp that is
+ * neither a string nor null, and for a property name over 255 bytes. */
+int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
+                         unsigned char digest[ENTITY_DIGEST_LEN], int *has_digest,
+                         struct entity_error *err)
+{
+    struct buf sb = BUF_INIT(ENTITY_RENDER_MAX);
+    struct out o = { &sb, &FILE_LAYOUT, 1 };
+    int rc;
+
+    *out = NULL;
+    *out_len = 0;
+    if ((rc = render(wire, &o, digest, has_digest, err)) < 0) {
+        buf_free(&sb);
+        return rc;
+    }
     rc = sb.err;
     if (!(*out = buf_take(&sb, out_len)))
         return rc == -EFBIG ? entity_set_err(err, rc, NULL, "the rendered entity is over %d bytes",
@@ -268,4 +349,25 @@ int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
 int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity_error *err)
 {
     return entity_render_digest(wire, out, out_len, NULL, NULL, err);
+}
+
+/* See entity.h. */
+int entity_render_line(const json_t *wire, struct buf *line, struct entity_error *err)
+{
+    struct out o = { line, &LINE_LAYOUT, 1 };
+    size_t len = line->len;
+    int rc;
+
+    if (line->err) /* a failure from before: nothing of this entity is added */
+        return entity_set_err(err, line->err, NULL, "the output has failed");
+    rc = render(wire, &o, NULL, NULL, err);
+    if (rc == 0 && line->err)
+        rc = line->err == -EFBIG ?
+            entity_set_err(err, -EFBIG, NULL, "the line does not fit its buffer") :
+            entity_set_err(err, -ENOMEM, NULL, "out of memory");
+    if (rc < 0) { /* as it was: a later, smaller entity may still fit */
+        buf_clearerr(line);
+        (void)buf_setlen(line, len);
+    }
+    return rc;
 }

@@ -34,38 +34,42 @@ struct fs_open_link {
                                                  it joins the list */
 };
 
+struct export_stream;
+
 /* State of one open file (fi->fh). What is set before the handle is given
  * to the kernel (fs_attach) and never changes is read without a lock. */
 struct open_file {
     struct fs_open_link link; /* first: the handle is its link (fs_attach) */
     pthread_mutex_t lock;
-    int scratch;             /* a scratch file: the bytes live in a->scratch; set
+    int scratch;                  /* a scratch file: the bytes live in a->scratch; set
                                  before fs_attach */
-    struct buf data;         /* entity text (read: as opened; write: edited copy);
+    struct buf data;              /* entity text (read: as opened; write: edited copy);
                                  guarded by lock */
-    char *etag;              /* ETag of the entity as read at open, NULL if new;
+    char *etag;                   /* ETag of the entity as read at open, NULL if new;
                                  guarded by lock */
-    int is_new;              /* created by this handle and not yet in the table;
+    int is_new;                   /* created by this handle and not yet in the table;
                                  guarded by lock */
-    int written;             /* changed since the last commit; guarded by lock */
-    int ever_written;        /* write/truncate happened at all; guarded by lock */
-    int failed;              /* the last commit failed; guarded by lock */
-    int replace;             /* a new file renamed onto an entity: its saves
+    int written;                  /* changed since the last commit; guarded by lock */
+    int ever_written;             /* write/truncate happened at all; guarded by lock */
+    int failed;                   /* the last commit failed; guarded by lock */
+    int replace;                  /* a new file renamed onto an entity: its saves
                                  replace it, even with -o merge; guarded by lock */
-    int append;              /* opened O_APPEND: writes go to the end of our copy;
+    int append;                   /* opened O_APPEND: writes go to the end of our copy;
                                  set before fs_attach */
-    int trunc_open;          /* opened with O_TRUNC (bash's '>' flushes before
+    int trunc_open;               /* opened with O_TRUNC (bash's '>' flushes before
                                  writing); set before fs_attach */
-    uint64_t ino;            /* inode number of the name it was opened by; guarded
+    uint64_t ino;                 /* inode number of the name it was opened by; guarded
                                  by fs_handles.lock and lock (written with both
                                  held: fs_pending_follow) */
-    int detached;            /* its name was removed or replaced (unlink, or a
+    int detached;                 /* its name was removed or replaced (unlink, or a
                                  rename onto it) while it was open; guarded by lock */
-    char *path;              /* registered path of a write handle (pending list);
+    char *path;                   /* registered path of a write handle (pending list);
                                  guarded by fs_handles.lock and lock (written with
                                  both held, read with either) */
-    struct open_file *pnext; /* next in the pending list; guarded by
+    struct open_file *pnext;      /* next in the pending list; guarded by
                                  fs_handles.lock */
+    struct export_stream *stream; /* an export stream's handle (fs/stream.c):
+                                     set before fs_attach, freed with OF */
 };
 
 /* The handle FUSE keeps for FI (NULL when FI is NULL). */
@@ -248,6 +252,31 @@ int fs_view_rmdir(const char *path);
 int fs_view_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
 int fs_view_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
 int fs_view_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
+
+/* -EROFS for change OP ("create", "unlink", ...) at PATH, in a query view
+ * or an export stream, with one log line saying which is read-only. */
+int fs_refuse(const char *op, const char *path);
+
+/* ---- stream.c: FUSE callbacks for export streams (/t/.ndjson,
+ * /t/pk/.ndjson, /t/.where/F/.ndjson, /t/pk/.where/F/.ndjson,
+ * /t/.where/F/pk/.ndjson; doc/USAGE.md, "Export streams"): never listed,
+ * read-only, read in order. Changes are refused by fs/view.c's callbacks
+ * (fs_refuse). */
+
+/* getattr of stream PATH (FP: FSP_STREAM, FSP_VIEW_STREAM): a regular file
+ * of size 0 (its length is known only once read: read it to its end),
+ * read-only (the mount's file mode less its write bits), the time now;
+ * when its table, partition (or a partition made with mkdir) and view
+ * stand (export_exists). 0 or -errno. */
+int fs_stream_attr(struct aztfs *a, const char *path, struct fspath *fp, struct stat *st);
+
+/* open of stream PATH (FP as for fs_stream_attr): -EROFS (logged) for
+ * writing or O_TRUNC; else the query started and its first page fetched
+ * (export_open: its failures are the open's). */
+int fs_stream_open(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi);
+
+/* read of stream handle OF (OF->stream set): export_read. */
+int fs_stream_read(struct open_file *of, char *buf, size_t size, off_t off);
 
 /* ---- write.c: FUSE callbacks that change files: create, open for writing,
  * write, truncate, the commits at flush/fsync/release, unlink, rename,

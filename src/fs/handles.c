@@ -44,6 +44,7 @@ void fs_open_file_free(struct open_file *of)
     if (!of)
         return;
     pthread_mutex_destroy(&of->lock);
+    export_free(of->stream);
     buf_free(&of->data);
     free(of->etag);
     free(of->path);

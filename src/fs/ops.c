@@ -158,6 +158,10 @@ static int path_attr(struct aztfs *a, const char *path, struct fspath *fp, struc
         if ((rc = scratch_stat(a->scratch, path, &sa)) == 0)
             fs_fill_scratch_stat(a, path, &sa, st);
         break;
+    case FSP_STREAM:
+    case FSP_VIEW_STREAM:
+        rc = fs_stream_attr(a, path, fp, st);
+        break;
     default: /* FSP_WHERE and deeper: a query view */
         rc = fs_view_attr(a, path, fp, st);
         break;
@@ -178,7 +182,7 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
         fill_handle_stat(a, of, st);
         return 0;
     }
-    if (of && !of->scratch && handle_attr(a, path, of, st))
+    if (of && !of->scratch && !of->stream && handle_attr(a, path, of, st))
         return 0;
     if ((rc = fspath_parse(path, &fp)) < 0) {
         /* the kernel looks a name up before it creates, makes or renames
@@ -223,7 +227,9 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
 
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
-    if (fp.kind >= FSP_WHERE)
+    if (fp.kind == FSP_STREAM || fp.kind == FSP_VIEW_STREAM)
+        rc = fs_stream_open(a, path, &fp, fi);
+    else if (fp.kind >= FSP_WHERE)
         rc = fs_view_open(a, path, &fp, fi);
     else if (fp.kind == FSP_SCRATCH)
         rc = open_scratch(a, path, fi);
@@ -247,6 +253,8 @@ static int aztfs_read(const char *path, char *buf, size_t size, off_t off,
 
     if (off < 0)
         return -EINVAL;
+    if (of->stream)
+        return fs_stream_read(of, buf, size, off);
     if (of->scratch) /* a removed scratch file's bytes went with its name */
         return path ? (int)scratch_read(fs_ctx()->scratch, path, buf, size, off) : -ESTALE;
     pthread_mutex_lock(&of->lock);

@@ -34,11 +34,18 @@ static void view_dir_close(struct fs_open_link *l)
     view_dir_free((struct view_dir *)l);
 }
 
-/* -EROFS for OP on PATH, with its log line. */
-static int refuse(const char *op, const char *path)
+/* See fs_i.h. */
+int fs_refuse(const char *op, const char *path)
 {
-    log_error(&fs_ctx()->store.log, "%s %s: a query view is read-only", op, path);
+    log_error(&fs_ctx()->store.log, "%s %s: %s is read-only", op, path,
+              fspath_is_stream(path) ? "an export stream" : "a query view");
     return -EROFS;
+}
+
+/* Is PATH read-only by its names: in a query view, or an export stream? */
+static int read_only(const char *path)
+{
+    return path && (fspath_in_view(path) || fspath_is_stream(path));
 }
 
 /* See fsview.h. */
@@ -86,7 +93,7 @@ int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp, struct fu
     if (fp->kind != FSP_VIEW_ENTITY)
         return -EISDIR;
     if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
-        return refuse("write", path);
+        return fs_refuse("write", path);
     if ((rc = view_entity(&a->store, a->views, fp, &nfp, &npath)) < 0)
         return rc;
     if ((rc = fs_open_entity(a, &nfp, npath, 0, &of)) == 0) {
@@ -110,7 +117,7 @@ int fs_view_opendir(const char *path, struct fuse_file_info *fi)
         return fs_opendir(path, fi);
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
-    if (fp.kind == FSP_VIEW_ENTITY || fp.kind < FSP_WHERE)
+    if (fp.kind == FSP_VIEW_ENTITY || fp.kind == FSP_VIEW_STREAM || fp.kind < FSP_WHERE)
         rc = -ENOTDIR;
     else if (!(d = calloc(1, sizeof(*d))) || lock_init(&d->lock) != 0) {
         free(d);
@@ -187,60 +194,60 @@ int fs_view_releasedir(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
-/* --- changes: read-only in a view -------------------------------------------- */
+/* --- changes: read-only in a view and in an export stream -------------------------------------------- */
 
 /* See fsview.h. */
 int fs_view_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-    return fspath_in_view(path) ? refuse("create", path) : fs_create(path, mode, fi);
+    return read_only(path) ? fs_refuse("create", path) : fs_create(path, mode, fi);
 }
 
 /* See fsview.h. */
 int fs_view_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
-    return path && fspath_in_view(path) ? refuse("truncate", path) : fs_truncate(path, size, fi);
+    return read_only(path) ? fs_refuse("truncate", path) : fs_truncate(path, size, fi);
 }
 
 /* See fsview.h. */
 int fs_view_unlink(const char *path)
 {
-    return fspath_in_view(path) ? refuse("unlink", path) : fs_unlink(path);
+    return read_only(path) ? fs_refuse("unlink", path) : fs_unlink(path);
 }
 
 /* See fsview.h. */
 int fs_view_rename(const char *from, const char *to, unsigned int flags)
 {
-    if (fspath_in_view(from) || fspath_in_view(to))
-        return refuse("rename", fspath_in_view(from) ? from : to);
+    if (read_only(from) || read_only(to))
+        return fs_refuse("rename", read_only(from) ? from : to);
     return fs_rename(from, to, flags);
 }
 
 /* See fsview.h. */
 int fs_view_mkdir(const char *path, mode_t mode)
 {
-    return fspath_in_view(path) ? refuse("mkdir", path) : fs_mkdir(path, mode);
+    return read_only(path) ? fs_refuse("mkdir", path) : fs_mkdir(path, mode);
 }
 
 /* See fsview.h. */
 int fs_view_rmdir(const char *path)
 {
-    return fspath_in_view(path) ? refuse("rmdir", path) : fs_rmdir(path);
+    return read_only(path) ? fs_refuse("rmdir", path) : fs_rmdir(path);
 }
 
 /* See fsview.h. */
 int fs_view_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-    return path && fspath_in_view(path) ? refuse("chmod", path) : fs_chmod(path, mode, fi);
+    return read_only(path) ? fs_refuse("chmod", path) : fs_chmod(path, mode, fi);
 }
 
 /* See fsview.h. */
 int fs_view_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
-    return path && fspath_in_view(path) ? refuse("chown", path) : fs_chown(path, uid, gid, fi);
+    return read_only(path) ? fs_refuse("chown", path) : fs_chown(path, uid, gid, fi);
 }
 
 /* See fsview.h. */
 int fs_view_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
-    return path && fspath_in_view(path) ? refuse("utimens", path) : fs_utimens(path, tv, fi);
+    return read_only(path) ? fs_refuse("utimens", path) : fs_utimens(path, tv, fi);
 }

@@ -14,6 +14,7 @@ enum fsp_kind {
     FSP_PARTITION, /* "/t/pk" */
     FSP_ENTITY,    /* "/t/pk/rk.json" */
     FSP_SCRATCH,   /* "/t/pk/name" where name does not end in ".json" */
+    FSP_STREAM,    /* "/t/.ndjson", "/t/pk/.ndjson": the entities as JSON lines */
     /* query views (doc/USAGE.md): ".where" under a table or a partition,
      * then a directory named by an OData filter, laid out as the table is
      * (or as the partition is, under a partition) */
@@ -21,16 +22,23 @@ enum fsp_kind {
     FSP_VIEW,           /* "/t/.where/F" (partitions), "/t/pk/.where/F" (entities) */
     FSP_VIEW_PARTITION, /* "/t/.where/F/pk" */
     FSP_VIEW_ENTITY,    /* "/t/.where/F/pk/rk.json", "/t/pk/.where/F/rk.json" */
+    FSP_VIEW_STREAM,    /* "/t/.where/F/.ndjson"; a partition's: "/t/pk/.where/F/.ndjson",
+                         * "/t/.where/F/pk/.ndjson" (pk_name set) */
 };
 
 /* The name of the hidden directory that holds a table's or a partition's views. */
 #define FSP_WHERE_NAME ".where"
 
+/* The name of a table's, a partition's or a view's export stream: read-only,
+ * never listed (a key's name never starts with '.': doc/NAMES.md). */
+#define FSP_STREAM_NAME ".ndjson"
+
 /* A parsed path. Strings are malloc'd and owned; release with fspath_free. */
 struct fspath {
     enum fsp_kind kind;
     char *table;     /* table name (FSP_TABLE and deeper) */
-    char *pk_name;   /* partition directory name (FSP_PARTITION and deeper) */
+    char *pk_name;   /* partition directory name (FSP_PARTITION and deeper; a
+                      * stream's when it is a partition's, else NULL) */
     char *pk;        /* decoded PartitionKey; NULL for a long-form name */
     char *file_name; /* last component (FSP_ENTITY, FSP_SCRATCH) */
     char *rk;        /* decoded RowKey (FSP_ENTITY); NULL for a long-form name */
@@ -57,7 +65,9 @@ struct fspath {
  * The first fault decides, looked for in this order: a component too long,
  * too many components, then each component from the top (EINVAL before
  * ENOENT within one). Scratch names (not ending in ".json") are held only to
- * the length limit. On error *fp holds nothing to free. */
+ * the length limit. FSP_STREAM_NAME last, after a table, a partition, a
+ * view or a view's partition, is that one's export stream (FSP_STREAM,
+ * FSP_VIEW_STREAM), never a scratch file. On error *fp holds nothing to free. */
 int fspath_parse(const char *path, struct fspath *fp);
 void fspath_free(struct fspath *fp);
 
@@ -70,6 +80,11 @@ const char *fspath_invalid_reason(const char *path);
 /* Does PATH lie in a view or name a ".where" directory ("/t/.where...",
  * "/t/pk/.where...")? A test of the names alone, for refusing changes. */
 int fspath_in_view(const char *path);
+
+/* Does PATH name an export stream by its names: its last component
+ * FSP_STREAM_NAME, not the first ("/t/.ndjson", "/t/pk/.ndjson", and in
+ * views)? A test of the names alone, for refusing changes. */
+int fspath_is_stream(const char *path);
 
 /* The path of FP's entity or partition outside the view (FSP_VIEW_ENTITY:
  * "/t/pk/rk.json", FSP_VIEW_PARTITION or a scoped view: "/t/pk"), from its

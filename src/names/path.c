@@ -129,6 +129,12 @@ static int where_index(char **comp, int n)
     return 0;
 }
 
+/* Is NAME that of an export stream? */
+static int is_stream_name(const char *name)
+{
+    return strcmp(name, FSP_STREAM_NAME) == 0;
+}
+
 /* Decode the filter name NAME into *filter by the key names' rule: 0,
  * -EINVAL with *why (not a canonical spelling, a long form, empty), -ENOMEM. */
 static int decode_filter(const char *name, char **filter, const char **why)
@@ -166,13 +172,17 @@ static int parse_view(struct fspath *fp, char **comp, int n, int w, const char *
     fp->kind = FSP_VIEW;
     if (n == w + 2)
         return 0;
+    if (n == w + 3 && is_stream_name(comp[n - 1])) { /* "/t/.where/F/.ndjson", "/t/pk/...": */
+        fp->kind = FSP_VIEW_STREAM;
+        return 0;
+    }
     if (w == 1) { /* "/t/.where/F/pk[/rk.json]" */
         if (!(fp->pk_name = strdup(comp[3])))
             return -ENOMEM;
         if ((rc = decode_component(comp[3], 0, &fp->pk, why)) < 0)
             return rc;
-        fp->kind = FSP_VIEW_PARTITION;
-        if (n == 4)
+        fp->kind = n == 5 && is_stream_name(comp[4]) ? FSP_VIEW_STREAM : FSP_VIEW_PARTITION;
+        if (n == 4 || fp->kind == FSP_VIEW_STREAM)
             return 0;
     } /* "/t/pk/.where/F/rk.json" has five too */
     if (!(fp->file_name = strdup(comp[n - 1])))
@@ -232,7 +242,7 @@ static int parse(const char *path, struct fspath *fp, const char **why)
             goto fail;
         }
     }
-    if (n >= 2 && w != 1) {
+    if (n >= 2 && w != 1 && !(n == 2 && is_stream_name(comp[1]))) {
         if (!(fp->pk_name = strdup(comp[1]))) {
             rc = -ENOMEM;
             goto fail;
@@ -243,6 +253,8 @@ static int parse(const char *path, struct fspath *fp, const char **why)
     if (w) {
         if ((rc = parse_view(fp, comp, n, w, why)) < 0)
             goto fail;
+    } else if (n >= 2 && is_stream_name(comp[n - 1])) {
+        fp->kind = FSP_STREAM; /* "/t/.ndjson", "/t/pk/.ndjson" */
     } else if (n == 3) {
         size_t len = strlen(comp[2]), sl = strlen(ENTITY_SUFFIX);
 
@@ -309,6 +321,14 @@ int fspath_in_view(const char *path)
         p += n;
     }
     return 0;
+}
+
+/* See names.h. */
+int fspath_is_stream(const char *path)
+{
+    const char *last = strrchr(path, '/');
+
+    return last && last != path && is_stream_name(last + 1); /* not "/.ndjson" */
 }
 
 /* See fspath.h. */

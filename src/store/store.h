@@ -610,4 +610,43 @@ void view_reader_free(struct view_reader *r);
 int view_entity(struct store *s, struct view_pending *vp, struct fspath *fp, struct fspath *nfp,
                 char **npath);
 
+/* ---- store/export.c: export streams (/t/.ndjson, /t/pk/.ndjson and a
+ * view's .ndjson: doc/USAGE.md, "Export streams"): a table's, a
+ * partition's or a view's entities as NDJSON, one line per entity
+ * (entity_render_line), read page by page from the service without the
+ * cache. Part of the store layer: no FUSE, requests through table.h. */
+
+/* Does stream FP (FSP_STREAM, FSP_VIEW_STREAM) stand: its table exists,
+ * and its partition (when it has one) holds an entity, and a view's filter
+ * is within the service's limits (-EINVAL, logged; nothing sent)? Nothing is
+ * sent when the mount knows. 0, -ENOENT, -EINVAL, or -errno. */
+int export_exists(struct store *s, struct fspath *fp);
+
+/* One open stream: its query, the page being read and the pages fetched
+ * ahead (at most s->scan_ways + 2, or one). Reads are serialised by its
+ * own lock. */
+struct export_stream;
+
+/* Open stream FP (FSP_STREAM, FSP_VIEW_STREAM; a long-form partition name
+ * is resolved here) at PATH (for log lines): with write-behind, the table's
+ * queued changes are sent first; the query is started and its first page
+ * fetched. Returns 0 with *out (free with export_free), -ENOENT (no such
+ * table, or partition name), -EINVAL (a filter over the limits, or one the
+ * service refused: logged), -EINTR, or -errno (logged). */
+int export_open(struct store *s, struct fspath *fp, const char *path, struct export_stream **out);
+
+/* Copy up to SIZE bytes of X's stream from offset OFF into BUF: what is
+ * left of the page held, else the next page, fetched now (a read never
+ * waits for a second page when it has bytes: a short read, and readers
+ * read on). The pages before OFF are fetched and dropped (a seek forward);
+ * OFF before the page held (a seek back) starts the query again from its
+ * first page and goes on to OFF: the same bytes when the table did not
+ * change meanwhile. Returns the bytes copied (0: the end), or -errno
+ * (logged as for export_open). */
+int export_read(struct export_stream *x, char *buf, size_t size, unsigned long long off);
+
+/* Free X (NULL: nothing): its fetches under way are waited for (a split's
+ * workers finish the request they have out), none is sent after. */
+void export_free(struct export_stream *x);
+
 #endif

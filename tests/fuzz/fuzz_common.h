@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "entity/entity.h"
+#include "util/util.h"
 #include "fuzz_check.h"
 
 /* Render WIRE (an entity as the service could send it). When that succeeds,
@@ -37,6 +38,37 @@ static int fuzz_parse_refusal_ok(int rc, const struct entity_error *err)
     return 0;
 }
 
+/* WIRE rendered as one NDJSON line (entity_render_line) is its file text
+ * TEXT (LEN bytes) laid out on one line: the same JSON, one '\n' at its
+ * end and none before, and exactly the file's layout whitespace less (of
+ * M members: "{\n" and "\n}\n" one byte each, the first member's indent
+ * two, each later ",\n  " three, each ": " one: LEN - 4M - 1 bytes). */
+static void fuzz_render_line(const json_t *wire, const char *text, size_t len)
+{
+    struct buf line = BUF_INIT(64 * 1024 * 1024);
+    json_t *a = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL), *b = NULL;
+    struct entity_error err;
+    int rc = entity_render_line(wire, &line, &err);
+
+    FUZZ_CHECK(rc == 0 || rc == -ENOMEM, "entity_render_line rc %d where entity_render took it",
+               rc);
+    if (rc == 0 && a) {
+        size_t m = json_object_size(a);
+
+        FUZZ_CHECK(line.len >= 2 && line.ptr[line.len - 1] == '\n' &&
+                       memchr(line.ptr, '\n', line.len - 1) == NULL,
+                   "the line has a newline before its end:\n%s", line.ptr);
+        FUZZ_CHECK(line.len + 4 * m + 1 == len, "line of %zu bytes for a text of %zu, %zu members",
+                   line.len, len, m);
+        b = json_loadb(line.ptr, line.len, JSON_REJECT_DUPLICATES, NULL);
+        FUZZ_CHECK(b && json_equal(a, b), "the line is not the text's JSON:\n%s\n%s", text,
+                   line.ptr);
+    }
+    json_decref(a);
+    json_decref(b);
+    buf_free(&line);
+}
+
 static void fuzz_render_roundtrip(const json_t *wire)
 {
     char *text = NULL, *text2 = NULL, *pk = NULL, *rk = NULL;
@@ -56,6 +88,8 @@ static void fuzz_render_roundtrip(const json_t *wire)
                text ? strlen(text) : 0);
     FUZZ_CHECK(len >= 3 && text[0] == '{' && text[len - 1] == '\n' && text[len - 2] == '}',
                "render output is not one object with a trailing newline:\n%s", text);
+
+    fuzz_render_line(wire, text, len);
 
     /* Deterministic: rendering again gives the same bytes. */
     rc = entity_render(wire, &text2, &len2, NULL);

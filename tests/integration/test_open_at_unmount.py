@@ -63,7 +63,7 @@ def test_release_queued_at_unmount_is_freed(sdk, seed, mounter):
 def test_files_open_at_sigterm_are_freed(sdk, seed, mounter):
     """Each kind of handle, open when SIGTERM ends the mount: an entity
     read, an entity written and not saved, a new file, a scratch file, a
-    file of a query view."""
+    file of a query view, a table's and a partition's export stream."""
     m, _ = seeded_mount(sdk, seed, mounter, T, ENTITIES)
     d = p(m, T, "p")
     view = p(m, T, "p", ".where", "v eq 'r'", "r.json")
@@ -71,12 +71,16 @@ def test_files_open_at_sigterm_are_freed(sdk, seed, mounter):
            os.open(os.path.join(d, "w.json"), os.O_RDWR),
            os.open(os.path.join(d, "new.json"), os.O_WRONLY | os.O_CREAT | os.O_EXCL),
            os.open(os.path.join(d, "notes.tmp"), os.O_RDWR | os.O_CREAT | os.O_EXCL),
-           os.open(view, os.O_RDONLY)]
+           os.open(view, os.O_RDONLY),
+           os.open(p(m, T, ".ndjson"), os.O_RDONLY),
+           os.open(p(m, T, "p", ".ndjson"), os.O_RDONLY)]
     try:
         os.write(fds[1], b'{"v": "unsaved"}')
         os.write(fds[2], b'{"v": "new"}')
         os.write(fds[3], b"scratch")
         assert b'"v": "r"' in os.read(fds[4], 4096)
+        assert os.read(fds[5], 19) == b'{"PartitionKey":"p"'   # its query under way
+        assert b'"v":"r"' in os.read(fds[6], 4096)
         m.proc.send_signal(signal.SIGTERM)
         assert_clean_exit(m, (0, 1))
     finally:

@@ -360,9 +360,61 @@ static void test_views(void)
     ok(!fspath_in_view("/t12/.wherever"), "not in view: a longer name");
 }
 
+/* Export streams: ".ndjson" last, after a table, a partition, a view or a
+ * view's partition; a scratch name nowhere; named so by fspath_is_stream. */
+static void test_streams(void)
+{
+    static const struct {
+        const char *path;
+        enum fsp_kind kind;
+        const char *pk, *filter, *parent;
+        int scoped;
+    } cases[] = {
+        { "/t12/.ndjson", FSP_STREAM, NULL, NULL, "/t12", 0 },
+        { "/t12/EU/.ndjson", FSP_STREAM, "EU", NULL, "/t12/EU", 0 },
+        { "/t12/%25/.ndjson", FSP_STREAM, "%", NULL, "/t12/%25", 0 },
+        { "/t12/.where/a eq 1/.ndjson", FSP_VIEW_STREAM, NULL, "a eq 1", "/t12/.where/a eq 1", 0 },
+        { "/t12/EU/.where/a eq 1/.ndjson", FSP_VIEW_STREAM, "EU", "a eq 1", "/t12/EU/.where/a eq 1",
+          1 },
+        { "/t12/.where/a eq 1/EU/.ndjson", FSP_VIEW_STREAM, "EU", "a eq 1", "/t12/.where/a eq 1/EU",
+          0 },
+    };
+    struct fspath fp;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *p = cases[i].path;
+
+        if (fspath_parse(p, &fp) != 0) {
+            ok(0, "%s parses", p);
+            continue;
+        }
+        is_int(fp.kind, cases[i].kind, "%s: its kind", p);
+        is_str(fp.table, "t12", "%s: its table", p);
+        is_str(fp.pk, cases[i].pk, "%s: its partition", p);
+        ok(!cases[i].pk == !fp.pk_name, "%s: a partition's name only with a partition", p);
+        is_str(fp.filter, cases[i].filter, "%s: its filter", p);
+        is_str(fp.parent, cases[i].parent, "%s: its parent", p);
+        is_int(fp.scoped, cases[i].scoped, "%s: scoped", p);
+        ok(fspath_is_stream(p), "%s: a stream by its names", p);
+        is_int(fspath_in_view(p), cases[i].kind == FSP_VIEW_STREAM, "%s: in a view", p);
+        fspath_free(&fp);
+    }
+    is_int(fspath_parse("/.ndjson", &fp), -ENOENT, "no stream of the account");
+    ok(!fspath_is_stream("/.ndjson") && !fspath_is_stream("/t12/EU/x.ndjson") &&
+           !fspath_is_stream("/t12/.ndjsonx") && !fspath_is_stream("/t12"),
+       "other names are no stream");
+    is_int(fspath_parse("/t12/EU/x.ndjson", &fp), 0, "another name in a partition parses");
+    is_int(fp.kind, FSP_SCRATCH, "as a scratch file");
+    fspath_free(&fp);
+    is_int(fspath_parse("/t12/EU/.ndjson/x", &fp), -ENOENT, "nothing below a stream");
+    is_int(fspath_parse("/t12/.where/F/EU/r.json/.ndjson", &fp), -ENOENT,
+           "no stream below a view's entity");
+}
+
 int main(void)
 {
     test_views();
+    test_streams();
     test_kinds();
     test_rejects();
     test_invalid_keys();

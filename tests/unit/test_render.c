@@ -2,6 +2,7 @@
  * for (TAP): doubles against the shortest-digits property, strings and
  * names against jansson's own output, the listing's one-pass digest
  * against entity_wire_digest. */
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -350,6 +351,100 @@ static void test_bare_annotation(void)
     json_decref(e);
 }
 
+/* The file text TEXT (one member a line) laid out as an NDJSON line into
+ * OUT: "{\n  " -> "{", ",\n  " -> ",", the ": " after each name -> ":",
+ * "\n}\n" -> "}\n". Done on the text, by its lines, so that it checks the
+ * line against the file without sharing the renderer's code. 0, or -1 when
+ * TEXT is not laid out so. */
+static int file_to_line(const char *text, struct buf *out)
+{
+    const char *p = text;
+
+    if (strncmp(p, "{\n", 2) != 0)
+        return -1;
+    buf_adds(out, "{");
+    for (p += 2; strncmp(p, "  \"", 3) == 0;) {
+        const char *q = p + 3, *eol;
+
+        while (*q && *q != '"') /* the name's end: past each escape */
+            q += *q == '\\' ? 2 : 1;
+        if (strncmp(q, "\": ", 3) != 0 || !(eol = strchr(q, '\n')))
+            return -1;
+        buf_add(out, p + 2, (size_t)(q + 1 - (p + 2)));
+        buf_adds(out, ":");
+        buf_add(out, q + 3, (size_t)(eol - (q + 3)));
+        p = eol + 1;
+    }
+    if (strcmp(p, "}\n") != 0)
+        return -1;
+    buf_adds(out, "}\n");
+    return out->err;
+}
+
+/* entity_render_line: the file's text on one line, byte for byte; appended
+ * after what the buffer holds; an entity that cannot be shown, or one that
+ * does not fit, leaves the buffer as it was. */
+static void test_render_line(void)
+{
+    static const char *const wires[] = {
+        "{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}",
+        "{\"PartitionKey\":\"\",\"RowKey\":\"\",\"Timestamp\":\"2026-01-02T03:04:05.1234567Z\","
+        "\"odata.etag\":\"W/1\",\"s\":\"a\\n\\\"b\\\" \\\\ \\u00e9\\u65e5: x, y\","
+        "\"i\":-5,\"b\":true,\"d\":2.0,\"d@odata.type\":\"Edm.Double\",\"n\":\"NaN\","
+        "\"n@odata.type\":\"Edm.Double\",\"l\":\"9007199254740993\",\"l@odata.type\":"
+        "\"Edm.Int64\",\"t\":\"2021-03-04T05:06:07Z\",\"t@odata.type\":\"Edm.DateTime\","
+        "\"g\":\"0f8fad5b-d9cb-469f-a165-70867728950e\",\"g@odata.type\":\"Edm.Guid\","
+        "\"x\":\"AAH+/2hl\",\"x@odata.type\":\"Edm.Binary\",\"a\\\"b\":1,\"z\":null}",
+        "{\"PartitionKey\":\"p: q\",\"RowKey\":\"{\\\"r\\\": 1}\",\"e\":1e300,"
+        "\"e@odata.type\":\"Edm.Double\"}",
+    };
+    struct entity_error err;
+    struct buf line = BUF_INIT(1 << 20), want = BUF_INIT(1 << 20), small = BUF_INIT(40);
+    json_t *bad = json_loads("{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"l\":\"x\","
+                             "\"l@odata.type\":\"Edm.Int64\"}",
+                             0, NULL),
+           *e;
+    size_t before;
+
+    for (size_t i = 0; i < sizeof(wires) / sizeof(wires[0]); i++) {
+        char *text = NULL;
+        size_t len = 0;
+
+        e = json_loads(wires[i], JSON_DECODE_ANY, NULL);
+        buf_reset(&line);
+        buf_reset(&want);
+        buf_adds(&line, "held\n");
+        buf_adds(&want, "held\n");
+        ok(e && entity_render(e, &text, &len, NULL) == 0 && file_to_line(text, &want) == 0,
+           "entity %zu renders as a file of one member a line", i);
+        is_int(e ? entity_render_line(e, &line, &err) : -1, 0, "entity %zu renders as a line", i);
+        ok(line.len == want.len && memcmp(line.ptr, want.ptr, want.len) == 0,
+           "entity %zu: the line is its file's text on one line, after what was held", i);
+        ok(line.ptr && !memchr(line.ptr + 5, '\n', line.len - 6),
+           "entity %zu: one newline, at its end", i);
+        free(text);
+        json_decref(e);
+    }
+    before = line.len;
+    is_int(bad ? entity_render_line(bad, &line, &err) : 0, -EINVAL,
+           "an entity that cannot be shown is refused");
+    ok(line.len == before && line.err == 0 && strstr(err.text, "Int64"),
+       "the line buffer is as it was, its failure cleared (%s)", err.text);
+    e = json_loads(wires[1], 0, NULL);
+    is_int(e ? entity_render_line(e, &small, &err) : 0, -EFBIG,
+           "an entity over the buffer's cap: EFBIG");
+    ok(small.len == 0 && small.err == 0, "the small buffer is as it was");
+    json_decref(e);
+    e = json_loads(wires[0], 0, NULL);
+    is_int(e ? entity_render_line(e, &small, &err) : -1, 0, "a smaller one still fits");
+    is_str(small.ptr, "{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}\n", "the smallest line");
+    json_decref(e);
+    json_decref(bad);
+    buf_free(&line);
+    buf_free(&want);
+    buf_free(&small);
+}
+
 int main(void)
 {
     test_shortest_doubles();
@@ -357,5 +452,6 @@ int main(void)
     test_render_digest();
     test_rendered_ahead();
     test_bare_annotation();
+    test_render_line();
     return done_testing();
 }

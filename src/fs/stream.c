@@ -1,0 +1,53 @@
+/* fs/stream.c - FUSE callbacks for export streams (/t/.ndjson,
+ * /t/pk/.ndjson, a view's .ndjson): stat, open for reading, read (fs_i.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "fs/fs_i.h"
+#include "store/store.h"
+
+/* See fs_i.h. */
+int fs_stream_attr(struct aztfs *a, const char *path, struct fspath *fp, struct stat *st)
+{
+    struct timespec now;
+    int rc = export_exists(&a->store, fp);
+
+    if (rc == -ENOENT && fp->kind == FSP_STREAM && fp->pk_name &&
+        scratch_is_dir(a->scratch, fp->parent))
+        rc = 0; /* a partition made with mkdir, nothing in it yet: an empty stream */
+    if (rc < 0)
+        return rc;
+    clock_gettime(CLOCK_REALTIME, &now);
+    fs_fill_file_stat(a, path, 0, now, st);
+    st->st_mode = S_IFREG | (a->file_mode & 0444);
+    st->st_nlink = 1;
+    return 0;
+}
+
+/* See fs_i.h. */
+int fs_stream_open(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi)
+{
+    struct open_file *of;
+    int rc;
+
+    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+        return fs_refuse("write", path);
+    if (!(of = fs_open_file_new()))
+        return -ENOMEM;
+    if ((rc = export_open(&a->store, fp, path, &of->stream)) < 0) {
+        fs_open_file_free(of);
+        return rc;
+    }
+    fs_attach(fi, of, path);
+    fi->noflush = 1; /* nothing to commit at close */
+    return 0;
+}
+
+/* See fs_i.h. */
+int fs_stream_read(struct open_file *of, char *buf, size_t size, off_t off)
+{
+    return export_read(of->stream, buf, size, (unsigned long long)off);
+}

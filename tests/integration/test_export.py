@@ -1,0 +1,357 @@
+"""Export streams (doc/USAGE.md, "Export streams"): /T/.ndjson,
+/T/PK/.ndjson and a view's .ndjson hold one line per entity, each line the
+entity's file text on one line (the same members in the same order, each
+name and value spelled byte for byte as in the file, no whitespace between
+tokens), in the service's order; complete over many pages; checked against
+the per-entity files and the official SDK; never listed; read-only
+(EROFS); head stops the scan; a seek back starts it again; pandas reads it."""
+
+import base64
+import datetime
+import errno
+import json
+import os
+import subprocess
+import time
+import uuid
+
+import pytest
+from azure.data.tables import EdmType, EntityProperty
+
+from aztfs_names import dir_name
+
+T = "exportT"            # every Edm type, odd keys
+BIG = "exportBig"        # many pages
+BIG_N = 5000
+BIG_PARTS = 10
+ODD_PKS = ["EU", "", "%", " sp ace", ".dot", "p'q", "é日本😀", "x" * 300]
+ODD_RKS = ["", "%", "a b", ".hidden", "it's", "ü😀", "r" * 300, "zz"]
+
+
+def entity(pk, i, rk=None):
+    return {
+        "PartitionKey": pk, "RowKey": rk if rk is not None else "r%04d" % i,
+        "s": 'line1\nline2 "q" \\ é日本 %d' % i, "empty": "",
+        "i32": i - 5, "i64": EntityProperty(9007199254740993 + i, EdmType.INT64),
+        "dbl": i / 3.0, "dbl2": EntityProperty(2.0, EdmType.DOUBLE),
+        "nan": float("nan"), "inf": float("-inf"),
+        "b": i % 2 == 0,
+        "dt": datetime.datetime(2021, 3, 4, 5, 6, 7, 123000, tzinfo=datetime.timezone.utc)
+        + datetime.timedelta(days=i),
+        "g": uuid.UUID(int=i * 7919 + 11),
+        "bin": EntityProperty(b"\x00\x01\xfe\xff" + bytes([i % 256]), EdmType.BINARY),
+    }
+
+
+def t_entities():
+    out = [entity(pk, i) for i, pk in enumerate(ODD_PKS)]
+    out += [entity("EU", 100 + j, rk) for j, rk in enumerate(ODD_RKS)]
+    out += [entity("US", i) for i in range(40)]
+    return out
+
+
+@pytest.fixture(scope="module")
+def seeded(sdk, seed):
+    t = seed.table(sdk, T)
+    seed.insert(t, t_entities())
+    big = seed.table(sdk, BIG)
+    seed.insert(big, [{"PartitionKey": "p%02d" % (i % BIG_PARTS), "RowKey": "r%05d" % i,
+                       "n": i, "v": "value %d" % i} for i in range(BIG_N)])
+    return t, big
+
+
+@pytest.fixture(scope="module")
+def mnt(seeded, module_mounter):
+    return module_mounter.mount()
+
+
+def stats(m):
+    return json.loads(os.getxattr(str(m), "user.aztfs.stats"))
+
+
+def one_line(text):
+    """The file text TEXT laid out as an NDJSON line: "{\\n  " -> "{",
+    ",\\n  " -> ",", ": " after each name -> ":", "\\n}\\n" -> "}\\n". The
+    file has one member a line, so the names are found line by line."""
+    lines = text.split("\n")
+    assert lines[0] == "{" and lines[-2:] == ["}", ""], text
+    members = []
+    dec = json.JSONDecoder()
+    for ln in lines[1:-2]:
+        assert ln.startswith("  "), ln
+        ln = ln[2:]
+        if ln.endswith(","):
+            ln = ln[:-1]
+        _, end = dec.raw_decode(ln)        # the member's name
+        assert ln[end:end + 2] == ": ", ln
+        members.append(ln[:end] + ":" + ln[end + 2:])
+    return "{" + ",".join(members) + "}\n"
+
+
+def files_of(root):
+    """{(pk, rk): file text} of every entity file under ROOT."""
+    out = {}
+    for d, _, names in os.walk(root):
+        for n in names:
+            assert n.endswith(".json"), os.path.join(d, n)
+            with open(os.path.join(d, n), encoding="utf-8") as f:
+                text = f.read()
+            e = json.loads(text)
+            out[(e["PartitionKey"], e["RowKey"])] = text
+    return out
+
+
+def read_lines(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data == b"" or data.endswith(b"\n")
+    return [l + "\n" for l in data.decode("utf-8").split("\n")[:-1]]
+
+
+def keys_of(lines):
+    return [(e["PartitionKey"], e["RowKey"]) for e in map(json.loads, lines)]
+
+
+def sdk_keys(table, flt=None):
+    ents = table.query_entities(flt) if flt else table.list_entities()
+    return [(e.get("PartitionKey", ""), e.get("RowKey", "")) for e in ents]  # "" comes back absent
+
+
+def test_stream_is_the_files_line_for_line(seeded, mnt):
+    """Every line is its entity's file on one line, byte for byte; the lines
+    are the SDK's entities in the SDK's order; parsed, each line is the
+    file's JSON (every Edm type annotated as in the file)."""
+    t, _ = seeded
+    lines = read_lines(mnt.join(T, ".ndjson"))
+    files = files_of(mnt.join(T))
+    assert keys_of(lines) == sdk_keys(t)
+    assert len(lines) == len(files) == len(t_entities())
+    for line in lines:
+        e = json.loads(line)
+        text = files[(e["PartitionKey"], e["RowKey"])]
+        assert line == one_line(text)
+        assert e == json.loads(text)
+        assert "\n" not in line[:-1]
+    typed = json.loads(lines[0])
+    for name, edm in (("i64", "Edm.Int64"), ("dbl", "Edm.Double"), ("dt", "Edm.DateTime"),
+                      ("g", "Edm.Guid"), ("bin", "Edm.Binary"), ("nan", "Edm.Double")):
+        assert typed[name + "@odata.type"] == edm, name
+    for name in ("s", "i32", "b"):          # String, Int32, Boolean: bare, as in the file
+        assert name + "@odata.type" not in typed
+
+
+def test_partition_and_view_streams_hold_their_subset(seeded, mnt):
+    t, _ = seeded
+    whole = read_lines(mnt.join(T, ".ndjson"))
+    for pk in ("US", "EU"):
+        part = read_lines(mnt.join(T, pk, ".ndjson"))
+        assert part == [l for l in whole if json.loads(l)["PartitionKey"] == pk]
+        assert keys_of(part) == sdk_keys(t, "PartitionKey eq '%s'" % pk)
+    flt = "i32 ge 20 and i32 lt 30"
+    view = read_lines(mnt.join(T, ".where", flt, ".ndjson"))
+    assert keys_of(view) == sdk_keys(t, flt) and len(view) == 10
+    assert view == [l for l in whole if keys_of([l])[0] in set(keys_of(view))]
+    scoped = read_lines(mnt.join(T, "US", ".where", flt, ".ndjson"))
+    assert scoped == [l for l in view if json.loads(l)["PartitionKey"] == "US"]
+    assert read_lines(mnt.join(T, ".where", flt, "US", ".ndjson")) == scoped
+    assert read_lines(mnt.join(T, ".where", "i32 gt 100000", ".ndjson")) == []
+    # a long-form partition name, and the odd ones
+    for pk in ("x" * 300, "%", ".dot", "é日本😀", ""):
+        part = read_lines(mnt.join(T, dir_name(pk), ".ndjson"))
+        assert keys_of(part) == [(p, r) for p, r in keys_of(whole) if p == pk]
+
+
+def test_many_pages_are_complete(seeded, mnt, sh, tmp_path):
+    """5,000 entities: five pages or more, every entity once, in order, the
+    same bytes from cat, dd, cp, gzip and a mount reading one page at a time."""
+    _, big = seeded
+    path = mnt.join(BIG, ".ndjson")
+    lines = read_lines(path)
+    assert keys_of(lines) == sdk_keys(big)
+    assert len(set(keys_of(lines))) == BIG_N
+    data = "".join(lines).encode()
+    assert sh("wc -l < '%s'" % path).stdout.strip() == str(BIG_N)
+    assert sh("jq -c .RowKey '%s' | wc -l" % path).stdout.strip() == str(BIG_N)
+    assert sh(["dd", "if=%s" % path, "bs=7777", "status=none"]).stdout_bytes == data
+    assert sh("gzip -c '%s' | gunzip" % path).stdout_bytes == data
+    sh(["cp", path, str(tmp_path / "copy.ndjson")])
+    assert (tmp_path / "copy.ndjson").read_bytes() == data
+
+
+def test_one_page_at_a_time_gives_the_same_bytes(seeded, mounter, tmp_path, sh):
+    m = mounter.mount(options=["-o", "scan_parallel=1"])
+    path = m.join(BIG, ".ndjson")
+    sh(["cp", path, str(tmp_path / "copy.ndjson")])
+    data = (tmp_path / "copy.ndjson").read_bytes()
+    assert keys_of(data.decode().splitlines(True)) == sdk_keys(seeded[1])
+
+
+def test_stream_is_not_cached(seeded, mounter):
+    """Reading a stream fills no cache: a walk afterwards lists again."""
+    m = mounter.mount()
+    before = stats(m)
+    assert len(read_lines(m.join(BIG, ".ndjson"))) == BIG_N
+    after = stats(m)
+    assert after["cache"]["entries"] == before["cache"]["entries"], (before, after)
+
+
+def test_head_stops_the_scan(seeded, mounter, sh):
+    """head -n 1 returns at once and the scan stops: of the five pages or
+    more a whole read sends, head's sends the first and at most the one
+    fetched ahead (one page at a time), and no more come after it."""
+    m = mounter.mount(options=["-o", "scan_parallel=1"])
+    r0 = stats(m)["requests"]
+    t0 = time.monotonic()
+    out = sh("head -n 1 '%s'" % m.join(BIG, ".ndjson")).stdout
+    took = time.monotonic() - t0
+    assert json.loads(out)["RowKey"] == "r00000"
+    time.sleep(1.0)
+    head = stats(m)["requests"] - r0
+    r1 = stats(m)["requests"]
+    assert len(read_lines(m.join(BIG, ".ndjson"))) == BIG_N
+    whole = stats(m)["requests"] - r1
+    assert whole >= BIG_N // 1000
+    assert head <= 2, (head, whole)
+    assert took < 5, took
+    # split in parallel (the default, 4 ways): the pages fetched ahead are
+    # bounded by scan_parallel + 2, and the request out for each of them
+    m2 = mounter.mount()
+    r0 = stats(m2)["requests"]
+    sh("head -c 100 '%s' > /dev/null" % m2.join(BIG, ".ndjson"))
+    time.sleep(1.0)
+    assert stats(m2)["requests"] - r0 <= 4 + 2 + 1
+
+
+def test_hidden_from_walks(seeded, mnt, sh):
+    """ls -a, find and a view's listing never show a stream; stat finds it:
+    a read-only regular file of size 0."""
+    for d in (mnt.join(T), mnt.join(T, "US"), mnt.join(T, ".where", "i32 lt 3")):
+        assert ".ndjson" not in sh.ls(d, "-a")
+    assert not [l for l in sh(["find", mnt.join(T)]).lines() if l.endswith(".ndjson")]
+    st = os.stat(mnt.join(T, ".ndjson"))
+    assert st.st_size == 0 and (st.st_mode & 0o777) == 0o444
+    assert os.path.isfile(mnt.join(T, "US", ".ndjson"))
+    assert os.path.isfile(mnt.join(T, ".where", "i32 lt 3", ".ndjson"))
+    for missing in (("nosuchtable", ".ndjson"), (T, "nosuchpk", ".ndjson")):
+        assert not os.path.exists(mnt.join(*missing))
+    with pytest.raises(NotADirectoryError):
+        os.listdir(mnt.join(T, ".ndjson"))
+
+
+def test_read_only(seeded, mnt, sh):
+    """Every change of a stream is EROFS, with a log line; nothing is sent."""
+    t, _ = seeded
+    path = mnt.join(T, ".ndjson")
+    r0 = stats(mnt)["requests"]
+    for flags in (os.O_WRONLY, os.O_RDWR, os.O_WRONLY | os.O_TRUNC, os.O_RDONLY | os.O_TRUNC,
+                  os.O_WRONLY | os.O_APPEND):
+        with pytest.raises(OSError) as ei:
+            os.close(os.open(path, flags))
+        assert ei.value.errno == errno.EROFS, flags
+    for call in (lambda: os.truncate(path, 0), lambda: os.unlink(path),
+                 lambda: os.chmod(path, 0o644), lambda: os.utime(path, None)):
+        with pytest.raises(OSError) as ei:
+            call()
+        assert ei.value.errno == errno.EROFS, ei.value
+    r = sh("echo '{}' > '%s'" % path, check=False)
+    assert r.returncode != 0 and "Read-only file system" in r.stderr
+    assert stats(mnt)["requests"] == r0
+    # renames (their other name is looked up: requests for that)
+    for call in (lambda: os.rename(path, mnt.join(T, "US", "x.json")),
+                 lambda: os.rename(mnt.join(T, "US", "r0001.json"), mnt.join(T, "US", ".ndjson"))):
+        with pytest.raises(OSError) as ei:
+            call()
+        assert ei.value.errno == errno.EROFS, ei.value
+    # in a partition that does not exist: not made (ENOENT from its lookup)
+    for call in (lambda: os.mkdir(mnt.join(T, "new", ".ndjson")),
+                 lambda: os.close(os.open(mnt.join(T, "newpk", ".ndjson"),
+                                          os.O_WRONLY | os.O_CREAT))):
+        with pytest.raises(OSError) as ei:
+            call()
+        assert ei.value.errno in (errno.EROFS, errno.ENOENT), ei.value
+    assert "an export stream is read-only" in mnt.stderr()
+    assert len(list(t.list_entities())) == len(t_entities())
+
+
+def test_seeks(seeded, mnt):
+    """Reads in order; a seek forward skips; a seek back starts the query
+    again: the same bytes while the table does not change."""
+    path = mnt.join(BIG, ".ndjson")
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "rb", buffering=0) as f:
+        a = f.read(1000)
+        f.seek(len(data) - 500)
+        tail = f.read(10000)
+        f.seek(10)
+        again = f.read(990)
+        assert os.pread(f.fileno(), 300, 400000) == data[400000:400300]
+    assert a == data[:1000] and tail == data[-500:] and again == data[10:1000]
+
+
+def test_pandas_reads_it(seeded, mnt):
+    """pandas.read_json(lines=True), which reads the file to its end (its
+    size 0 is no obstacle), sees every entity."""
+    code = ("import pandas, sys; df = pandas.read_json(sys.argv[1], lines=True, dtype=False); "
+            "print(len(df), df['RowKey'].iloc[0], df['RowKey'].iloc[-1], "
+            "int(df['n'].sum()))")
+    r = subprocess.run(["/usr/bin/python3", "-c", code, mnt.join(BIG, ".ndjson")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    ks = sorted("r%05d" % i for i in range(BIG_N))
+    assert r.stdout.split() == [str(BIG_N), ks[0], ks[-1], str(sum(range(BIG_N)))]
+
+
+def test_binary_round_trips_base64(seeded, mnt):
+    line = read_lines(mnt.join(T, "US", ".ndjson"))[3]
+    e = json.loads(line)
+    assert base64.b64decode(e["bin"]) == b"\x00\x01\xfe\xff\x03"
+
+
+def test_write_behind_changes_are_in_the_stream(seeded, mounter, tmp_path, sdk):
+    """With -o writeback, opening a stream sends the table's queued changes
+    first: the stream holds a file saved a moment before (and the SDK sees
+    it, sent without an fsync)."""
+    t, _ = seeded
+    m = mounter.mount(options=["-o", "writeback=60000,journal_dir=%s" % (tmp_path / "j")])
+    path = m.join(T, "US", "queued.json")
+    with open(path, "w") as f:
+        f.write('{"n": 7}\n')
+    lines = read_lines(m.join(T, "US", ".ndjson"))
+    assert ("US", "queued") in keys_of(lines)
+    assert json.loads([l for l in lines if '"RowKey":"queued"' in l][0])["n"] == 7
+    assert t.get_entity("US", "queued")["n"] == 7
+    t.delete_entity("US", "queued")
+
+
+def test_killed_reader_stops_an_endless_stream(mounter):
+    """A stream whose pages never end (a stub server): cat streams them;
+    once cat is killed, no more pages are asked for, and the mount serves
+    on. (A split would ask its ranges with filters the stub ignores: one
+    page at a time here.)"""
+    from conftest import conn_str_for
+    from stubtable import StubTable
+
+    class Flood(StubTable):
+        def page(self, n, query):
+            return [{"PartitionKey": "p", "RowKey": "r%08d" % n, "n": n}], True
+
+    srv = Flood("flood", 0.02)
+    try:
+        m = mounter.mount(conn_str=conn_str_for(srv.port), options=["-o", "scan_parallel=1"])
+        cat = subprocess.Popen(["cat", m.join("flood", ".ndjson")], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+        first = cat.stdout.readline()
+        assert json.loads(first) == {"PartitionKey": "p", "RowKey": "r00000001", "n": 1}
+        time.sleep(0.5)
+        assert cat.poll() is None and srv.count() >= 5
+        cat.kill()
+        cat.wait(timeout=10)
+        cat.stdout.close()
+        time.sleep(0.5)                 # the page in flight may land
+        before = srv.count()
+        time.sleep(0.5)
+        assert srv.count() == before, "the stream went on for a reader that is gone"
+        assert os.listdir(m) == ["flood"]
+    finally:
+        srv.close()
