@@ -15,12 +15,13 @@ and largest size's peaks. A size N:P overrides --partitions.
 
     /usr/bin/python3 bench/scale.py [--sizes 100000,1000000] [--partitions 100]
                                     [--walks find,grep,tar,rsync] [--forget 32768,0]
-                                    [--out F]
+                                    [--rounds N] [--out F]
 """
 
 import argparse
 import os
 import shutil
+import statistics
 import tempfile
 import threading
 import time
@@ -101,6 +102,7 @@ def main():
     ap.add_argument("--partitions", type=int, default=100)
     ap.add_argument("--walks", default="find,grep,tar,rsync")
     ap.add_argument("--forget", default="32768,0")
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each walk, one row each")
     ap.add_argument("--out")
     a = ap.parse_args()
     sizes = [(int(x.split(":")[0]), int(x.split(":")[1]) if ":" in x else a.partitions)
@@ -112,7 +114,7 @@ def main():
            "ceil(N/1000)+P | peak RSS MiB | RSS at half time / after MiB | "
            "second half's slope, B per entity | kernel fuse_inode at the end |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    peaks = {}
+    peaks, walls = {}, {}
     try:
         for n, parts in sizes:
             table = "scale%d" % n
@@ -120,20 +122,27 @@ def main():
             try:
                 cs = conn_str_for(srv.port)
                 base = fuse_inodes()
-                for w in walks:
-                    for g in forgets:
-                        wall, reqs, rss, inodes, outp, half, late = one(work, cs, table, w, g)
-                        if w in ("find", "grep", "rsync") and int(outp.split()[-1]) != n:
-                            raise BenchError("%s saw %s files of %d" % (w, outp, n))
-                        peaks.setdefault((w, g), []).append((n, rss))
-                        within = ("%.1f / %.1f" % (half, late), "%.1f" % (
-                            (late - half) * 1048576 / (n / 2))) if half else ("-", "-")
-                        out.append("| %s | %d | %d | %d | %.1f | %d | %d | %.1f | %s | %s | %d |"
-                                   % (w, n, parts, g, wall, reqs, -(-n // 1000) + parts, rss,
-                                      within[0], within[1], inodes - base))
-                        print(out[-1], flush=True)
+                for w, g in [(w, g) for w in walks for g in forgets for _ in range(a.rounds)]:
+                    wall, reqs, rss, inodes, outp, half, late = one(work, cs, table, w, g)
+                    walls.setdefault((w, n, parts, g), []).append(wall)
+                    if w in ("find", "grep", "rsync") and int(outp.split()[-1]) != n:
+                        raise BenchError("%s saw %s files of %d" % (w, outp, n))
+                    peaks.setdefault((w, g), []).append((n, rss))
+                    within = ("%.1f / %.1f" % (half, late), "%.1f" % (
+                        (late - half) * 1048576 / (n / 2))) if half else ("-", "-")
+                    out.append("| %s | %d | %d | %d | %.1f | %d | %d | %.1f | %s | %s | %d |"
+                               % (w, n, parts, g, wall, reqs, -(-n // 1000) + parts, rss,
+                                  within[0], within[1], inodes - base))
+                    print(out[-1], flush=True)
             finally:
                 srv.close()
+        if a.rounds > 1:
+            out.append("")
+            out.append("| walk | entities | partitions | forget_after | seconds, median (all) |")
+            out.append("|---|---|---|---|---|")
+            for (w, n, parts, g), ws in walls.items():
+                out.append("| %s | %d | %d | %d | %.1f (%s) |" % (
+                    w, n, parts, g, statistics.median(ws), ", ".join("%.1f" % x for x in ws)))
         if len(sizes) > 1:
             out.append("")
             out.append("| walk | forget_after | peak RSS slope between sizes, bytes per entity |")
