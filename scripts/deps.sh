@@ -25,7 +25,7 @@ APT_PACKAGES=(
 )
 # only the tests use these (scripts/test.sh runs deps.sh --test)
 TEST_PACKAGES=(
-    python3-pytest python3-pandas     # test_export.py: pandas.read_json(lines=True)
+    python3-pytest python3-pandas     # test_export.py reads a stream with pandas
     rsync attr vim nano groff man-db util-linux openssl
     clang libclang-rt-14-dev valgrind
     clang-format cppcheck codespell    # make lint
