@@ -98,6 +98,20 @@ void cache_remove_entry(struct cache *c, struct entry *e)
     cache_entry_free(e);
 }
 
+/* Put E (unlinked) at the tail of the LRU list: the first to be evicted.
+ * Lock held. */
+static void lru_push_back(struct cache *c, struct entry *e)
+{
+    LOCK_HELD(&c->lock);
+    e->next = NULL;
+    e->prev = c->tail;
+    if (c->tail)
+        c->tail->next = e;
+    c->tail = e;
+    if (!c->head)
+        c->head = e;
+}
+
 /* The entry to evict: the least recently used one that is not a listing,
  * while listings hold at most half the cache (a listing is small for what
  * it saves: a whole scan, and every stat of its directory); else the least
@@ -340,12 +354,9 @@ void cache_used_once(struct cache *c, const char *path)
     struct entry *e;
 
     pthread_mutex_lock(&c->lock);
-    if ((e = cache_find(c, path)) && e->kind == ENTRY_FILE && c->tail != e) {
+    if ((e = cache_find(c, path)) && e->kind == ENTRY_FILE) {
         cache_lru_unlink(c, e);
-        e->prev = c->tail;
-        e->next = NULL;
-        c->tail->next = e; /* not empty: E was in it, and is not its tail */
-        c->tail = e;
+        lru_push_back(c, e);
     }
     pthread_mutex_unlock(&c->lock);
 }
