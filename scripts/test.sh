@@ -120,7 +120,7 @@ PYEOF
 section "integration tests (pytest)"
 JUNIT="$RUN/pytest-junit.xml"
 rm -f "$JUNIT"
-timeout -k 15 900 "$PY" -m pytest tests/integration -q --junitxml="$JUNIT" </dev/null
+timeout -k 15 1200 "$PY" -m pytest tests/integration -q --junitxml="$JUNIT" </dev/null
 py_rc=$?
 
 read -r i_pass i_bad i_total < <(junit_counts "$JUNIT")

@@ -35,6 +35,7 @@ struct fs_open_link {
 };
 
 struct export_stream;
+struct import_stream;
 
 /* State of one open file (fi->fh). What is set before the handle is given
  * to the kernel (fs_attach) and never changes is read without a lock. */
@@ -70,6 +71,9 @@ struct open_file {
                                  fs_handles.lock */
     struct export_stream *stream; /* an export stream's handle (fs/stream.c):
                                      set before fs_attach, freed with OF */
+    /* a stream opened for writing (fs/stream.c): set before fs_attach,
+     * freed with OF (what it holds sent first) */
+    struct import_stream *import;
 };
 
 /* The handle FUSE keeps for FI (NULL when FI is NULL). */
@@ -257,26 +261,36 @@ int fs_view_utimens(const char *path, const struct timespec tv[2], struct fuse_f
  * or an export stream, with one log line saying which is read-only. */
 int fs_refuse(const char *op, const char *path);
 
-/* ---- stream.c: FUSE callbacks for export streams (/t/.ndjson,
- * /t/pk/.ndjson, /t/.where/F/.ndjson, /t/pk/.where/F/.ndjson,
- * /t/.where/F/pk/.ndjson; doc/USAGE.md, "Export streams"): never listed,
- * read-only, read in order. Changes are refused by fs/view.c's callbacks
- * (fs_refuse). */
+/* ---- stream.c: FUSE callbacks for streams (/t/.ndjson, /t/pk/.ndjson,
+ * /t/.where/F/.ndjson, /t/pk/.where/F/.ndjson, /t/.where/F/pk/.ndjson;
+ * doc/USAGE.md, "Export streams" and "Import"): never listed, read in
+ * order (export), a table's or a partition's written in order (import).
+ * Other changes are refused by fs/view.c's callbacks (fs_refuse). */
 
 /* getattr of stream PATH (FP: FSP_STREAM, FSP_VIEW_STREAM): a regular file
  * of size 0 (its length is known only once read: read it to its end),
- * read-only (the mount's file mode less its write bits), the time now;
+ * with the mount's file mode (a view's less its write bits), the time now;
  * when its table, partition (or a partition made with mkdir) and view
  * stand (export_exists). 0 or -errno. */
 int fs_stream_attr(struct aztfs *a, const char *path, struct fspath *fp, struct stat *st);
 
-/* open of stream PATH (FP as for fs_stream_attr): -EROFS (logged) for
- * writing or O_TRUNC; else the query started and its first page fetched
- * (export_open: its failures are the open's). */
+/* open of stream PATH (FP as for fs_stream_attr): for reading, the query
+ * started and its first page fetched (export_open: its failures are the
+ * open's); write-only, a table's or a partition's stream imports
+ * (import_open: Insert with O_APPEND, else Insert Or Replace; O_TRUNC
+ * changes nothing); -EROFS (logged) for writing a view's, -EINVAL (logged)
+ * for O_RDWR. */
 int fs_stream_open(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi);
 
 /* read of stream handle OF (OF->stream set): export_read. */
 int fs_stream_read(struct open_file *of, char *buf, size_t size, off_t off);
+
+/* write of stream handle OF (OF->import set): import_write. */
+int fs_stream_write(struct open_file *of, const char *buf, size_t size, off_t off);
+
+/* flush (close) or fsync of stream handle OF (OF->import set): every line
+ * written so far applied, or the stream's failure (import_flush). */
+int fs_stream_flush(struct open_file *of);
 
 /* ---- write.c: FUSE callbacks that change files: create, open for writing,
  * write, truncate, the commits at flush/fsync/release, unlink, rename,

@@ -45,6 +45,7 @@ void fs_open_file_free(struct open_file *of)
         return;
     pthread_mutex_destroy(&of->lock);
     export_free(of->stream);
+    import_free(of->import);
     buf_free(&of->data);
     free(of->etag);
     free(of->path);

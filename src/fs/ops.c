@@ -263,6 +263,31 @@ static int aztfs_read(const char *path, char *buf, size_t size, off_t off,
     return rc;
 }
 
+/* A stream opened for writing imports (fs/stream.c); other files are
+ * written as fs/write.c says. */
+static int aztfs_write(const char *path, const char *buf, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+    struct open_file *of = fs_handle(fi);
+
+    return of && of->import && off >= 0 ? fs_stream_write(of, buf, size, off) :
+                                          fs_write(path, buf, size, off, fi);
+}
+
+static int aztfs_flush(const char *path, struct fuse_file_info *fi)
+{
+    struct open_file *of = fs_handle(fi);
+
+    return of && of->import ? fs_stream_flush(of) : fs_flush(path, fi);
+}
+
+static int aztfs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+{
+    struct open_file *of = fs_handle(fi);
+
+    return of && of->import ? fs_stream_flush(of) : fs_fsync(path, datasync, fi);
+}
+
 static int aztfs_release(const char *path, struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
@@ -301,10 +326,10 @@ const struct fuse_operations aztfs_ops = {
     .release = aztfs_release,
     .statfs = aztfs_statfs,
     .create = fs_view_create,
-    .write = fs_write,
+    .write = aztfs_write,
     .truncate = fs_view_truncate,
-    .flush = fs_flush,
-    .fsync = fs_fsync,
+    .flush = aztfs_flush,
+    .fsync = aztfs_fsync,
     .fsyncdir = fs_fsyncdir,
     .unlink = fs_view_unlink,
     .mkdir = fs_view_mkdir,

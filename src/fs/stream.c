@@ -1,5 +1,6 @@
-/* fs/stream.c - FUSE callbacks for export streams (/t/.ndjson,
- * /t/pk/.ndjson, a view's .ndjson): stat, open for reading, read (fs_i.h). */
+/* fs/stream.c - FUSE callbacks for streams (/t/.ndjson, /t/pk/.ndjson, a
+ * view's .ndjson): stat, open, read (export), write and flush (import)
+ * (fs_i.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ int fs_stream_attr(struct aztfs *a, const char *path, struct fspath *fp, struct 
         return rc;
     clock_gettime(CLOCK_REALTIME, &now);
     fs_fill_file_stat(a, path, 0, now, st);
-    st->st_mode = S_IFREG | (a->file_mode & 0444);
+    st->st_mode = S_IFREG | (a->file_mode & (fp->kind == FSP_STREAM ? 0666 : 0444));
     st->st_nlink = 1;
     return 0;
 }
@@ -33,16 +34,31 @@ int fs_stream_open(struct aztfs *a, const char *path, struct fspath *fp, struct 
     struct open_file *of;
     int rc;
 
-    if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+    int mode = fi->flags & O_ACCMODE;
+
+    if (mode != O_RDONLY && fp->kind != FSP_STREAM)
         return fs_refuse("write", path);
+    if (mode == O_RDWR) {
+        log_error(&a->store.log,
+                  "open %s: a stream is read (export) or written (import), "
+                  "not both",
+                  path);
+        return -EINVAL;
+    }
+    if (mode == O_RDONLY && (fi->flags & O_TRUNC))
+        return fs_refuse("truncate", path);
     if (!(of = fs_open_file_new()))
         return -ENOMEM;
-    if ((rc = export_open(&a->store, fp, path, &of->stream)) < 0) {
+    if (mode == O_RDONLY)
+        rc = export_open(&a->store, fp, path, &of->stream);
+    else
+        rc = import_open(&a->store, fp, path, !!(fi->flags & O_APPEND), &of->import);
+    if (rc < 0) {
         fs_open_file_free(of);
         return rc;
     }
     fs_attach(fi, of, path);
-    fi->noflush = 1; /* nothing to commit at close */
+    fi->noflush = mode == O_RDONLY; /* an export has nothing to commit at close */
     return 0;
 }
 
@@ -50,4 +66,16 @@ int fs_stream_open(struct aztfs *a, const char *path, struct fspath *fp, struct 
 int fs_stream_read(struct open_file *of, char *buf, size_t size, off_t off)
 {
     return export_read(of->stream, buf, size, (unsigned long long)off);
+}
+
+/* See fs_i.h. */
+int fs_stream_write(struct open_file *of, const char *buf, size_t size, off_t off)
+{
+    return import_write(of->import, buf, size, (unsigned long long)off);
+}
+
+/* See fs_i.h. */
+int fs_stream_flush(struct open_file *of)
+{
+    return import_flush(of->import);
 }

@@ -649,4 +649,43 @@ int export_read(struct export_stream *x, char *buf, size_t size, unsigned long l
  * workers finish the request they have out), none is sent after. */
 void export_free(struct export_stream *x);
 
+/* ---- store/import.c: NDJSON written to a table's or a partition's stream
+ * (/t/.ndjson, /t/pk/.ndjson: doc/USAGE.md, "Import"), applied in entity
+ * group transactions of up to 100 entities of one partition, scan_parallel
+ * of them out at once. Part of the store layer: no FUSE, requests through
+ * table.h. */
+
+/* One stream being written: the line not yet ended, the transactions being
+ * filled (one per partition, at most 32), queued (at most 2 x scan_ways)
+ * and out (scan_ways, each on a sender thread of its own). */
+struct import_stream;
+
+/* Open stream FP (FSP_STREAM; a table's or a partition's) at PATH (for log
+ * lines) for writing: each line an entity, applied as Insert Or Replace
+ * (the entity becomes the line's), or as Insert when INSERT (an entity
+ * that exists fails the stream, -EEXIST). With write-behind, the table's
+ * queued changes are sent first. Returns 0 with *out (free with
+ * import_free), -ENOMEM or -EAGAIN (no thread). */
+int import_open(struct store *s, struct fspath *fp, const char *path, int insert,
+                struct import_stream **out);
+
+/* Take SIZE bytes of M's stream at offset OFF (the bytes taken so far:
+ * else -ESPIPE, logged): the lines they end are parsed and queued, waiting
+ * while 2 x scan_ways transactions are queued. Returns SIZE, or -errno: the
+ * stream's first failure, which stops it (-EINVAL for a line that is not
+ * an entity of the stream, with every line before it applied; the errno
+ * of a transaction the service refused, with the transactions not yet
+ * sent dropped; logged once, with the line's number, and kept in
+ * user.aztfs.errors), or -EINTR (the request was interrupted). */
+int import_write(struct import_stream *m, const char *buf, size_t size, unsigned long long off);
+
+/* Every line M was given so far sent (a last line without its newline
+ * taken as one), and answered. Returns 0 when each was applied, else as
+ * import_write. */
+int import_flush(struct import_stream *m);
+
+/* Free M (NULL: nothing): what it holds sent and answered first, unless it
+ * failed or the mount is ending; one log line says what was applied. */
+void import_free(struct import_stream *m);
+
 #endif

@@ -141,10 +141,10 @@ static int batch_applied(void *ctx, const struct http_response *resp)
 static int batch_add_op(struct buf *b, const struct account *a, const char *id, const char *table,
                         const char *pk, const struct table_batch_op *op)
 {
-    const char *method = op->kind == TB_INSERT ? "POST" :
-        op->kind == TB_REPLACE                 ? "PUT" :
-        op->kind == TB_MERGE                   ? "MERGE" :
-                                                 "DELETE";
+    const char *method = op->kind == TB_INSERT          ? "POST" :
+        op->kind == TB_REPLACE || op->kind == TB_UPSERT ? "PUT" :
+        op->kind == TB_MERGE                            ? "MERGE" :
+                                                          "DELETE";
     char *path = op->kind == TB_INSERT ? NULL : table_entity_path(table, pk, op->rk);
     char *body = op->kind == TB_DELETE ? NULL : table_entity_body(op->entity, pk, op->rk);
     int rc = -ENOMEM;
@@ -161,7 +161,7 @@ static int batch_add_op(struct buf *b, const struct account *a, const char *id, 
         buf_addf(b, "%s %s://%s%s/%s HTTP/1.1\r\n", method, a->scheme, a->host, a->base_path,
                  table);
     buf_addf(b, "Accept: %s\r\nDataServiceVersion: 3.0\r\n", TABLE_ACCEPT_JSON);
-    if (op->kind != TB_INSERT)
+    if (op->kind != TB_INSERT && op->kind != TB_UPSERT)
         buf_addf(b, "If-Match: %s\r\n", op->etag ? op->etag : "*");
     if (body)
         buf_addf(b,

@@ -114,9 +114,10 @@ char *table_url_encode(const char *s);
 
 /* One operation of an entity group transaction. */
 struct table_batch_op {
-    enum { TB_INSERT, TB_REPLACE, TB_MERGE, TB_DELETE } kind;
+    /* TB_UPSERT is Insert Or Replace: a PUT without If-Match */
+    enum { TB_INSERT, TB_REPLACE, TB_MERGE, TB_DELETE, TB_UPSERT } kind;
     const char *rk;       /* all operations share one PartitionKey */
-    const json_t *entity; /* TB_INSERT/TB_REPLACE/TB_MERGE */
+    const json_t *entity; /* TB_INSERT/TB_REPLACE/TB_MERGE/TB_UPSERT */
     const char *etag;     /* If-Match for TB_REPLACE/TB_MERGE/TB_DELETE, NULL = "*" */
     char **new_etag;      /* writes, may be NULL: receives the
                            * written entity's new ETag (see table_batch) */

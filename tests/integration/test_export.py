@@ -3,14 +3,15 @@
 entity's file text on one line (the same members in the same order, each
 name and value spelled byte for byte as in the file, no whitespace between
 tokens), in the service's order; complete over many pages; checked against
-the per-entity files and the official SDK; never listed; read-only
-(EROFS); head stops the scan; a seek back starts it again; pandas reads it."""
+the per-entity files and the official SDK; never listed; a view's
+read-only (EROFS), the others written only by imports; head stops the scan; a seek back starts it again; pandas reads it."""
 
 import base64
 import datetime
 import errno
 import json
 import os
+import stat
 import subprocess
 import time
 import uuid
@@ -224,14 +225,16 @@ def test_head_stops_the_scan(seeded, mounter, sh):
 
 def test_hidden_from_walks(seeded, mnt, sh):
     """ls -a, find and a view's listing never show a stream; stat finds it:
-    a read-only regular file of size 0."""
+    a regular file of size 0, with the mount's file mode (a view's
+    read-only; the others take imports, test_import.py)."""
     for d in (mnt.join(T), mnt.join(T, "US"), mnt.join(T, ".where", "i32 lt 3")):
         assert ".ndjson" not in sh.ls(d, "-a")
     assert not [l for l in sh(["find", mnt.join(T)]).lines() if l.endswith(".ndjson")]
     st = os.stat(mnt.join(T, ".ndjson"))
-    assert st.st_size == 0 and (st.st_mode & 0o777) == 0o444
+    assert st.st_size == 0 and (st.st_mode & 0o777) == 0o644
     assert os.path.isfile(mnt.join(T, "US", ".ndjson"))
-    assert os.path.isfile(mnt.join(T, ".where", "i32 lt 3", ".ndjson"))
+    st = os.stat(mnt.join(T, ".where", "i32 lt 3", ".ndjson"))
+    assert stat.S_ISREG(st.st_mode) and (st.st_mode & 0o777) == 0o444
     for missing in (("nosuchtable", ".ndjson"), (T, "nosuchpk", ".ndjson")):
         assert not os.path.exists(mnt.join(*missing))
     with pytest.raises(NotADirectoryError):
@@ -239,21 +242,28 @@ def test_hidden_from_walks(seeded, mnt, sh):
 
 
 def test_read_only(seeded, mnt, sh):
-    """Every change of a stream is EROFS, with a log line; nothing is sent."""
+    """Every change of a stream but an import's writes is EROFS, with a log
+    line: every one of a view's; nothing is sent."""
     t, _ = seeded
     path = mnt.join(T, ".ndjson")
+    view = mnt.join(T, ".where", "i32 lt 3", ".ndjson")
+    os.stat(view)
     r0 = stats(mnt)["requests"]
-    for flags in (os.O_WRONLY, os.O_RDWR, os.O_WRONLY | os.O_TRUNC, os.O_RDONLY | os.O_TRUNC,
-                  os.O_WRONLY | os.O_APPEND):
+    for p, flags in ((view, os.O_WRONLY), (view, os.O_RDWR), (view, os.O_WRONLY | os.O_TRUNC),
+                     (view, os.O_WRONLY | os.O_APPEND), (view, os.O_RDONLY | os.O_TRUNC),
+                     (path, os.O_RDONLY | os.O_TRUNC)):
         with pytest.raises(OSError) as ei:
-            os.close(os.open(path, flags))
-        assert ei.value.errno == errno.EROFS, flags
+            os.close(os.open(p, flags))
+        assert ei.value.errno == errno.EROFS, (p, flags)
+    with pytest.raises(OSError) as ei:       # read (export) or written (import), not both
+        os.close(os.open(path, os.O_RDWR))
+    assert ei.value.errno == errno.EINVAL
     for call in (lambda: os.truncate(path, 0), lambda: os.unlink(path),
                  lambda: os.chmod(path, 0o644), lambda: os.utime(path, None)):
         with pytest.raises(OSError) as ei:
             call()
         assert ei.value.errno == errno.EROFS, ei.value
-    r = sh("echo '{}' > '%s'" % path, check=False)
+    r = sh("echo '{}' > '%s'" % view, check=False)
     assert r.returncode != 0 and "Read-only file system" in r.stderr
     assert stats(mnt)["requests"] == r0
     # renames (their other name is looked up: requests for that)

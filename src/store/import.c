@@ -1,0 +1,598 @@
+/* store/import.c - NDJSON written to a table's or a partition's stream,
+ * applied in entity group transactions (store.h).
+ *
+ * Each line is one entity as its file shows it (an export stream's line,
+ * or any text a file may hold, on one line, with its keys). Lines are
+ * parsed by the writer as they arrive and gathered by partition into
+ * transactions of up to 100 entities (and under the service's 4 MiB);
+ * a full one is queued and sent by one of scan_parallel threads, so that
+ * several transactions, of one partition or of several, are out at once.
+ * Two transactions out together never hold the same entity: a line whose
+ * keys may be held already (a counting filter of the keys held or out)
+ * waits until everything before it is answered, so a stream that names an
+ * entity twice leaves the later line's entity.
+ *
+ * The first failure stops the stream: a line we refuse (not an entity, a
+ * key the service refuses, another partition's) after every line before it
+ * has been applied; a transaction the service refuses with the lines of
+ * every transaction not yet sent. The writes that follow and the close
+ * return its -errno; the log line and user.aztfs.errors name the line. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "entity/entity.h"
+#include "names/names.h"
+#include "store/store.h"
+
+#define IMPORT_BATCH_OPS 100
+/* What a transaction's lines may add up to: the service takes 4 MiB of
+ * body, and each operation's headers and URL add some 400 bytes to it. */
+#define IMPORT_BATCH_BYTES ((size_t)3500 * 1024)
+/* A line longer than this is refused (an entity is at most 1 MiB; its
+ * Binary values as base64 grow by a third). */
+#define IMPORT_LINE_MAX ((size_t)4 * 1024 * 1024)
+/* Partitions whose transactions are being filled at once, and the lines
+ * they may hold together: past either, the fullest is sent as it is (lines
+ * of many partitions interleaved; a stream in partition order, as an
+ * export writes it, fills one at a time). */
+#define IMPORT_GROUPS_MAX 1024
+#define IMPORT_HELD_BYTES ((size_t)16 * 1024 * 1024)
+/* The counting filter of keys held or out: 2^20 counters. */
+#define IMPORT_FILTER_BITS 20
+#define IMPORT_FILTER_SIZE ((size_t)1 << IMPORT_FILTER_BITS)
+
+/* One transaction: lines of one partition, being filled or queued. */
+struct import_batch {
+    char *pk;
+    uint64_t pk_hash; /* hash_fnv1a(pk) */
+    size_t n;
+    size_t bytes;
+    json_t *wire[IMPORT_BATCH_OPS];
+    char *rk[IMPORT_BATCH_OPS];
+    uint64_t key[IMPORT_BATCH_OPS];            /* key_hash of pk, rk */
+    unsigned long long line[IMPORT_BATCH_OPS]; /* 1-based line numbers */
+    struct import_batch *next;                 /* in the queue */
+};
+
+struct import_stream {
+    struct store *s;
+    char *path;       /* the stream's, for log lines */
+    char *table;      /* the table written */
+    char *table_path; /* "/table", for the cache */
+    char *pk_name;    /* a partition's stream: its directory name, else NULL */
+    int insert;       /* Insert (refused when it exists) instead of Insert Or Replace */
+    struct timespec started;
+
+    /* the writer's side: one write at a time */
+    pthread_mutex_t wlock;
+    struct buf partial;                           /* a line not yet ended; guarded by wlock */
+    unsigned long long off;                       /* bytes taken; guarded by wlock */
+    unsigned long long lines;                     /* lines taken; guarded by wlock */
+    struct import_batch *held[IMPORT_GROUPS_MAX]; /* being filled; guarded by wlock */
+    int n_held;                                   /* guarded by wlock */
+    size_t held_bytes;                            /* their lines' bytes; guarded by wlock */
+
+    /* shared with the senders */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct import_batch *queue, **queue_tail; /* guarded by lock */
+    int queued, running, capacity;            /* guarded by lock */
+    int stopping;                             /* guarded by lock */
+    uint16_t *filter;                         /* keys held or out; guarded by lock */
+    int err;                                  /* the first failure: 0 or -errno; guarded by lock */
+    unsigned long long applied, transactions; /* guarded by lock */
+    unsigned long long dropped;               /* lines queued, never sent; guarded by lock */
+    struct workers senders;
+};
+
+/* --- keys held or out ------------------------------------------------------------------ */
+
+static uint64_t key_hash(const char *pk, const char *rk)
+{
+    return hash_fnv1a(pk) * 31 ^ hash_fnv1a(rk);
+}
+
+/* The two counters of key K. */
+static size_t slot(uint64_t k, int which)
+{
+    return (size_t)(which ? k >> 40 : k) & (IMPORT_FILTER_SIZE - 1);
+}
+
+static int filter_has(const struct import_stream *m, uint64_t k)
+{
+    LOCK_HELD(&m->lock);
+    return m->filter[slot(k, 0)] && m->filter[slot(k, 1)];
+}
+
+static void filter_add(struct import_stream *m, uint64_t k, int by)
+{
+    LOCK_HELD(&m->lock);
+    m->filter[slot(k, 0)] = (uint16_t)(m->filter[slot(k, 0)] + by);
+    m->filter[slot(k, 1)] = (uint16_t)(m->filter[slot(k, 1)] + by);
+}
+
+/* --- transactions ---------------------------------------------------------------------- */
+
+static void batch_free(struct import_batch *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->n; i++) {
+        json_decref(b->wire[i]);
+        free(b->rk[i]);
+    }
+    free(b->pk);
+    free(b);
+}
+
+/* Record the first failure of M: RC, and WHY (the line's number and what
+ * was wrong) with ST in the log and user.aztfs.errors. Later ones are
+ * the first's consequences, or stop a stream already stopped: not logged. */
+static void import_fail(struct import_stream *m, int rc, const struct az_status *st,
+                        const char *why)
+{
+    LOCK_HELD(&m->lock);
+    if (m->err)
+        return;
+    m->err = rc;
+    store_log_failure(m->s, "import", m->path, rc, st, why);
+}
+
+/* What applied transaction B leaves: the cache's copies of its entities,
+ * its partition's listing and its table's, dropped (and the kernel's). */
+static void batch_forget(struct import_stream *m, const struct import_batch *b)
+{
+    char *dir = keycodec_encode(b->pk), *path = NULL;
+
+    if (dir && asprintf(&path, "%s/%s", m->table_path, dir) >= 0) {
+        for (size_t i = 0; i < b->n; i++) {
+            char *file = keycodec_file_encode(b->rk[i]), *p = NULL;
+
+            if (file && asprintf(&p, "%s/%s", path, file) >= 0)
+                store_forget(m->s, p);
+            free(p);
+            free(file);
+        }
+        store_forget(m->s, path);
+    } else {
+        path = NULL;
+    }
+    store_forget(m->s, m->table_path);
+    free(path);
+    free(dir);
+}
+
+/* Send B: one entity group transaction. Called by a sender, without the
+ * lock. Returns 0 or -errno, with the failure recorded. */
+static int batch_send(struct import_stream *m, struct import_batch *b)
+{
+    struct table_batch_op ops[IMPORT_BATCH_OPS];
+    struct az_status st;
+    int rc, at;
+    char why[800];
+
+    for (size_t i = 0; i < b->n; i++)
+        ops[i] = (struct table_batch_op){ m->insert ? TB_INSERT : TB_UPSERT, b->rk[i], b->wire[i],
+                                          NULL, NULL };
+    rc = table_batch(m->s->tc, m->table, b->pk, ops, b->n, &st);
+    if (rc == 0) {
+        batch_forget(m, b);
+        return 0;
+    }
+    at = table_batch_failed_index(&st);
+    if (at >= 0 && (size_t)at < b->n)
+        snprintf(why, sizeof(why),
+                 "line %llu (RowKey '%.80s' of partition '%.80s'): refused by the service; "
+                 "its transaction (lines %llu to %llu, %zu entities) not applied",
+                 b->line[at], b->rk[at], b->pk, b->line[0], b->line[b->n - 1], b->n);
+    else
+        snprintf(why, sizeof(why),
+                 "the transaction of lines %llu to %llu (%zu entities of partition '%.80s') "
+                 "failed: %.200s; not known to be applied",
+                 b->line[0], b->line[b->n - 1], b->n, b->pk,
+                 st.message[0] ? st.message : strerror(-rc));
+    pthread_mutex_lock(&m->lock);
+    import_fail(m, rc, &st, why);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+/* A sender: queued transactions sent one at a time until the stream
+ * stops; once it has failed, what is queued is dropped unsent. */
+static void *sender(void *arg)
+{
+    struct import_stream *m = arg;
+
+    pthread_mutex_lock(&m->lock);
+    for (;;) {
+        struct import_batch *b = m->queue;
+        int rc = 0;
+
+        if (!b) {
+            if (m->stopping)
+                break;
+            pthread_cond_wait(&m->cond, &m->lock);
+            continue;
+        }
+        if (!(m->queue = b->next))
+            m->queue_tail = &m->queue;
+        m->queued--;
+        m->running++;
+        if (!m->err) {
+            pthread_mutex_unlock(&m->lock);
+            rc = batch_send(m, b);
+            pthread_mutex_lock(&m->lock);
+        } else {
+            rc = -ECANCELED;
+        }
+        if (rc == 0) {
+            m->applied += b->n;
+            m->transactions++;
+        } else {
+            m->dropped += b->n;
+        }
+        for (size_t i = 0; i < b->n; i++)
+            filter_add(m, b->key[i], -1);
+        m->running--;
+        pthread_cond_broadcast(&m->cond);
+        pthread_mutex_unlock(&m->lock);
+        batch_free(b);
+        pthread_mutex_lock(&m->lock);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+/* Wait on M's condition, a tenth of a second at most (the caller looks at
+ * whether its request was interrupted). */
+static void wait_a_little(struct import_stream *m)
+{
+    struct timespec t;
+
+    LOCK_HELD(&m->lock);
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += 100 * 1000 * 1000;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&m->cond, &m->lock, &t);
+}
+
+/* Has the request the writer serves been interrupted (or the mount ended)? */
+static int interrupted(const struct import_stream *m)
+{
+    return m->s->cancelled && m->s->cancelled(m->s->cancel_ctx);
+}
+
+/* Queue held transaction I of M (the writer's), waiting for room.
+ * Returns 0, the stream's failure, or -EINTR (the transaction stays held). */
+static int submit(struct import_stream *m, int i)
+{
+    struct import_batch *b = m->held[i];
+    int rc;
+
+    pthread_mutex_lock(&m->lock);
+    while (!m->err && m->queued >= m->capacity && !interrupted(m))
+        wait_a_little(m);
+    rc = m->err ? m->err : m->queued >= m->capacity ? -EINTR : 0;
+    if (rc == 0) {
+        b->next = NULL;
+        *m->queue_tail = b;
+        m->queue_tail = &b->next;
+        m->queued++;
+        pthread_cond_signal(&m->cond);
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (rc == 0) {
+        m->held_bytes -= b->bytes;
+        m->held[i] = m->held[--m->n_held];
+    }
+    return rc;
+}
+
+/* Queue every held transaction and wait until all are answered. Returns 0,
+ * the stream's failure, or -EINTR. */
+static int drain(struct import_stream *m)
+{
+    int rc = 0;
+
+    while (m->n_held > 0 && (rc = submit(m, m->n_held - 1)) == 0)
+        ;
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&m->lock);
+    while ((m->queued > 0 || m->running > 0) && !interrupted(m))
+        wait_a_little(m);
+    rc = m->err ? m->err : m->queued > 0 || m->running > 0 ? -EINTR : 0;
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+/* --- lines ----------------------------------------------------------------------------- */
+
+/* Refuse line N of M for WHY (printf-style): every line before it is
+ * applied first, so that the stream stops exactly there. Returns -EINVAL,
+ * or the earlier failure that came first. */
+static int bad_line(struct import_stream *m, unsigned long long n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int bad_line(struct import_stream *m, unsigned long long n, const char *fmt, ...)
+{
+    char why[400];
+    int len, rc = drain(m);
+    va_list ap;
+
+    if (rc < 0)
+        return rc;
+    len = snprintf(why, sizeof(why), "line %llu: ", n);
+    va_start(ap, fmt);
+    vsnprintf(why + len, sizeof(why) - (size_t)len, fmt, ap);
+    va_end(ap);
+    snprintf(why + strlen(why), sizeof(why) - strlen(why), "; lines 1 to %llu applied, none after",
+             n - 1);
+    pthread_mutex_lock(&m->lock);
+    import_fail(m, -EINVAL, NULL, why);
+    rc = m->err;
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+/* The index of M's fullest held transaction (M holds one). */
+static int fullest(const struct import_stream *m)
+{
+    int f = 0;
+
+    for (int i = 1; i < m->n_held; i++)
+        if (m->held[i]->bytes > m->held[f]->bytes)
+            f = i;
+    return f;
+}
+
+/* The held transaction of partition PK (a new one when none), or NULL with
+ * *RC -ENOMEM or what queueing the fullest returned (IMPORT_GROUPS_MAX
+ * held). */
+static struct import_batch *held_for(struct import_stream *m, const char *pk, int *rc)
+{
+    uint64_t h = hash_fnv1a(pk);
+    struct import_batch *b;
+
+    *rc = 0;
+    for (int i = m->n_held - 1; i >= 0; i--) /* the newest first: a stream in order */
+        if (m->held[i]->pk_hash == h && strcmp(m->held[i]->pk, pk) == 0)
+            return m->held[i];
+    if (m->n_held == IMPORT_GROUPS_MAX && (*rc = submit(m, fullest(m))) < 0)
+        return NULL;
+    if (!(b = calloc(1, sizeof(*b))) || !(b->pk = strdup(pk))) {
+        free(b);
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    b->pk_hash = h;
+    m->held[m->n_held++] = b;
+    return b;
+}
+
+/* Take line N of M (TEXT, LEN bytes, no newline): parsed, checked and
+ * added to its partition's transaction. Returns 0 or -errno. */
+static int take_line(struct import_stream *m, unsigned long long n, const char *text, size_t len)
+{
+    struct entity_error err;
+    struct import_batch *b;
+    json_t *wire = NULL;
+    char *pk = NULL, *rk = NULL;
+    const char *problem;
+    uint64_t k;
+    int rc, hit, i;
+
+    if (len == strspn(text, " \t\r"))
+        return 0; /* a blank line */
+    if ((rc = entity_parse(text, len, &wire, &pk, &rk, &err)) < 0) {
+        rc = rc == -ENOMEM ? rc : bad_line(m, n, "%s", err.text);
+        goto out;
+    }
+    if (!pk && m->pk_name) /* a partition's stream: its own */
+        rc = keycodec_decode(m->pk_name, &pk) == 0 ? 0 : -EINVAL;
+    if (rc < 0 || !pk || !rk) {
+        rc = bad_line(m, n, "no %s", !rk ? "RowKey" : "PartitionKey");
+        goto out;
+    }
+    if (m->pk_name && keycodec_matches(pk, m->pk_name) != 1) {
+        rc = bad_line(m, n, "PartitionKey '%.80s' is not this partition's", pk);
+        goto out;
+    }
+    if ((problem = keycodec_key_problem(pk, strlen(pk))) ||
+        (problem = keycodec_key_problem(rk, strlen(rk)))) {
+        rc = bad_line(m, n, "a key the service refuses: %s", problem);
+        goto out;
+    }
+    k = key_hash(pk, rk);
+    pthread_mutex_lock(&m->lock);
+    hit = filter_has(m, k);
+    pthread_mutex_unlock(&m->lock);
+    if (hit && (rc = drain(m)) < 0) /* maybe named before: the earlier line first */
+        goto out;
+    if (!(b = held_for(m, pk, &rc)))
+        goto out;
+    b->wire[b->n] = wire;
+    b->rk[b->n] = rk;
+    b->key[b->n] = k;
+    b->line[b->n++] = n;
+    b->bytes += len;
+    m->held_bytes += len;
+    wire = NULL;
+    rk = NULL;
+    pthread_mutex_lock(&m->lock);
+    filter_add(m, k, 1);
+    pthread_mutex_unlock(&m->lock);
+    if (b->n == IMPORT_BATCH_OPS || b->bytes >= IMPORT_BATCH_BYTES) {
+        for (i = 0; m->held[i] != b; i++)
+            ;
+        rc = submit(m, i);
+    } else if (m->held_bytes > IMPORT_HELD_BYTES) {
+        rc = submit(m, fullest(m));
+    }
+out:
+    json_decref(wire);
+    free(pk);
+    free(rk);
+    return rc;
+}
+
+/* Take the lines of BUF (SIZE bytes) that end in it, keeping the rest in
+ * M's partial line. Returns 0 or -errno. */
+static int take(struct import_stream *m, const char *buf, size_t size)
+{
+    const char *end = buf + size;
+    int rc = 0;
+
+    while (buf < end && rc == 0) {
+        const char *nl = memchr(buf, '\n', (size_t)(end - buf));
+        size_t len = nl ? (size_t)(nl - buf) : (size_t)(end - buf);
+
+        if (m->partial.len + len > IMPORT_LINE_MAX)
+            return bad_line(m, m->lines + 1, "longer than %zu bytes", IMPORT_LINE_MAX);
+        if (!nl)
+            return buf_add(&m->partial, buf, len) < 0 ? -ENOMEM : 0;
+        m->lines++;
+        if (m->partial.len == 0) {
+            rc = take_line(m, m->lines, buf, len);
+        } else if (buf_add(&m->partial, buf, len) < 0) {
+            rc = -ENOMEM;
+        } else {
+            rc = take_line(m, m->lines, m->partial.ptr, m->partial.len);
+            buf_reset(&m->partial);
+        }
+        buf = nl + 1;
+    }
+    return rc;
+}
+
+/* --- the stream's face ----------------------------------------------------------------- */
+
+/* See store.h. */
+int import_open(struct store *s, struct fspath *fp, const char *path, int insert,
+                struct import_stream **out)
+{
+    struct import_stream *m;
+    int rc = -ENOMEM;
+
+    *out = NULL;
+    if (!(m = calloc(1, sizeof(*m))))
+        return -ENOMEM;
+    m->s = s;
+    m->insert = insert;
+    m->queue_tail = &m->queue;
+    m->capacity = 2 * (s->scan_ways > 0 ? s->scan_ways : 1);
+    buf_init(&m->partial, IMPORT_LINE_MAX + 1);
+    clock_gettime(CLOCK_MONOTONIC, &m->started);
+    pthread_mutex_init(&m->wlock, NULL);
+    lock_init(&m->lock);
+    pthread_cond_init(&m->cond, NULL);
+    if (!(m->path = strdup(path)) || !(m->table = strdup(fp->table)) ||
+        asprintf(&m->table_path, "/%s", fp->table) < 0 ||
+        (fp->pk_name && !(m->pk_name = strdup(fp->pk_name))) ||
+        !(m->filter = calloc(IMPORT_FILTER_SIZE, sizeof(*m->filter))))
+        goto out_err;
+    store_settle(s, m->table_path); /* write-behind's changes of the table first */
+    if (workers_start(&m->senders, "aztfs-import", s->scan_ways > 0 ? s->scan_ways : 1, sender,
+                      m) == 0) {
+        rc = -EAGAIN;
+        goto out_err;
+    }
+    *out = m;
+    return 0;
+out_err:
+    import_free(m);
+    return rc;
+}
+
+/* See store.h. */
+int import_write(struct import_stream *m, const char *buf, size_t size, unsigned long long off)
+{
+    int rc;
+
+    pthread_mutex_lock(&m->wlock);
+    pthread_mutex_lock(&m->lock);
+    rc = m->err;
+    pthread_mutex_unlock(&m->lock);
+    if (rc == 0 && off != m->off && !m->insert) { /* O_APPEND: the kernel's idea of the end */
+        log_error(&m->s->log,
+                  "import %s: a write at offset %llu, not at %llu: the lines are "
+                  "taken in order, as they come",
+                  m->path, off, m->off);
+        rc = -ESPIPE;
+    }
+    if (rc == 0 && (rc = take(m, buf, size)) == 0)
+        m->off += size;
+    pthread_mutex_unlock(&m->wlock);
+    return rc < 0 ? rc : (int)size;
+}
+
+/* See store.h. */
+int import_flush(struct import_stream *m)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&m->wlock);
+    if (m->partial.len > 0) { /* the last line, with no newline after it */
+        m->lines++;
+        rc = take_line(m, m->lines, m->partial.ptr, m->partial.len);
+        buf_reset(&m->partial);
+    }
+    if (rc == 0)
+        rc = drain(m);
+    pthread_mutex_unlock(&m->wlock);
+    return rc;
+}
+
+/* See store.h. */
+void import_free(struct import_stream *m)
+{
+    struct timespec now;
+
+    if (!m)
+        return;
+    if (m->senders.n > 0) {
+        (void)import_flush(m);
+        pthread_mutex_lock(&m->lock);
+        m->stopping = 1;
+        pthread_cond_broadcast(&m->cond);
+        pthread_mutex_unlock(&m->lock);
+        workers_join(&m->senders);
+        for (int i = 0; i < m->n_held; i++) /* stopped by a failure, or the mount's end */
+            m->dropped += m->held[i]->n;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        log_info(&m->s->log,
+                 "import %s: %llu lines, %llu entities applied in %llu transactions "
+                 "(%s), %llu not applied, %.1f s%s",
+                 m->path, m->lines, m->applied, m->transactions,
+                 m->insert ? "insert" : "insert or replace", m->dropped,
+                 (double)(now.tv_sec - m->started.tv_sec) +
+                     (double)(now.tv_nsec - m->started.tv_nsec) / 1e9,
+                 m->err ? ": stopped by the failure logged before" : "");
+    }
+    for (int i = 0; i < m->n_held; i++)
+        batch_free(m->held[i]);
+    while (m->queue) {
+        struct import_batch *b = m->queue;
+
+        m->queue = b->next;
+        batch_free(b);
+    }
+    buf_free(&m->partial);
+    pthread_cond_destroy(&m->cond);
+    pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->wlock);
+    free(m->filter);
+    free(m->path);
+    free(m->table);
+    free(m->table_path);
+    free(m->pk_name);
+    free(m);
+}

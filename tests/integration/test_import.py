@@ -1,0 +1,273 @@
+"""Import (doc/USAGE.md, "Import"): NDJSON written to /T/.ndjson or
+/T/PK/.ndjson is applied in entity group transactions: '>' (or cp, dd) as
+Insert Or Replace, '>>' as Insert. Checked through the official SDK: a round
+trip of every Edm type and odd keys gives an identical table; a bad line
+stops the stream with every line before it applied and none after, its
+number in the error, the log and user.aztfs.errors; the close returns the
+outcome; the mount shows what was imported."""
+
+import base64
+import datetime
+import errno
+import json
+import os
+import subprocess
+import uuid
+
+import pytest
+
+from sdk_values import typed
+import test_export as ex
+
+SRC = "importSrc"
+
+
+@pytest.fixture(scope="module")
+def src(sdk, seed):
+    t = seed.table(sdk, SRC)
+    seed.insert(t, ex.t_entities())
+    return t
+
+
+@pytest.fixture(scope="module")
+def mnt(src, module_mounter):
+    return module_mounter.mount()
+
+
+def table_typed(table):
+    """{(pk, rk): typed entity} of every entity of TABLE, through the SDK."""
+    out = {}
+    for e in table.list_entities():
+        t = typed(e)
+        out[(e.get("PartitionKey", ""), e.get("RowKey", ""))] = t
+    return out
+
+
+def fresh(sdk, seed, name):
+    return seed.table(sdk, name)
+
+
+def shell(cmd):
+    """Run CMD with sh; (exit status, stderr)."""
+    p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stderr
+
+
+def errors_of(m):
+    return json.dumps(json.loads(os.getxattr(str(m), "user.aztfs.errors")))
+
+
+def write_stream(path, data, append=False):
+    """Write DATA (str) to stream PATH with one open, write and close; the
+    OSError of the write or the close, or None."""
+    fd = os.open(path, os.O_WRONLY | (os.O_APPEND if append else os.O_TRUNC))
+    try:
+        try:
+            os.write(fd, data.encode("utf-8"))
+        except OSError as e:
+            return e
+    finally:
+        try:
+            os.close(fd)
+        except OSError as e:
+            return e
+    return None
+
+
+def line(pk, rk, **props):
+    return json.dumps(dict(PartitionKey=pk, RowKey=rk, **props), ensure_ascii=False)
+
+
+def test_round_trip_every_type_and_odd_keys(sdk, seed, src, mnt):
+    dst = fresh(sdk, seed, "importDst")
+    rc, err = shell("cat %s/%s/.ndjson > %s/importDst/.ndjson" % (mnt, SRC, mnt))
+    assert rc == 0, err
+    want = table_typed(src)
+    got = table_typed(dst)
+    assert len(want) == len(ex.t_entities())
+    for k in want:       # the Timestamp is the service's own
+        want[k].pop("Timestamp", None)
+        got.get(k, {}).pop("Timestamp", None)
+    assert got == want
+    # and the mount's export of the copy is the source's, byte for byte
+    with open(mnt.join(SRC, ".ndjson"), encoding="utf-8") as f:
+        a = [json.loads(l) for l in f]
+    with open(mnt.join("importDst", ".ndjson"), encoding="utf-8") as f:
+        b = [json.loads(l) for l in f]
+    for e in a + b:
+        e.pop("Timestamp")
+    assert a == b
+
+
+def test_bad_line_stops_there_with_every_line_before_applied(sdk, seed, mnt):
+    t = fresh(sdk, seed, "importBad")
+    good = [line("p%d" % (i % 3), "r%04d" % i, n=i) for i in range(250)]
+    after = [line("p%d" % (i % 3), "r%04d" % i, n=i) for i in range(250, 400)]
+    data = "\n".join(good + ['{"PartitionKey": "p0", "RowKey": "x", "n": '] + after) + "\n"
+    e = write_stream(mnt.join("importBad", ".ndjson"), data)
+    assert e is not None and e.errno == errno.EINVAL, e
+    keys = sorted(x["RowKey"] for x in t.list_entities())
+    assert keys == ["r%04d" % i for i in range(250)]
+    assert "line 251" in mnt.stderr()
+    assert "line 251" in errors_of(mnt)
+
+
+def test_upsert_replaces_whole_entities_and_leaves_the_rest(sdk, seed, mnt):
+    t = fresh(sdk, seed, "importUpsert")
+    seed.insert(t, [{"PartitionKey": "p", "RowKey": "a", "old": 1, "keep": "x"},
+                    {"PartitionKey": "p", "RowKey": "b", "old": 2}])
+    assert write_stream(mnt.join("importUpsert", ".ndjson"),
+                        line("p", "a", new=10) + "\n" + line("q", "c", new=30) + "\n") is None
+    got = {(e["PartitionKey"], e["RowKey"]): {k: v for k, v in e.items()
+                                               if k not in ("PartitionKey", "RowKey")}
+           for e in t.list_entities()}
+    assert got == {("p", "a"): {"new": 10}, ("p", "b"): {"old": 2}, ("q", "c"): {"new": 30}}
+
+
+def test_append_inserts_and_an_existing_entity_fails_the_close(sdk, seed, mnt):
+    t = fresh(sdk, seed, "importInsert")
+    seed.insert(t, [{"PartitionKey": "p", "RowKey": "r0050", "old": 1}])
+    path = mnt.join("importInsert", ".ndjson")
+    assert write_stream(path, line("q", "new", n=1) + "\n", append=True) is None
+    data = "".join(line("p", "r%04d" % i, n=i) + "\n" for i in range(100))
+    e = write_stream(path, data, append=True)
+    assert e is not None and e.errno == errno.EEXIST, e
+    # the transaction holding the conflict is not applied; the entity kept
+    got = {e["RowKey"]: e for e in t.list_entities()}
+    assert sorted(got) == ["new", "r0050"] and got["r0050"]["old"] == 1
+    assert "line 51" in mnt.stderr()
+    # with '>' the same lines replace it
+    assert write_stream(path, data) is None
+    assert len(list(t.query_entities("PartitionKey eq 'p'"))) == 100
+
+
+def test_shell_redirections_and_tools(sdk, seed, mnt):
+    t = fresh(sdk, seed, "importTools")
+    src = mnt.join(SRC, "US", ".ndjson")
+    dst = mnt.join("importTools", ".ndjson")
+    for cmd in ("cat %s > %s" % (src, dst), "cp %s %s" % (src, dst),
+                "dd if=%s of=%s bs=1000 status=none" % (src, dst),
+                "gzip -c < %s | gzip -dc > %s" % (src, dst)):
+        t.delete_table()
+        t.create_table()
+        rc, err = shell(cmd)
+        assert rc == 0, (cmd, err)
+        assert len(list(t.list_entities())) == 40, cmd
+
+
+def test_partition_stream_takes_its_partition_only(sdk, seed, mnt):
+    t = fresh(sdk, seed, "importPart")
+    seed.insert(t, [{"PartitionKey": "EU", "RowKey": "seed"}])
+    path = mnt.join("importPart", "EU", ".ndjson")
+    # lines without a PartitionKey are the partition's; a last line needs no newline
+    data = '{"RowKey": "a", "n": 1}\n' + line("EU", "b", n=2) + "\n" + '{"RowKey": "c"}'
+    assert write_stream(path, data) is None
+    assert sorted(e["RowKey"] for e in t.list_entities()) == ["a", "b", "c", "seed"]
+    e = write_stream(path, line("EU", "d") + "\n" + line("US", "e") + "\n")
+    assert e is not None and e.errno == errno.EINVAL
+    assert "line 2: PartitionKey 'US' is not this partition's" in mnt.stderr()
+    assert sorted(e["RowKey"] for e in t.list_entities()) == ["a", "b", "c", "d", "seed"]
+
+
+def test_a_key_named_twice_ends_as_its_last_line(sdk, seed, mnt):
+    t = fresh(sdk, seed, "importTwice")
+    lines = [line("p", "r%03d" % (i % 150), n=i) for i in range(450)]
+    assert write_stream(mnt.join("importTwice", ".ndjson"), "\n".join(lines) + "\n") is None
+    got = {e["RowKey"]: e["n"] for e in t.list_entities()}
+    assert got == {"r%03d" % j: 300 + j for j in range(150)}
+
+
+def test_the_mount_shows_what_was_imported(sdk, seed, mnt):
+    t = fresh(sdk, seed, "importShown")
+    seed.insert(t, [{"PartitionKey": "p", "RowKey": "a", "n": 1}])
+    with open(mnt.join("importShown", "p", "a.json")) as f:     # now cached
+        assert json.load(f)["n"] == 1
+    assert os.listdir(mnt.join("importShown")) == ["p"]
+    assert write_stream(mnt.join("importShown", ".ndjson"),
+                        line("p", "a", n=2) + "\n" + line("q", "b", n=3) + "\n") is None
+    with open(mnt.join("importShown", "p", "a.json")) as f:
+        assert json.load(f)["n"] == 2
+    assert sorted(os.listdir(mnt.join("importShown"))) == ["p", "q"]
+
+
+def test_refusals(sdk, seed, src, mnt):
+    view = mnt.join(SRC, ".where", "n eq 1", ".ndjson")
+    with pytest.raises(OSError) as e:
+        os.open(view, os.O_WRONLY)
+    assert e.value.errno == errno.EROFS
+    with pytest.raises(OSError) as e:
+        os.open(mnt.join(SRC, ".ndjson"), os.O_RDWR)
+    assert e.value.errno == errno.EINVAL
+    t = fresh(sdk, seed, "importRefuse")
+    for bad, why in (("[1, 2]", "one JSON object"), ('{"RowKey": "a"}', "no PartitionKey"),
+                     ('{"PartitionKey": "a"}', "no RowKey"),
+                     (line("a/b", "r"), "a key the service refuses"),
+                     (line("p", "r", **{"x@odata.type": "Edm.Int64", "x": "z"}), "Int64")):
+        e = write_stream(mnt.join("importRefuse", ".ndjson"), line("p", "ok") + "\n" + bad + "\n")
+        assert e is not None and e.errno == errno.EINVAL, bad
+        log = mnt.stderr().splitlines()[-3:]
+        assert any("line 2: " in l and why in l for l in log), (why, log)
+    assert [e["RowKey"] for e in t.list_entities()] == ["ok"]
+
+
+BIG_N = 100000
+BIG_PARTS = 100
+ODD_RKS = ["%", " a b ", ".hidden", "it's", "ü😀日本", "q\"uote", "x" * 200, "~!@$^&*()"]
+
+
+def big_line(i):
+    """Entity I of the 100,000: every Edm type, odd keys among them."""
+    pk = "part %02d é" % (i % BIG_PARTS) if i % BIG_PARTS else "%"
+    rk = ODD_RKS[i % len(ODD_RKS)] + "%06d" % i if i % 13 == 0 else "r%06d" % i
+    doc = {"PartitionKey": pk, "RowKey": rk, "s": "text %d \"q\" \\ é\n" % i, "i32": i - 50000,
+           "i64": str(2 ** 53 + i), "i64@odata.type": "Edm.Int64",
+           "dbl": i / 7.0, "dbl@odata.type": "Edm.Double", "b": i % 2 == 0,
+           "dt": "2024-%02d-%02dT01:02:03.%03dZ" % (i % 12 + 1, i % 28 + 1, i % 1000),
+           "dt@odata.type": "Edm.DateTime",
+           "g": "%08x-0000-4000-8000-%012x" % (i, i), "g@odata.type": "Edm.Guid",
+           "bin": base64.b64encode(i.to_bytes(4, "big") + b"\xff\x00").decode(),
+           "bin@odata.type": "Edm.Binary"}
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+
+
+def expected(text):
+    """The typed entity (sdk_values.typed) the SDK should read back for TEXT."""
+    from azure.data.tables import EdmType, EntityProperty
+    doc = json.loads(text)
+    out = {"PartitionKey": ("Edm.String", doc["PartitionKey"]),
+           "RowKey": ("Edm.String", doc["RowKey"])}
+    conv = {"Edm.Int64": lambda v: EntityProperty(int(v), EdmType.INT64),
+            "Edm.Double": lambda v: float(v),
+            "Edm.DateTime": lambda v: datetime.datetime.fromisoformat(v.replace("Z", "+00:00")),
+            "Edm.Guid": uuid.UUID, "Edm.Binary": base64.b64decode}
+    for k, v in doc.items():
+        if k in ("PartitionKey", "RowKey") or "@" in k:
+            continue
+        edm = doc.get(k + "@odata.type")
+        out.update(typed({k: conv[edm](v) if edm else v}))
+    return out
+
+
+def test_round_trip_100000(sdk, seed, mnt, tmp_path):
+    """A file of 100,000 entities (every type, odd keys, 100 partitions,
+    their lines interleaved) imported; that table exported and imported
+    into another: the SDK reads the file's entities back from the copy,
+    value for value, type for type."""
+    fresh(sdk, seed, "importBigA")
+    b = fresh(sdk, seed, "importBigB")
+    src = tmp_path / "big.ndjson"
+    lines = [big_line(i) for i in range(BIG_N)]
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    rc, err = shell("cat %s > %s/importBigA/.ndjson" % (src, mnt))
+    assert rc == 0, err
+    rc, err = shell("cat %s/importBigA/.ndjson > %s/importBigB/.ndjson" % (mnt, mnt))
+    assert rc == 0, err
+    want = {}
+    for text in lines:
+        e = expected(text)
+        want[(e["PartitionKey"][1], e["RowKey"][1])] = e
+    got = table_typed(b)     # A is what B was exported from: B holds any change A made
+    for e in got.values():
+        e.pop("Timestamp", None)
+    assert len(got) == BIG_N
+    assert got == want
