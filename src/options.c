@@ -333,7 +333,8 @@ void options_usage(const char *progname)
            "    -o cache_size=MIB       memory for cached listings and entities (32)\n"
            "    -o scan_parallel=N      requests in flight of a listing: a table or\n"
            "                            partition read as key ranges in parallel, and\n"
-           "                            partition listings fetched ahead of a walk\n"
+           "                            partition listings fetched ahead of a walk;\n"
+           "                            an import's transactions at once\n"
            "                            (1-64; 1: one after another; " SCAN_PARALLEL_DEFAULT_STR
            ")\n"
            "    -o scratch_size=MIB     memory for all scratch files together (64)\n"

@@ -65,7 +65,7 @@ struct import_stream {
     char *path;       /* the stream's, for log lines */
     char *table;      /* the table written */
     char *table_path; /* "/table", for the cache */
-    char *pk_name;    /* a partition's stream: its directory name, else NULL */
+    char *pk;         /* a partition's stream: its PartitionKey, else NULL */
     int insert;       /* Insert (refused when it exists) instead of Insert Or Replace */
     struct timespec started;
 
@@ -396,13 +396,15 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
         rc = rc == -ENOMEM ? rc : bad_line(m, n, "%s", err.text);
         goto out;
     }
-    if (!pk && m->pk_name) /* a partition's stream: its own */
-        rc = keycodec_decode(m->pk_name, &pk) == 0 ? 0 : -EINVAL;
-    if (rc < 0 || !pk || !rk) {
+    if (!pk && m->pk && !(pk = strdup(m->pk))) { /* a partition's stream: its own */
+        rc = -ENOMEM;
+        goto out;
+    }
+    if (!pk || !rk) {
         rc = bad_line(m, n, "no %s", !rk ? "RowKey" : "PartitionKey");
         goto out;
     }
-    if (m->pk_name && keycodec_matches(pk, m->pk_name) != 1) {
+    if (m->pk && strcmp(pk, m->pk) != 0) {
         rc = bad_line(m, n, "PartitionKey '%.80s' is not this partition's", pk);
         goto out;
     }
@@ -496,8 +498,12 @@ int import_open(struct store *s, struct fspath *fp, const char *path, int insert
     pthread_cond_init(&m->cond, NULL);
     if (!(m->path = strdup(path)) || !(m->table = strdup(fp->table)) ||
         asprintf(&m->table_path, "/%s", fp->table) < 0 ||
-        (fp->pk_name && !(m->pk_name = strdup(fp->pk_name))) ||
         !(m->filter = calloc(IMPORT_FILTER_SIZE, sizeof(*m->filter))))
+        goto out_err;
+    if (fp->pk_name && !fp->pk && (rc = scan_resolve_keys(s, fp)) < 0)
+        goto out_err; /* a long-form name: its key found by listing */
+    rc = -ENOMEM;
+    if (fp->pk_name && !(m->pk = strdup(fp->pk)))
         goto out_err;
     store_settle(s, m->table_path); /* write-behind's changes of the table first */
     if (workers_start(&m->senders, "aztfs-import", s->scan_ways > 0 ? s->scan_ways : 1, sender,
@@ -593,6 +599,6 @@ void import_free(struct import_stream *m)
     free(m->path);
     free(m->table);
     free(m->table_path);
-    free(m->pk_name);
+    free(m->pk);
     free(m);
 }

@@ -660,12 +660,13 @@ void export_free(struct export_stream *x);
  * and out (scan_ways, each on a sender thread of its own). */
 struct import_stream;
 
-/* Open stream FP (FSP_STREAM; a table's or a partition's) at PATH (for log
- * lines) for writing: each line an entity, applied as Insert Or Replace
- * (the entity becomes the line's), or as Insert when INSERT (an entity
- * that exists fails the stream, -EEXIST). With write-behind, the table's
- * queued changes are sent first. Returns 0 with *out (free with
- * import_free), -ENOMEM or -EAGAIN (no thread). */
+/* Open stream FP (FSP_STREAM; a table's or a partition's; a long-form
+ * partition name is resolved here) at PATH (for log lines) for writing:
+ * each line an entity, applied as Insert Or Replace (the entity becomes
+ * the line's), or as Insert when INSERT (an entity that exists fails the
+ * stream, -EEXIST). With write-behind, the table's queued changes are sent
+ * first. Returns 0 with *out (free with import_free), -ENOENT (a long-form
+ * partition name not listed), -ENOMEM, -EAGAIN (no thread) or -errno. */
 int import_open(struct store *s, struct fspath *fp, const char *path, int insert,
                 struct import_stream **out);
 

@@ -293,3 +293,25 @@ def test_scale_smoke(tmp_path):
         assert float(r[4]) > 0 and float(r[7]) > 0, r
     medians = [r for r in rows if len(r) == 5]
     assert sorted(r[0] for r in medians) == ["find", "grep", "rsync", "tar"], text
+
+
+def test_import_benchmark_smoke(tmp_path):
+    """bench/import.py on a tiny backup at two delays: a row per delay, the
+    tables it made through aztfs and the SDK hold the same entities (the
+    bench fails otherwise), and aztfs stays within ceil(N/100) + P + 5
+    requests."""
+    out = tmp_path / "import.md"
+    env = dict(os.environ, AZTFS_BIN=str(AZTFS))
+    env.pop("AZURE_STORAGE_CONNECTION_STRING", None)
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "import.py"), "--entities", "250",
+                        "--partitions", "3", "--delays", "0,5", "--out", str(out)],
+                       capture_output=True, text=True, timeout=SMOKE_TIMEOUT, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr[-6000:]
+    rows = section(parse_report(out.read_text()), "Import")
+    assert [r["delay ms"] for r in rows] == ["0", "5"], rows
+    for r in rows:
+        assert (int(r["N"]), int(r["P"])) == (250, 3)
+        assert int(r["bound"]) == 3 + 3 + 5
+        assert 3 <= int(r["aztfs requests"]) <= int(r["bound"]), r
+        assert float(r["aztfs s"]) > 0 and float(r["aztfs / SDK"]) > 0, r

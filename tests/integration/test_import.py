@@ -16,6 +16,7 @@ import uuid
 
 import pytest
 
+from aztfs_names import dir_name
 from sdk_values import typed
 import test_export as ex
 
@@ -169,6 +170,20 @@ def test_partition_stream_takes_its_partition_only(sdk, seed, mnt):
     assert sorted(e["RowKey"] for e in t.list_entities()) == ["a", "b", "c", "d", "seed"]
 
 
+def test_long_form_partition_stream(sdk, seed, mnt):
+    pk = "L" * 300           # longer than a file name: a long-form directory name
+    t = fresh(sdk, seed, "importLong")
+    seed.insert(t, [{"PartitionKey": pk, "RowKey": "seed"}])
+    path = mnt.join("importLong", dir_name(pk), ".ndjson")
+    assert write_stream(path, line(pk, "a", n=1) + "\n") is None
+    assert sorted(e["RowKey"] for e in t.list_entities()) == ["a", "seed"]
+    assert write_stream(path, '{"RowKey": "b"}\n') is None     # the partition's own
+    assert sorted(e["RowKey"] for e in t.list_entities()) == ["a", "b", "seed"]
+    e = write_stream(path, '{"RowKey": "c"}\n' + line(pk[:-1], "d") + "\n")
+    assert e is not None and e.errno == errno.EINVAL
+    assert "line 2: PartitionKey '%s' is not this partition's" % pk[:80] in mnt.stderr()
+
+
 def test_a_key_named_twice_ends_as_its_last_line(sdk, seed, mnt):
     t = fresh(sdk, seed, "importTwice")
     lines = [line("p", "r%03d" % (i % 150), n=i) for i in range(450)]
@@ -208,6 +223,26 @@ def test_refusals(sdk, seed, src, mnt):
         log = mnt.stderr().splitlines()[-3:]
         assert any("line 2: " in l and why in l for l in log), (why, log)
     assert [e["RowKey"] for e in t.list_entities()] == ["ok"]
+    e = write_stream(mnt.join("importRefuse", ".ndjson"),
+                     line("p", "ok2") + "\n" + line("p", "big", s="x" * (5 << 20)) + "\n")
+    assert e is not None and e.errno == errno.EINVAL
+    assert "line 2: longer than 4194304 bytes" in mnt.stderr()
+    assert sorted(e["RowKey"] for e in t.list_entities()) == ["ok", "ok2"]
+
+
+def test_blank_lines_and_writes_out_of_order(sdk, seed, mnt):
+    t = fresh(sdk, seed, "importOrder")
+    path = mnt.join("importOrder", ".ndjson")
+    assert write_stream(path, "\n  \n" + line("p", "a") + "\n\n" + line("p", "b") + "\n\n") is None
+    assert sorted(e["RowKey"] for e in t.list_entities()) == ["a", "b"]
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        with pytest.raises(OSError) as e:
+            os.pwrite(fd, (line("p", "c") + "\n").encode(), 100)
+        assert e.value.errno == errno.ESPIPE
+    finally:
+        os.close(fd)
+    assert "a write at offset 100, not at 0" in mnt.stderr()
 
 
 BIG_N = 100000
@@ -271,3 +306,22 @@ def test_round_trip_100000(sdk, seed, mnt, tmp_path):
         e.pop("Timestamp", None)
     assert len(got) == BIG_N
     assert got == want
+
+
+def test_many_partitions_interleaved(sdk, seed, mnt):
+    """Lines of 1,100 partitions interleaved, 6 KiB each: more partitions
+    than the 1,024 transactions filled at once, and more than the 16 MiB of
+    lines held, so the fullest is sent early either way; every entity
+    arrives once, with its value."""
+    t = fresh(sdk, seed, "importMany")
+    parts, rounds = 1100, 3
+    pad = "x" * 6000
+    lines = [line("p%04d" % p, "r%d" % r, n=r * parts + p, pad=pad)
+             for r in range(rounds) for p in range(parts)]
+    r0 = json.loads(os.getxattr(str(mnt), "user.aztfs.stats"))["requests"]
+    assert write_stream(mnt.join("importMany", ".ndjson"), "\n".join(lines) + "\n") is None
+    sent = json.loads(os.getxattr(str(mnt), "user.aztfs.stats"))["requests"] - r0
+    got = sorted(e["n"] for e in t.list_entities(select=["n"]))
+    assert got == list(range(parts * rounds))
+    # one transaction a partition if nothing were sent early; each early one adds one
+    assert parts < sent <= parts * rounds + 5, sent
