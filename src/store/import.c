@@ -77,6 +77,9 @@ struct import_stream {
     struct import_batch *held[IMPORT_GROUPS_MAX]; /* being filled; guarded by wlock */
     int n_held;                                   /* guarded by wlock */
     size_t held_bytes;                            /* their lines' bytes; guarded by wlock */
+    /* a close's flush: its waits are not interrupted (a close cannot be
+     * tried again, and its answer is the outcome); guarded by wlock */
+    int closing;
 
     /* shared with the senders */
     pthread_mutex_t lock;
@@ -265,10 +268,11 @@ static void wait_a_little(struct import_stream *m)
     pthread_cond_timedwait(&m->cond, &m->lock, &t);
 }
 
-/* Has the request the writer serves been interrupted (or the mount ended)? */
+/* Has the write the writer serves been interrupted (or the mount ended)?
+ * A flush is never. */
 static int interrupted(const struct import_stream *m)
 {
-    return m->s->cancelled && m->s->cancelled(m->s->cancel_ctx);
+    return !m->closing && m->s->cancelled && m->s->cancelled(m->s->cancel_ctx);
 }
 
 /* Queue held transaction I of M (the writer's), waiting for room.
@@ -282,7 +286,9 @@ static int submit(struct import_stream *m, int i)
     while (!m->err && m->queued >= m->capacity && !interrupted(m))
         wait_a_little(m);
     rc = m->err ? m->err : m->queued >= m->capacity ? -EINTR : 0;
-    if (rc == 0) {
+    if (rc == 0) { /* B is the senders' from here: a sender may free it once we unlock */
+        m->held_bytes -= b->bytes;
+        m->held[i] = m->held[--m->n_held];
         b->next = NULL;
         *m->queue_tail = b;
         m->queue_tail = &b->next;
@@ -290,10 +296,6 @@ static int submit(struct import_stream *m, int i)
         pthread_cond_signal(&m->cond);
     }
     pthread_mutex_unlock(&m->lock);
-    if (rc == 0) {
-        m->held_bytes -= b->bytes;
-        m->held[i] = m->held[--m->n_held];
-    }
     return rc;
 }
 
@@ -354,18 +356,31 @@ static int fullest(const struct import_stream *m)
     return f;
 }
 
-/* The held transaction of partition PK (a new one when none), or NULL with
- * *RC -ENOMEM or what queueing the fullest returned (IMPORT_GROUPS_MAX
- * held). */
+/* Is held transaction B full? */
+static int batch_full(const struct import_batch *b)
+{
+    return b->n == IMPORT_BATCH_OPS || b->bytes >= IMPORT_BATCH_BYTES;
+}
+
+/* The held transaction of partition PK with room for a line (a new one
+ * when none, or when its own is full: queued first, which its queueing
+ * may not have been when interrupted), or NULL with *RC -ENOMEM or what
+ * queueing returned (the fullest queued when IMPORT_GROUPS_MAX are held). */
 static struct import_batch *held_for(struct import_stream *m, const char *pk, int *rc)
 {
     uint64_t h = hash_fnv1a(pk);
     struct import_batch *b;
 
     *rc = 0;
-    for (int i = m->n_held - 1; i >= 0; i--) /* the newest first: a stream in order */
-        if (m->held[i]->pk_hash == h && strcmp(m->held[i]->pk, pk) == 0)
+    for (int i = m->n_held - 1; i >= 0; i--) { /* the newest first: a stream in order */
+        if (m->held[i]->pk_hash != h || strcmp(m->held[i]->pk, pk) != 0)
+            continue;
+        if (!batch_full(m->held[i]))
             return m->held[i];
+        if ((*rc = submit(m, i)) < 0)
+            return NULL;
+        break;
+    }
     if (m->n_held == IMPORT_GROUPS_MAX && (*rc = submit(m, fullest(m))) < 0)
         return NULL;
     if (!(b = calloc(1, sizeof(*b))) || !(b->pk = strdup(pk))) {
@@ -379,7 +394,9 @@ static struct import_batch *held_for(struct import_stream *m, const char *pk, in
 }
 
 /* Take line N of M (TEXT, LEN bytes, no newline): parsed, checked and
- * added to its partition's transaction. Returns 0 or -errno. */
+ * added to its partition's transaction. Returns 0 (taken), 1 (taken, but
+ * the wait to queue its full transaction was interrupted), or -errno (not
+ * taken: -EINTR, the stream's failure, -ENOMEM). */
 static int take_line(struct import_stream *m, unsigned long long n, const char *text, size_t len)
 {
     struct entity_error err;
@@ -432,13 +449,14 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
     pthread_mutex_lock(&m->lock);
     filter_add(m, k, 1);
     pthread_mutex_unlock(&m->lock);
-    if (b->n == IMPORT_BATCH_OPS || b->bytes >= IMPORT_BATCH_BYTES) {
+    if (batch_full(b)) {
         for (i = 0; m->held[i] != b; i++)
             ;
         rc = submit(m, i);
     } else if (m->held_bytes > IMPORT_HELD_BYTES) {
         rc = submit(m, fullest(m));
     }
+    rc = rc == -EINTR ? 1 : rc; /* the line is held all the same */
 out:
     json_decref(wire);
     free(pk);
@@ -447,32 +465,39 @@ out:
 }
 
 /* Take the lines of BUF (SIZE bytes) that end in it, keeping the rest in
- * M's partial line. Returns 0 or -errno. */
-static int take(struct import_stream *m, const char *buf, size_t size)
+ * M's partial line; *USED: the bytes taken (the lines taken and the
+ * partial line's), SIZE unless it fails. Returns 0 or -errno (-EINTR: the
+ * bytes after *USED are not taken, and may be written again). */
+static int take(struct import_stream *m, const char *buf, size_t size, size_t *used)
 {
-    const char *end = buf + size;
     int rc = 0;
 
-    while (buf < end && rc == 0) {
-        const char *nl = memchr(buf, '\n', (size_t)(end - buf));
-        size_t len = nl ? (size_t)(nl - buf) : (size_t)(end - buf);
+    *used = 0;
+    while (*used < size) {
+        const char *at = buf + *used, *nl = memchr(at, '\n', size - *used);
+        size_t len = nl ? (size_t)(nl - at) : size - *used, had = m->partial.len;
 
-        if (m->partial.len + len > IMPORT_LINE_MAX)
+        if (had + len > IMPORT_LINE_MAX)
             return bad_line(m, m->lines + 1, "longer than %zu bytes", IMPORT_LINE_MAX);
-        if (!nl)
-            return buf_add(&m->partial, buf, len) < 0 ? -ENOMEM : 0;
-        m->lines++;
-        if (m->partial.len == 0) {
-            rc = take_line(m, m->lines, buf, len);
-        } else if (buf_add(&m->partial, buf, len) < 0) {
-            rc = -ENOMEM;
-        } else {
-            rc = take_line(m, m->lines, m->partial.ptr, m->partial.len);
-            buf_reset(&m->partial);
+        if (buf_add(&m->partial, at, len) < 0) { /* capped at IMPORT_LINE_MAX + 1 */
+            buf_setlen(&m->partial, had);
+            return -ENOMEM;
         }
-        buf = nl + 1;
+        if (!nl) {
+            *used = size;
+            return 0;
+        }
+        if ((rc = take_line(m, m->lines + 1, m->partial.ptr, m->partial.len)) < 0) {
+            buf_setlen(&m->partial, had); /* not taken: as it was */
+            return rc;
+        }
+        m->lines++;
+        buf_reset(&m->partial);
+        *used += len + 1;
+        if (rc == 1)
+            return -EINTR;
     }
-    return rc;
+    return 0;
 }
 
 /* --- the stream's face ----------------------------------------------------------------- */
@@ -521,6 +546,7 @@ out_err:
 /* See store.h. */
 int import_write(struct import_stream *m, const char *buf, size_t size, unsigned long long off)
 {
+    size_t used = 0;
     int rc;
 
     pthread_mutex_lock(&m->wlock);
@@ -534,10 +560,14 @@ int import_write(struct import_stream *m, const char *buf, size_t size, unsigned
                   m->path, off, m->off);
         rc = -ESPIPE;
     }
-    if (rc == 0 && (rc = take(m, buf, size)) == 0)
-        m->off += size;
+    if (rc == 0) {
+        rc = take(m, buf, size, &used);
+        m->off += used;
+        if (rc == -EINTR && used > 0)
+            rc = 0; /* a short write: the rest is the caller's to write again */
+    }
     pthread_mutex_unlock(&m->wlock);
-    return rc < 0 ? rc : (int)size;
+    return rc < 0 ? rc : (int)used;
 }
 
 /* See store.h. */
@@ -546,13 +576,15 @@ int import_flush(struct import_stream *m)
     int rc = 0;
 
     pthread_mutex_lock(&m->wlock);
-    if (m->partial.len > 0) { /* the last line, with no newline after it */
+    m->closing = 1;
+    if (m->partial.len > 0 && /* the last line, with no newline after it */
+        (rc = take_line(m, m->lines + 1, m->partial.ptr, m->partial.len)) >= 0) {
         m->lines++;
-        rc = take_line(m, m->lines, m->partial.ptr, m->partial.len);
         buf_reset(&m->partial);
     }
-    if (rc == 0)
+    if (rc >= 0)
         rc = drain(m);
+    m->closing = 0;
     pthread_mutex_unlock(&m->wlock);
     return rc;
 }

@@ -12,11 +12,14 @@ import errno
 import json
 import os
 import subprocess
+import sys
 import uuid
 
 import pytest
 
 from aztfs_names import dir_name
+from conftest import conn_str_for
+from harness import FaultProxy
 from sdk_values import typed
 import test_export as ex
 
@@ -325,3 +328,68 @@ def test_many_partitions_interleaved(sdk, seed, mnt):
     assert got == list(range(parts * rounds))
     # one transaction a partition if nothing were sent early; each early one adds one
     assert parts < sent <= parts * rounds + 5, sent
+
+
+WRITER = r'''
+import os, signal, sys
+signal.signal(signal.SIGALRM, lambda *a: None)
+signal.setitimer(signal.ITIMER_REAL, 0.005, 0.005)
+data = sys.stdin.buffer.read()
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+done = short = 0
+while done < len(data):
+    n = os.write(fd, data[done:done + 65536])
+    short += n < min(65536, len(data) - done)
+    done += n
+os.close(fd)
+signal.setitimer(signal.ITIMER_REAL, 0)
+print(short)
+'''
+
+
+def test_interrupted_writes_take_each_line_once(sdk, seed, mounter, azurite):
+    """A writer whose writes keep being interrupted by a signal (a handler,
+    so they go on) while they wait for room: each interrupted write is cut
+    short after the lines it took, none is taken twice (>> inserts: a line
+    taken twice would fail the close with EEXIST), none is lost."""
+    t = fresh(sdk, seed, "importIntr")
+    px = FaultProxy(azurite.port, rate=0.0, delay=0.1)
+    px.start()
+    try:
+        m = mounter.mount(conn_str=conn_str_for(px.port), options=["-o", "scan_parallel=1"])
+        data = "".join(line("p%d" % (i // 500), "r%05d" % i, n=i, pad="y" * 200) + "\n"
+                       for i in range(3000))
+        p = subprocess.run([sys.executable, "-c", WRITER, m.join("importIntr", ".ndjson")],
+                           input=data.encode(), capture_output=True, timeout=300)
+    finally:
+        px.stop()
+    assert p.returncode == 0, p.stderr.decode()[-3000:] + m.stderr()[-3000:]
+    assert int(p.stdout) > 0          # the signals did cut writes short
+    assert sorted(e["n"] for e in t.list_entities(select=["n"])) == list(range(3000))
+
+
+def test_lost_answers_insert_each_entity_once(sdk, seed, mounter, azurite):
+    """Half of the transactions are applied and their answer lost (reset or
+    503 after the service applied them): each is settled by reading its
+    entities back, so >> (Insert) ends with no false EEXIST and every
+    entity once. The 503s slow the mount's reads (shared backoff), so the
+    reads of a transaction's 100 entities take seconds: the window they
+    are judged by is the send's, not one that moves with them."""
+    t = fresh(sdk, seed, "importLost")
+    px = FaultProxy(azurite.port, rate=0.0, seed=20261125)
+    px.start()
+    try:
+        m = mounter.mount(conn_str=conn_str_for(px.port),
+                          options=["-o", "timeout=5,retries=6"])
+        os.stat(m.join("importLost"))
+        px.set_faults(rate=0.5, kinds=["reset_after", "503_after"], methods=["POST"])
+        data = "".join(line("p%d" % (i % 3), "r%05d" % i, n=i) + "\n" for i in range(300))
+        e = write_stream(m.join("importLost", ".ndjson"), data, append=True)
+        injected = px.counts()
+        px.set_faults(rate=0.0)
+    finally:
+        px.stop()
+    assert e is None, (e, m.stderr()[-3000:])
+    assert sorted(x["n"] for x in t.list_entities(select=["n"])) == list(range(300))
+    assert injected.get("reset_after", 0) + injected.get("503_after", 0) >= 1, injected
+    assert "already holds" in m.stderr()
