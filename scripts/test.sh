@@ -172,7 +172,7 @@ section "lint (make lint: format, cppcheck, spelling, layers, threads, commits)"
 timeout -k 10 300 make lint 2>&1 | tee "$RUN/lint.out"
 count_line lint "$RUN/lint.out"
 
-TSAN_TESTS="test_cache test_worker test_lock test_split test_http"
+TSAN_TESTS="test_cache test_worker test_lock test_split test_http test_import"
 if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
     section "unit tests under valgrind"
     vp=0; vf=0

@@ -90,7 +90,7 @@ struct import_stream {
     uint16_t *filter;                         /* keys held or out; guarded by lock */
     int err;                                  /* the first failure: 0 or -errno; guarded by lock */
     unsigned long long applied, transactions; /* guarded by lock */
-    unsigned long long dropped;               /* lines queued, never sent; guarded by lock */
+    unsigned long long dropped;               /* lines not applied; guarded by lock */
     struct workers senders;
 };
 

@@ -47,6 +47,18 @@ def section(sections, prefix):
     return found[0]
 
 
+def run_bench(script, args, out):
+    """Run bench/SCRIPT with ARGS and --out OUT against its own Azurite and
+    this tree's aztfs; its report parsed (parse_report)."""
+    env = dict(os.environ, AZTFS_BIN=str(AZTFS))
+    env.pop("AZURE_STORAGE_CONNECTION_STRING", None)
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / script)] + args + ["--out", str(out)],
+                       capture_output=True, text=True, timeout=SMOKE_TIMEOUT, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr[-6000:]
+    return parse_report(out.read_text())
+
+
 def positive_time(row):
     wall = float(row["wall s"])
     assert wall > 0, row
@@ -120,15 +132,9 @@ def test_restore_benchmark_smoke(tmp_path):
     per delay and mode, aztfs stays within N + P + 5 requests synchronous
     and ceil(N/100) + 2P + 5 with -o writeback, with no point read, and
     restoring the same backup again writes nothing."""
-    out = tmp_path / "restore.md"
-    env = dict(os.environ, AZTFS_BIN=str(AZTFS))
-    env.pop("AZURE_STORAGE_CONNECTION_STRING", None)
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "restore.py"), "--entities", "60",
-                        "--partitions", "3", "--delays", "0,5", "--out", str(out)],
-                       capture_output=True, text=True, timeout=SMOKE_TIMEOUT, env=env,
-                       stdin=subprocess.DEVNULL)
-    assert p.returncode == 0, p.stderr[-6000:]
-    rows = section(parse_report(out.read_text()), "Restore")
+    rows = section(run_bench("restore.py", ["--entities", "60", "--partitions", "3",
+                                            "--delays", "0,5"], tmp_path / "restore.md"),
+                   "Restore")
     assert [(r["mode"], r["tool"], r["delay ms"]) for r in rows] == [
         ("sync", "rsync", "0"), ("writeback", "rsync", "0"), ("sync", "rsync", "5"),
         ("writeback", "rsync", "5")], rows
@@ -156,15 +162,9 @@ def test_restore_benchmark_smoke_with_cp(tmp_path):
     """bench/restore.py --tool cp with -o writeback: cp creates each file
     with O_EXCL, which the service decides at the open (one insert each),
     then the content goes in batches: within 2N + 2P + 5."""
-    out = tmp_path / "restore-cp.md"
-    env = dict(os.environ, AZTFS_BIN=str(AZTFS))
-    env.pop("AZURE_STORAGE_CONNECTION_STRING", None)
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "restore.py"), "--entities", "60",
-                        "--partitions", "3", "--delays", "0", "--modes", "writeback",
-                        "--tool", "cp", "--out", str(out)], capture_output=True, text=True,
-                       timeout=SMOKE_TIMEOUT, env=env, stdin=subprocess.DEVNULL)
-    assert p.returncode == 0, p.stderr[-6000:]
-    rows = section(parse_report(out.read_text()), "Restore")
+    rows = section(run_bench("restore.py", ["--entities", "60", "--partitions", "3", "--delays",
+                                            "0", "--modes", "writeback", "--tool", "cp"],
+                             tmp_path / "restore-cp.md"), "Restore")
     assert [(r["mode"], r["tool"]) for r in rows] == [("writeback", "cp")], rows
     check_restore_rows(rows)
     assert int(rows[0]["aztfs requests"]) >= 60, rows     # the inserts at the opens
@@ -300,15 +300,8 @@ def test_import_benchmark_smoke(tmp_path):
     tables it made through aztfs and the SDK hold the same entities (the
     bench fails otherwise), and aztfs stays within ceil(N/100) + P + 5
     requests."""
-    out = tmp_path / "import.md"
-    env = dict(os.environ, AZTFS_BIN=str(AZTFS))
-    env.pop("AZURE_STORAGE_CONNECTION_STRING", None)
-    p = subprocess.run([sys.executable, str(ROOT / "bench" / "import.py"), "--entities", "250",
-                        "--partitions", "3", "--delays", "0,5", "--out", str(out)],
-                       capture_output=True, text=True, timeout=SMOKE_TIMEOUT, env=env,
-                       stdin=subprocess.DEVNULL)
-    assert p.returncode == 0, p.stderr[-6000:]
-    rows = section(parse_report(out.read_text()), "Import")
+    rows = section(run_bench("import.py", ["--entities", "250", "--partitions", "3",
+                                           "--delays", "0,5"], tmp_path / "import.md"), "Import")
     assert [r["delay ms"] for r in rows] == ["0", "5"], rows
     for r in rows:
         assert (int(r["N"]), int(r["P"])) == (250, 3)

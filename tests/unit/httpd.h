@@ -34,6 +34,12 @@ static struct {
     httpd_fn fn;
     int seen; /* requests received since httpd_reset */
     atomic_int stop;
+    /* the body of the request being answered, NUL-terminated, when
+     * keep_body was set before httpd_start (else dropped); the handler
+     * reads it */
+    int keep_body;
+    char *body;
+    size_t body_len;
 } httpd = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* Count requests anew (from 1). */
@@ -54,11 +60,11 @@ static inline int httpd_seen(void)
 }
 
 /* Read one request from C into HEAD (SIZE bytes: its head, NUL-terminated;
- * a Content-Length body is read and dropped). 1, or 0 when the connection
- * ended or timed out first. */
+ * a Content-Length body is kept in httpd.body with httpd.keep_body, else
+ * read and dropped). 1, or 0 when the connection ended or timed out first. */
 static inline int httpd_read(int c, char *head, size_t size)
 {
-    size_t got = 0;
+    size_t got = 0, have;
     char *end = NULL, *cl, drop[4096];
     long body = 0;
 
@@ -73,15 +79,28 @@ static inline int httpd_read(int c, char *head, size_t size)
     }
     if ((cl = strcasestr(head, "\r\nContent-Length:")))
         body = strtol(cl + 17, NULL, 10);
-    body -= (long)(got - (size_t)(end + 4 - head));
+    have = got - (size_t)(end + 4 - head);
+    if (httpd.keep_body) {
+        free(httpd.body);
+        if (!(httpd.body = malloc((size_t)body + 1)))
+            abort();
+        memcpy(httpd.body, end + 4, have);
+        httpd.body_len = have;
+    }
+    body -= (long)have;
     end[2] = '\0';
     while (body > 0) {
-        ssize_t n = recv(c, drop, sizeof(drop), 0);
+        ssize_t n = httpd.keep_body ? recv(c, httpd.body + httpd.body_len, (size_t)body, 0) :
+                                      recv(c, drop, sizeof(drop), 0);
 
         if (n <= 0)
             return 0;
         body -= n;
+        if (httpd.keep_body)
+            httpd.body_len += (size_t)n;
     }
+    if (httpd.keep_body)
+        httpd.body[httpd.body_len] = '\0';
     return 1;
 }
 

@@ -1,0 +1,414 @@
+/* test_import.c - imports (store/import.c) against a fake Table service
+ * (TAP): lines cut anywhere between writes, transactions of 100, an
+ * entity named twice sent after its first, a bad line stopping the
+ * stream after every line before it, a refused transaction's line, and
+ * writes interrupted while they wait (short writes, nothing taken twice).
+ * The server (httpd.h) answers every $batch with one 204 per operation,
+ * or a 409 for the operation whose RowKey is "conflict", and records each
+ * transaction as "pk:rk,rk,...". */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "names/names.h"
+#include "store/store.h"
+#include "table/table.h"
+#include "util/util.h"
+#include "httpd.h"
+#include "tap.h"
+
+/* --- the fake service ------------------------------------------------------- */
+
+#define SEEN_MAX 4096
+
+static struct {
+    char *batch[SEEN_MAX]; /* "pk:rk,rk,..." of each transaction, in arrival order */
+    int n;
+    int delay_ms; /* each answer held this long */
+} svc;            /* guarded by httpd.lock */
+
+static void svc_reset(int delay_ms)
+{
+    pthread_mutex_lock(&httpd.lock);
+    for (int i = 0; i < svc.n; i++)
+        free(svc.batch[i]);
+    svc.n = 0;
+    svc.delay_ms = delay_ms;
+    pthread_mutex_unlock(&httpd.lock);
+}
+
+/* The body of a $batch answer: one status a part, a 409 for part BAD. */
+static size_t batch_answer(char *out, size_t size, int parts, int bad)
+{
+    struct buf b = BUF_INIT(HTTPD_OUT_MAX);
+    size_t n;
+
+    buf_adds(&b, "--batchresponse_x\r\nContent-Type: multipart/mixed; boundary=cs_x\r\n\r\n");
+    for (int i = 0; i < parts && (bad < 0 || i <= bad); i++) {
+        buf_adds(&b, "--cs_x\r\nContent-Type: application/http\r\n\r\n");
+        if (i == bad)
+            buf_addf(&b,
+                     "HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\n\r\n"
+                     "{\"odata.error\":{\"code\":\"EntityAlreadyExists\",\"message\":"
+                     "{\"value\":\"%d:The specified entity already exists.\"}}}\r\n",
+                     i);
+        else
+            buf_adds(&b, "HTTP/1.1 204 No Content\r\n\r\n");
+    }
+    buf_adds(&b, "--cs_x--\r\n--batchresponse_x--\r\n");
+    n = b.err ? 0 : httpd_response(out, size, 202, NULL, b.ptr, 1);
+    buf_free(&b);
+    return n;
+}
+
+/* Each $batch recorded and answered (its entities read from their JSON
+ * bodies); anything else is a 404. */
+static size_t serve(const char *head, int n, char *out, size_t size, int *keep)
+{
+    struct buf rec = BUF_INIT(1 << 20);
+    const char *p = httpd.body;
+    int parts = 0, bad = -1;
+
+    (void)n;
+    *keep = 1;
+    if (strncmp(head, "POST ", 5) != 0 || !strstr(head, "/$batch") || !p)
+        return httpd_response(out, size, 404, NULL, "", 1);
+    while ((p = strstr(p, "\r\n\r\n{"))) {
+        json_error_t jerr;
+        json_t *e = json_loadb(p + 4, strlen(p + 4), JSON_DISABLE_EOF_CHECK, &jerr);
+        const char *rk = json_string_value(json_object_get(e, "RowKey"));
+
+        if (parts == 0)
+            buf_addf(&rec, "%s:", json_string_value(json_object_get(e, "PartitionKey")));
+        buf_addf(&rec, "%s%s", parts ? "," : "", rk ? rk : "?");
+        if (rk && strcmp(rk, "conflict") == 0)
+            bad = parts;
+        parts++;
+        json_decref(e);
+        p += 5;
+    }
+    if (svc.n < SEEN_MAX && buf_add(&rec, "", 1) == 0)
+        svc.batch[svc.n++] = buf_take(&rec, NULL);
+    buf_free(&rec);
+    if (svc.delay_ms)
+        usleep((useconds_t)svc.delay_ms * 1000);
+    return batch_answer(out, size, parts, bad);
+}
+
+/* The transactions recorded, joined by ' ', in arrival order (malloc'd). */
+static char *seen(void)
+{
+    struct buf b = BUF_INIT(SIZE_MAX);
+
+    pthread_mutex_lock(&httpd.lock);
+    for (int i = 0; i < svc.n; i++)
+        buf_addf(&b, "%s%s", i ? " " : "", svc.batch[i]);
+    pthread_mutex_unlock(&httpd.lock);
+    buf_add(&b, "", 1);
+    return buf_take(&b, NULL);
+}
+
+/* How many times RK was sent, across all transactions. */
+static int times_sent(const char *rk)
+{
+    char *all = seen(), *tok, *save = NULL;
+    int count = 0;
+
+    for (tok = strtok_r(all, " :,", &save); tok; tok = strtok_r(NULL, " :,", &save))
+        count += strcmp(tok, rk) == 0;
+    free(all);
+    return count;
+}
+
+/* --- the store -------------------------------------------------------------- */
+
+static char host[32];
+static struct account svc_acct = {
+    .name = "devstoreaccount1",
+    .scheme = "http",
+    .base_path = "/devstoreaccount1",
+};
+static const struct http_config hc = {
+    .connect_timeout_ms = 2000,
+    .request_timeout_ms = 10000,
+    .max_retries = 0,
+};
+static atomic_int interrupt; /* what the store's cancelled hook says */
+
+static int cancelled(void *ctx)
+{
+    (void)ctx;
+    return atomic_load(&interrupt);
+}
+
+static struct store *new_store(int ways, struct failring **ring)
+{
+    struct store *s = calloc(1, sizeof(*s));
+
+    if (!s || !(*ring = failring_new()))
+        abort();
+    s->log.level = LOG_LVL_QUIET;
+    s->log.failures = *ring;
+    s->cache_timeout = 60;
+    s->negative_timeout = 1;
+    s->scan_ways = ways;
+    if (store_open(s, &svc_acct, &hc, 1 << 20) != 0)
+        abort();
+    store_set_hooks(s, cancelled, NULL, NULL);
+    atomic_store(&interrupt, 0);
+    return s;
+}
+
+static void free_store(struct store *s, struct failring *ring)
+{
+    store_free(s);
+    free(s);
+    failring_free(ring);
+}
+
+/* An import of table "tbl" (a partition's when PK), INSERT as import_open. */
+static struct import_stream *open_import(struct store *s, const char *pk, int insert)
+{
+    struct fspath fp = { .kind = FSP_STREAM, .table = "tbl", .pk = (char *)pk };
+    struct import_stream *m = NULL;
+
+    fp.pk_name = (char *)pk; /* a short key's name is itself here */
+    if (import_open(s, &fp, pk ? "/tbl/p/.ndjson" : "/tbl/.ndjson", insert, &m) != 0)
+        abort();
+    return m;
+}
+
+/* Write TEXT to M at OFF in one import_write; what it returned. */
+static int put(struct import_stream *m, const char *text, unsigned long long off)
+{
+    return import_write(m, text, strlen(text), off);
+}
+
+/* N lines of partition PK, RowKeys PREFIX and the line's index FROM..
+ * in WIDTH digits. */
+static char *lines(const char *pk, const char *prefix, int width, int from, int n)
+{
+    struct buf b = BUF_INIT(SIZE_MAX);
+
+    for (int i = from; i < from + n; i++)
+        buf_addf(&b, "{\"PartitionKey\":\"%s\",\"RowKey\":\"%s%0*d\",\"n\":%d}\n", pk, prefix,
+                 width, i, i);
+    buf_add(&b, "", 1);
+    return buf_take(&b, NULL);
+}
+
+/* --- the tests -------------------------------------------------------------- */
+
+static void test_lines_across_writes(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(2, &ring);
+    struct import_stream *m = open_import(s, NULL, 0);
+    const char *a = "{\"PartitionKey\":\"p\",\"Ro", *b = "wKey\":\"a\"}\n\n  \n{\"Partit",
+               *c = "ionKey\":\"p\",\"RowKey\":\"b\"}";
+    char *got;
+
+    svc_reset(0);
+    is_int(put(m, a, 0), (int)strlen(a), "a write ending inside a line takes it all");
+    is_int(put(m, b, strlen(a)), (int)strlen(b), "the next one too");
+    is_int(put(m, c, strlen(a) + strlen(b)), (int)strlen(c), "and one without a newline");
+    is_int(put(m, "{}\n", 3), -ESPIPE, "a write elsewhere than the end is ESPIPE");
+    got = seen();
+    is_str(got, "", "nothing sent before the transaction is full or flushed");
+    free(got);
+    is_int(import_flush(m), 0, "the flush sends it");
+    got = seen();
+    is_str(got, "p:a,b", "one transaction: the lines split across writes, blank lines skipped");
+    free(got);
+    import_free(m);
+    free_store(s, ring);
+}
+
+static void test_transactions_of_100(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(1, &ring);
+    struct import_stream *m = open_import(s, NULL, 0);
+    char *text = lines("p", "r", 3, 0, 250), *more = lines("q", "s", 3, 0, 5), *got;
+    struct buf want = BUF_INIT(SIZE_MAX);
+    int all = 1;
+
+    svc_reset(0);
+    is_int(put(m, text, 0), (int)strlen(text), "250 lines of one partition taken");
+    is_int(put(m, more, strlen(text)), (int)strlen(more), "5 of another");
+    is_int(import_flush(m), 0, "flushed");
+    got = seen();
+    for (int i = 0; i < 250; i++)
+        buf_addf(&want, "%s%03d", i % 100 ? ",r" : i ? " p:r" : "p:r", i);
+    buf_add(&want, "", 1);
+    /* the full ones as they filled; at the flush, what is held (q's, p's rest) */
+    ok(strncmp(got, want.ptr, (size_t)(strstr(want.ptr, " p:r200") - want.ptr + 1)) == 0,
+       "two of 100, in line order");
+    ok(strstr(got, strrchr(want.ptr, ' ')) && strstr(got, " q:s000,s001,s002,s003,s004"),
+       "then 50 and 5 at the flush");
+    ok(strlen(got) == strlen(want.ptr) + strlen(" q:s000,s001,s002,s003,s004"), "nothing else");
+    buf_free(&want);
+    for (int i = 0; i < 250; i++) {
+        char rk[8];
+
+        snprintf(rk, sizeof(rk), "r%03d", i);
+        all &= times_sent(rk) == 1;
+    }
+    ok(all, "each line sent once");
+    free(got);
+    free(text);
+    free(more);
+    import_free(m);
+    free_store(s, ring);
+}
+
+static void test_named_twice(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(4, &ring);
+    struct import_stream *m = open_import(s, NULL, 0);
+    char *text = lines("p", "r", 3, 0, 150), *again = lines("p", "r", 3, 140, 1), *got;
+    char *first, *second;
+
+    svc_reset(20);
+    put(m, text, 0);
+    put(m, again, strlen(text));
+    is_int(import_flush(m), 0, "flushed");
+    got = seen();
+    first = strstr(got, "r140");
+    second = first ? strstr(first + 1, "r140") : NULL;
+    ok(first && second && times_sent("r140") == 2, "an entity named twice is sent twice");
+    ok(second && !strstr(second, "r149"), "the second time after every line before it");
+    ok(first && second && memchr(first, ' ', (size_t)(second - first)), "in a later transaction");
+    free(got);
+    free(text);
+    free(again);
+    import_free(m);
+    free_store(s, ring);
+}
+
+static void test_bad_line(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(2, &ring);
+    struct import_stream *m = open_import(s, NULL, 0);
+    char *text = lines("p", "r", 3, 0, 150), *after = lines("p", "z", 3, 0, 10);
+    struct buf all = BUF_INIT(SIZE_MAX);
+    char *json;
+    int sent = 0;
+
+    svc_reset(0);
+    buf_adds(&all, text);
+    buf_adds(&all, "{\"PartitionKey\":\"p\",\"RowKey\":\"x\",\"n\":\n");
+    buf_adds(&all, after);
+    is_int(import_write(m, all.ptr, all.len, 0), -EINVAL, "the write holding a bad line: EINVAL");
+    for (int i = 0; i < 150; i++) {
+        char rk[8];
+
+        snprintf(rk, sizeof(rk), "r%03d", i);
+        sent += times_sent(rk);
+    }
+    is_int(sent, 150, "every line before it was sent, before the write returned");
+    is_int(times_sent("z000") + times_sent("x"), 0, "it and the lines after it were not");
+    is_int(put(m, after, 0), -EINVAL, "a later write fails the same");
+    is_int(import_flush(m), -EINVAL, "and the close");
+    json = failring_json(ring, 4096);
+    ok(json && strstr(json, "line 151: ") && strstr(json, "lines 1 to 150 applied, none after"),
+       "user.aztfs.errors names line 151 and what was applied");
+    free(json);
+    buf_free(&all);
+    free(text);
+    free(after);
+    import_free(m);
+    free_store(s, ring);
+}
+
+static void test_refused_transaction(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(1, &ring);
+    struct import_stream *m = open_import(s, "p", 1);
+    char *text = lines("p", "r", 3, 0, 41), *rest = lines("p", "r", 3, 42, 200), *json;
+    const char *bad = "{\"RowKey\":\"conflict\"}\n";
+
+    svc_reset(0);
+    put(m, text, 0);
+    put(m, bad, strlen(text));
+    put(m, rest, strlen(text) + strlen(bad));
+    is_int(import_flush(m), -EEXIST, "a transaction refused with 409: the close is EEXIST");
+    json = failring_json(ring, 4096);
+    ok(json && strstr(json, "line 42 (RowKey 'conflict' of partition 'p')") &&
+           strstr(json, "lines 1 to 100, 100 entities) not applied"),
+       "the error names the refused line and its transaction");
+    ok(json && strstr(json, "EntityAlreadyExists"), "and the service's code");
+    is_int(put(m, "{}\n", strlen(text) + strlen(bad) + strlen(rest)), -EEXIST,
+           "later writes fail the same");
+    free(json);
+    free(text);
+    free(rest);
+    import_free(m);
+    free_store(s, ring);
+}
+
+static void test_interrupted_writes(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(1, &ring);
+    struct import_stream *m = open_import(s, NULL, 1);
+    char *text = lines("p", "r", 4, 0, 1000);
+    size_t len = strlen(text), off = 0;
+    int writes = 0, shorts = 0, all = 1;
+
+    svc_reset(30);
+    atomic_store(&interrupt, 1); /* every wait for room is interrupted at once */
+    while (off < len && writes < 1000) {
+        int n = import_write(m, text + off, len - off, off);
+
+        writes++;
+        if (n < 0) { /* nothing taken: try again once there is room */
+            usleep(10000);
+            continue;
+        }
+        shorts += (size_t)n < len - off;
+        off += (size_t)n;
+    }
+    ok(off == len && shorts > 0, "the writes were cut short (%d of %d) and went on", shorts,
+       writes);
+    is_int(import_flush(m), 0, "the flush waits, interrupted or not, and succeeds");
+    for (int i = 0; i < 1000; i++) {
+        char rk[8];
+
+        snprintf(rk, sizeof(rk), "r%04d", i);
+        all &= times_sent(rk) == 1;
+    }
+    ok(all, "every line sent exactly once");
+    free(text);
+    import_free(m);
+    free_store(s, ring);
+}
+
+int main(void)
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return 99;
+    httpd.keep_body = 1;
+    httpd_start(serve);
+    snprintf(host, sizeof(host), "127.0.0.1:%d", httpd.port);
+    svc_acct.host = host;
+    test_lines_across_writes();
+    test_transactions_of_100();
+    test_named_twice();
+    test_bad_line();
+    test_refused_transaction();
+    test_interrupted_writes();
+    httpd_stop();
+    svc_reset(0);
+    free(httpd.body);
+    curl_global_cleanup();
+    return done_testing();
+}
