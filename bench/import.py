@@ -128,7 +128,7 @@ def report(rows):
            "bound | SDK requests | peak RSS MiB |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for d, n, p, fs, sdk, req, sreq, rss in rows:
-        out.append("| %g | %d | %d | %.1f | %.1f | %.2f | %d | %d | %d | %.1f |" % (
+        out.append("| %g | %d | %d | %.2f | %.2f | %.2f | %d | %d | %d | %.1f |" % (
             d, n, p, fs, sdk, fs / sdk, req, math.ceil(n / 100) + p + 5, sreq,
             (rss or 0) / 1024))
     out.append("")
