@@ -32,9 +32,7 @@ int fs_stream_attr(struct aztfs *a, const char *path, struct fspath *fp, struct 
 int fs_stream_open(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi)
 {
     struct open_file *of;
-    int rc;
-
-    int mode = fi->flags & O_ACCMODE;
+    int rc, mode = fi->flags & O_ACCMODE;
 
     if (mode != O_RDONLY && fp->kind != FSP_STREAM)
         return fs_refuse("write", path);

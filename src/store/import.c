@@ -151,21 +151,18 @@ static void import_fail(struct import_stream *m, int rc, const struct az_status 
  * its partition's listing and its table's, dropped (and the kernel's). */
 static void batch_forget(struct import_stream *m, const struct import_batch *b)
 {
-    char *dir = keycodec_encode(b->pk), *path = NULL;
+    char *dir = keycodec_encode(b->pk), *path = dir ? fspath_join(m->table_path, dir) : NULL;
 
-    if (dir && asprintf(&path, "%s/%s", m->table_path, dir) >= 0) {
-        for (size_t i = 0; i < b->n; i++) {
-            char *file = keycodec_file_encode(b->rk[i]), *p = NULL;
+    for (size_t i = 0; path && i < b->n; i++) {
+        char *file = keycodec_file_encode(b->rk[i]), *p = file ? fspath_join(path, file) : NULL;
 
-            if (file && asprintf(&p, "%s/%s", path, file) >= 0)
-                store_forget(m->s, p);
-            free(p);
-            free(file);
-        }
-        store_forget(m->s, path);
-    } else {
-        path = NULL;
+        if (p)
+            store_forget(m->s, p);
+        free(p);
+        free(file);
     }
+    if (path)
+        store_forget(m->s, path);
     store_forget(m->s, m->table_path);
     free(path);
     free(dir);
@@ -507,7 +504,7 @@ int import_open(struct store *s, struct fspath *fp, const char *path, int insert
                 struct import_stream **out)
 {
     struct import_stream *m;
-    int rc = -ENOMEM;
+    int rc = -ENOMEM, senders = s->scan_ways > 0 ? s->scan_ways : 1;
 
     *out = NULL;
     if (!(m = calloc(1, sizeof(*m))))
@@ -515,14 +512,14 @@ int import_open(struct store *s, struct fspath *fp, const char *path, int insert
     m->s = s;
     m->insert = insert;
     m->queue_tail = &m->queue;
-    m->capacity = 2 * (s->scan_ways > 0 ? s->scan_ways : 1);
+    m->capacity = 2 * senders;
     buf_init(&m->partial, IMPORT_LINE_MAX + 1);
     clock_gettime(CLOCK_MONOTONIC, &m->started);
     pthread_mutex_init(&m->wlock, NULL);
     lock_init(&m->lock);
     pthread_cond_init(&m->cond, NULL);
     if (!(m->path = strdup(path)) || !(m->table = strdup(fp->table)) ||
-        asprintf(&m->table_path, "/%s", fp->table) < 0 ||
+        !(m->table_path = fspath_join("/", fp->table)) ||
         !(m->filter = calloc(IMPORT_FILTER_SIZE, sizeof(*m->filter))))
         goto out_err;
     if (fp->pk_name && !fp->pk && (rc = scan_resolve_keys(s, fp)) < 0)
@@ -531,8 +528,7 @@ int import_open(struct store *s, struct fspath *fp, const char *path, int insert
     if (fp->pk_name && !(m->pk = strdup(fp->pk)))
         goto out_err;
     store_settle(s, m->table_path); /* write-behind's changes of the table first */
-    if (workers_start(&m->senders, "aztfs-import", s->scan_ways > 0 ? s->scan_ways : 1, sender,
-                      m) == 0) {
+    if (workers_start(&m->senders, "aztfs-import", senders, sender, m) == 0) {
         rc = -EAGAIN;
         goto out_err;
     }

@@ -656,8 +656,9 @@ void export_free(struct export_stream *x);
  * table.h. */
 
 /* One stream being written: the line not yet ended, the transactions being
- * filled (one per partition, at most 32), queued (at most 2 x scan_ways)
- * and out (scan_ways, each on a sender thread of its own). */
+ * filled (one per partition, at most 1,024 and 16 MiB of lines together),
+ * queued (at most 2 x scan_ways) and out (scan_ways, each on a sender
+ * thread of its own). */
 struct import_stream;
 
 /* Open stream FP (FSP_STREAM; a table's or a partition's; a long-form

@@ -47,10 +47,6 @@ def table_typed(table):
     return out
 
 
-def fresh(sdk, seed, name):
-    return seed.table(sdk, name)
-
-
 def shell(cmd):
     """Run CMD with sh; (exit status, stderr)."""
     p = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=600)
@@ -83,7 +79,7 @@ def line(pk, rk, **props):
 
 
 def test_round_trip_every_type_and_odd_keys(sdk, seed, src, mnt):
-    dst = fresh(sdk, seed, "importDst")
+    dst = seed.table(sdk, "importDst")
     rc, err = shell("cat %s/%s/.ndjson > %s/importDst/.ndjson" % (mnt, SRC, mnt))
     assert rc == 0, err
     want = table_typed(src)
@@ -104,7 +100,7 @@ def test_round_trip_every_type_and_odd_keys(sdk, seed, src, mnt):
 
 
 def test_bad_line_stops_there_with_every_line_before_applied(sdk, seed, mnt):
-    t = fresh(sdk, seed, "importBad")
+    t = seed.table(sdk, "importBad")
     good = [line("p%d" % (i % 3), "r%04d" % i, n=i) for i in range(250)]
     after = [line("p%d" % (i % 3), "r%04d" % i, n=i) for i in range(250, 400)]
     data = "\n".join(good + ['{"PartitionKey": "p0", "RowKey": "x", "n": '] + after) + "\n"
@@ -117,7 +113,7 @@ def test_bad_line_stops_there_with_every_line_before_applied(sdk, seed, mnt):
 
 
 def test_upsert_replaces_whole_entities_and_leaves_the_rest(sdk, seed, mnt):
-    t = fresh(sdk, seed, "importUpsert")
+    t = seed.table(sdk, "importUpsert")
     seed.insert(t, [{"PartitionKey": "p", "RowKey": "a", "old": 1, "keep": "x"},
                     {"PartitionKey": "p", "RowKey": "b", "old": 2}])
     assert write_stream(mnt.join("importUpsert", ".ndjson"),
@@ -129,7 +125,7 @@ def test_upsert_replaces_whole_entities_and_leaves_the_rest(sdk, seed, mnt):
 
 
 def test_append_inserts_and_an_existing_entity_fails_the_close(sdk, seed, mnt):
-    t = fresh(sdk, seed, "importInsert")
+    t = seed.table(sdk, "importInsert")
     seed.insert(t, [{"PartitionKey": "p", "RowKey": "r0050", "old": 1}])
     path = mnt.join("importInsert", ".ndjson")
     assert write_stream(path, line("q", "new", n=1) + "\n", append=True) is None
@@ -146,7 +142,7 @@ def test_append_inserts_and_an_existing_entity_fails_the_close(sdk, seed, mnt):
 
 
 def test_shell_redirections_and_tools(sdk, seed, mnt):
-    t = fresh(sdk, seed, "importTools")
+    t = seed.table(sdk, "importTools")
     src = mnt.join(SRC, "US", ".ndjson")
     dst = mnt.join("importTools", ".ndjson")
     for cmd in ("cat %s > %s" % (src, dst), "cp %s %s" % (src, dst),
@@ -160,7 +156,7 @@ def test_shell_redirections_and_tools(sdk, seed, mnt):
 
 
 def test_partition_stream_takes_its_partition_only(sdk, seed, mnt):
-    t = fresh(sdk, seed, "importPart")
+    t = seed.table(sdk, "importPart")
     seed.insert(t, [{"PartitionKey": "EU", "RowKey": "seed"}])
     path = mnt.join("importPart", "EU", ".ndjson")
     # lines without a PartitionKey are the partition's; a last line needs no newline
@@ -175,7 +171,7 @@ def test_partition_stream_takes_its_partition_only(sdk, seed, mnt):
 
 def test_long_form_partition_stream(sdk, seed, mnt):
     pk = "L" * 300           # longer than a file name: a long-form directory name
-    t = fresh(sdk, seed, "importLong")
+    t = seed.table(sdk, "importLong")
     seed.insert(t, [{"PartitionKey": pk, "RowKey": "seed"}])
     path = mnt.join("importLong", dir_name(pk), ".ndjson")
     assert write_stream(path, line(pk, "a", n=1) + "\n") is None
@@ -188,7 +184,7 @@ def test_long_form_partition_stream(sdk, seed, mnt):
 
 
 def test_a_key_named_twice_ends_as_its_last_line(sdk, seed, mnt):
-    t = fresh(sdk, seed, "importTwice")
+    t = seed.table(sdk, "importTwice")
     lines = [line("p", "r%03d" % (i % 150), n=i) for i in range(450)]
     assert write_stream(mnt.join("importTwice", ".ndjson"), "\n".join(lines) + "\n") is None
     got = {e["RowKey"]: e["n"] for e in t.list_entities()}
@@ -196,7 +192,7 @@ def test_a_key_named_twice_ends_as_its_last_line(sdk, seed, mnt):
 
 
 def test_the_mount_shows_what_was_imported(sdk, seed, mnt):
-    t = fresh(sdk, seed, "importShown")
+    t = seed.table(sdk, "importShown")
     seed.insert(t, [{"PartitionKey": "p", "RowKey": "a", "n": 1}])
     with open(mnt.join("importShown", "p", "a.json")) as f:     # now cached
         assert json.load(f)["n"] == 1
@@ -216,7 +212,7 @@ def test_refusals(sdk, seed, src, mnt):
     with pytest.raises(OSError) as e:
         os.open(mnt.join(SRC, ".ndjson"), os.O_RDWR)
     assert e.value.errno == errno.EINVAL
-    t = fresh(sdk, seed, "importRefuse")
+    t = seed.table(sdk, "importRefuse")
     for bad, why in (("[1, 2]", "one JSON object"), ('{"RowKey": "a"}', "no PartitionKey"),
                      ('{"PartitionKey": "a"}', "no RowKey"),
                      (line("a/b", "r"), "a key the service refuses"),
@@ -234,7 +230,7 @@ def test_refusals(sdk, seed, src, mnt):
 
 
 def test_blank_lines_and_writes_out_of_order(sdk, seed, mnt):
-    t = fresh(sdk, seed, "importOrder")
+    t = seed.table(sdk, "importOrder")
     path = mnt.join("importOrder", ".ndjson")
     assert write_stream(path, "\n  \n" + line("p", "a") + "\n\n" + line("p", "b") + "\n\n") is None
     assert sorted(e["RowKey"] for e in t.list_entities()) == ["a", "b"]
@@ -291,8 +287,8 @@ def test_round_trip_100000(sdk, seed, mnt, tmp_path):
     their lines interleaved) imported; that table exported and imported
     into another: the SDK reads the file's entities back from the copy,
     value for value, type for type."""
-    fresh(sdk, seed, "importBigA")
-    b = fresh(sdk, seed, "importBigB")
+    seed.table(sdk, "importBigA")
+    b = seed.table(sdk, "importBigB")
     src = tmp_path / "big.ndjson"
     lines = [big_line(i) for i in range(BIG_N)]
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -316,7 +312,7 @@ def test_many_partitions_interleaved(sdk, seed, mnt):
     than the 1,024 transactions filled at once, and more than the 16 MiB of
     lines held, so the fullest is sent early either way; every entity
     arrives once, with its value."""
-    t = fresh(sdk, seed, "importMany")
+    t = seed.table(sdk, "importMany")
     parts, rounds = 1100, 3
     pad = "x" * 6000
     lines = [line("p%04d" % p, "r%d" % r, n=r * parts + p, pad=pad)
@@ -352,7 +348,7 @@ def test_interrupted_writes_take_each_line_once(sdk, seed, mounter, azurite):
     so they go on) while they wait for room: each interrupted write is cut
     short after the lines it took, none is taken twice (>> inserts: a line
     taken twice would fail the close with EEXIST), none is lost."""
-    t = fresh(sdk, seed, "importIntr")
+    t = seed.table(sdk, "importIntr")
     px = FaultProxy(azurite.port, rate=0.0, delay=0.1)
     px.start()
     try:
@@ -375,7 +371,7 @@ def test_lost_answers_insert_each_entity_once(sdk, seed, mounter, azurite):
     entity once. The 503s slow the mount's reads (shared backoff), so the
     reads of a transaction's 100 entities take seconds: the window they
     are judged by is the send's, not one that moves with them."""
-    t = fresh(sdk, seed, "importLost")
+    t = seed.table(sdk, "importLost")
     px = FaultProxy(azurite.port, rate=0.0, seed=20261125)
     px.start()
     try:
@@ -400,7 +396,7 @@ def test_write_behind_changes_go_first(sdk, seed, mounter, tmp_path):
     table's queued changes before its own lines: a file saved a moment
     before and a line of the import for the same entity end as the line
     says, and the saved file's other entity is on the service too."""
-    t = fresh(sdk, seed, "importWb")
+    t = seed.table(sdk, "importWb")
     m = mounter.mount(options=["-o", "writeback=60000,journal_dir=%s" % (tmp_path / "j")])
     os.mkdir(m.join("importWb", "p"))
     for rk, n in (("a", 1), ("b", 2)):
