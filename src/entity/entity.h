@@ -110,6 +110,14 @@ int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
 struct buf;
 int entity_render_line(const json_t *wire, struct buf *line, struct entity_error *err);
 
+/* entity_render_line of the entity whose JSON text is TEXT (LEN bytes, one
+ * object, as the service sent it), without a tree where the text allows
+ * (entity/textline.c): the same line appended, or the same error, as
+ * json_loadb then entity_render_line give; text that is not JSON is
+ * -EINVAL ("the entity is not JSON: ..."). */
+int entity_render_line_text(const char *text, size_t len, struct buf *line,
+                            struct entity_error *err);
+
 /* Parse file text written by a user into the wire-form object to send
  * (new reference, caller json_decref()s): PartitionKey, RowKey, Timestamp and
  * "odata.*" members are dropped; bare integers are Int32 (Int64 with an

@@ -54,14 +54,14 @@ static int digest_prop(EVP_MD_CTX *md, const struct prop *p)
         snprintf(num, sizeof(num), "%a", isnan(p->d) ? NAN : p->d);
         break;
     case EDM_BOOLEAN:
-        v = json_is_true(p->value) ? "true" : "false";
+        v = p->v.kind == SC_TRUE ? "true" : "false";
         break;
     default: /* may hold NUL bytes: its length goes first */
-        v = json_string_value(p->value);
+        v = p->v.s;
     }
     if (!v)
         return 0;
-    vlen = v == num || p->type == EDM_BOOLEAN ? strlen(v) : json_string_length(p->value);
+    vlen = v == num || p->type == EDM_BOOLEAN ? strlen(v) : p->v.n;
     type = (unsigned char)p->type;
     return EVP_DigestUpdate(md, p->name, strlen(p->name) + 1) == 1 &&
         EVP_DigestUpdate(md, &type, 1) == 1 && EVP_DigestUpdate(md, &vlen, sizeof(vlen)) == 1 &&
@@ -171,13 +171,10 @@ static void sb_add_string(struct buf *sb, const char *s, size_t n, const char *s
     json_decref(str);
 }
 
-/* Append the JSON string value V (a string member of the wire entity). */
-static void sb_add_string_value(struct buf *sb, const json_t *v)
+/* Append the string V (a key or a string-typed value). */
+static void sb_add_string_value(struct buf *sb, const struct scalar *v)
 {
-    if (json_is_string(v))
-        sb_add_string(sb, json_string_value(v), json_string_length(v), "");
-    else
-        sb_add_json(sb, v);
+    sb_add_string(sb, v->s, v->n, "");
 }
 
 /* How a rendered object is laid out: what opens it, what comes before its
@@ -241,13 +238,13 @@ static void render_prop(struct out *o, const struct prop *p)
     case EDM_STRING:
     case EDM_GUID:
     case EDM_BINARY:
-        sb_add_string_value(sb, p->value);
+        sb_add_string_value(sb, &p->v);
         break;
     case EDM_DATETIME: /* canonical: digits and "-:.TZ", nothing to escape */
         sb_add_string(sb, p->dt, strlen(p->dt), "");
         break;
     case EDM_BOOLEAN:
-        buf_adds(sb, json_is_true(p->value) ? "true" : "false");
+        buf_adds(sb, p->v.kind == SC_TRUE ? "true" : "false");
         break;
     case EDM_INT32:
         buf_add(sb, num, int_text(p->i, num));
@@ -276,14 +273,33 @@ static void render_prop(struct out *o, const struct prop *p)
     sb_add_string(sb, type, strlen(type), "");
 }
 
+/* Render into O the entity of keys PK and RK (strings), Timestamp TS (a
+ * string; NULL: none) and the N properties PROPS (sorted by name). */
+static void render_members(struct out *o, const struct scalar *pk, const struct scalar *rk,
+                           const struct scalar *ts, const struct prop *props, size_t n)
+{
+    sb_piece(o->sb, &o->lay->open);
+    sb_member(o, "PartitionKey", "");
+    sb_add_string_value(o->sb, pk);
+    sb_member(o, "RowKey", "");
+    sb_add_string_value(o->sb, rk);
+    if (ts) {
+        sb_member(o, "Timestamp", "");
+        sb_add_string_value(o->sb, ts);
+    }
+    for (size_t i = 0; i < n; i++)
+        render_prop(o, &props[i]);
+    sb_piece(o->sb, &o->lay->close);
+}
+
 /* Render WIRE into O (its layout) and, when DIGEST is not NULL, its digest
  * (*HAS_DIGEST: made or not). Returns 0, or -EINVAL/-ENOMEM with ERR filled
  * (O's text then holds part of the entity, or O's buffer has failed). */
 static int render(const json_t *wire, struct out *o, unsigned char digest[ENTITY_DIGEST_LEN],
                   int *has_digest, struct entity_error *err)
 {
+    struct scalar pk, rk, ts;
     struct prop *props = NULL;
-    const json_t *pk, *rk, *ts;
     const char *bad_key;
     size_t n = 0;
     int rc;
@@ -291,30 +307,18 @@ static int render(const json_t *wire, struct out *o, unsigned char digest[ENTITY
     entity_clear_err(err);
     if (!json_is_object(wire))
         return entity_set_err(err, -EINVAL, NULL, "the entity is not a JSON object");
-    pk = json_object_get(wire, "PartitionKey");
-    rk = json_object_get(wire, "RowKey");
-    ts = json_object_get(wire, "Timestamp");
-    if (!json_is_string(pk) || !json_is_string(rk))
+    scalar_of_json(json_object_get(wire, "PartitionKey"), &pk);
+    scalar_of_json(json_object_get(wire, "RowKey"), &rk);
+    scalar_of_json(json_object_get(wire, "Timestamp"), &ts);
+    if (pk.kind != SC_STRING || rk.kind != SC_STRING)
         return entity_set_err(err, -EINVAL, NULL,
                               "the entity lacks a string PartitionKey or RowKey");
-    if (ts && !json_is_null(ts) && !json_is_string(ts))
+    if (ts.kind != SC_NULL && ts.kind != SC_STRING)
         return entity_set_err(err, -EINVAL, "Timestamp", "the entity's Timestamp is not a string");
     rc = entity_collect_props(wire, MODE_WIRE, &props, &n, &bad_key, err);
     if (rc < 0)
         return rc;
-
-    sb_piece(o->sb, &o->lay->open);
-    sb_member(o, "PartitionKey", "");
-    sb_add_string_value(o->sb, pk);
-    sb_member(o, "RowKey", "");
-    sb_add_string_value(o->sb, rk);
-    if (json_is_string(ts)) {
-        sb_member(o, "Timestamp", "");
-        sb_add_string_value(o->sb, ts);
-    }
-    for (size_t i = 0; i < n; i++)
-        render_prop(o, &props[i]);
-    sb_piece(o->sb, &o->lay->close);
+    render_members(o, &pk, &rk, ts.kind == SC_STRING ? &ts : NULL, props, n);
     if (digest)
         *has_digest = digest_props(props, n, digest) == 0;
     free(props);
@@ -351,6 +355,22 @@ int entity_render(const json_t *wire, char **out, size_t *out_len, struct entity
     return entity_render_digest(wire, out, out_len, NULL, NULL, err);
 }
 
+/* The end of a line's rendering into LINE (LEN bytes long before it) that
+ * returned RC: LINE's failure becomes the line's, and a failed line is
+ * taken out. */
+static int line_end(struct buf *line, size_t len, int rc, struct entity_error *err)
+{
+    if (rc == 0 && line->err)
+        rc = line->err == -EFBIG ?
+            entity_set_err(err, -EFBIG, NULL, "the line does not fit its buffer") :
+            entity_set_err(err, -ENOMEM, NULL, "out of memory");
+    if (rc < 0) { /* as it was: a later, smaller entity may still fit */
+        buf_clearerr(line);
+        (void)buf_setlen(line, len);
+    }
+    return rc;
+}
+
 /* See entity.h. */
 int entity_render_line(const json_t *wire, struct buf *line, struct entity_error *err)
 {
@@ -361,13 +381,20 @@ int entity_render_line(const json_t *wire, struct buf *line, struct entity_error
     if (line->err) /* a failure from before: nothing of this entity is added */
         return entity_set_err(err, line->err, NULL, "the output has failed");
     rc = render(wire, &o, NULL, NULL, err);
-    if (rc == 0 && line->err)
-        rc = line->err == -EFBIG ?
-            entity_set_err(err, -EFBIG, NULL, "the line does not fit its buffer") :
-            entity_set_err(err, -ENOMEM, NULL, "out of memory");
-    if (rc < 0) { /* as it was: a later, smaller entity may still fit */
-        buf_clearerr(line);
-        (void)buf_setlen(line, len);
-    }
-    return rc;
+    return line_end(line, len, rc, err);
+}
+
+/* See entity_i.h. */
+int entity_line_of(struct buf *line, const struct scalar *pk, const struct scalar *rk,
+                   const struct scalar *ts, const struct prop *props, size_t n,
+                   struct entity_error *err)
+{
+    struct out o = { line, &LINE_LAYOUT, 1 };
+    size_t len = line->len;
+
+    entity_clear_err(err);
+    if (line->err)
+        return entity_set_err(err, line->err, NULL, "the output has failed");
+    render_members(&o, pk, rk, ts, props, n);
+    return line_end(line, len, 0, err);
 }

@@ -77,7 +77,8 @@ static void page_empty(struct export_page *pg)
     pg->lines = lines;
 }
 
-/* Render the entities of page VALUE into PG as lines. One that cannot be
+/* Render the entities of page VALUE (texts, or trees: table_pager_text)
+ * into PG as lines. One that cannot be
  * shown is left out, as a listing leaves it out (counted, the first's
  * reason kept); a failure of memory fails the page (PG->rc). Touches
  * nothing but its arguments (a split's workers run it). */
@@ -88,8 +89,11 @@ static void page_fill(struct export_page *pg, const json_t *value)
     json_t *e;
 
     json_array_foreach (value, i, e) {
+        const json_t *text = json_object_get(e, TABLE_ENTITY_TEXT);
         const char *pk, *rk;
-        int rc = entity_render_line(e, &pg->lines, &err);
+        int rc = text ? entity_render_line_text(json_string_value(text), json_string_length(text),
+                                                &pg->lines, &err) :
+                        entity_render_line(e, &pg->lines, &err);
 
         if (rc == 0) {
             pg->entities++;
@@ -162,7 +166,8 @@ static int start(struct export_stream *x)
     x->done = 0;
     if ((rc = table_pager_new(&x->cur, x->table, x->filter, NULL, 0)) < 0)
         return rc;
-    if (x->view) /* as a view's listing: one page ahead, empty pages go on */
+    table_pager_text(x->cur); /* entities rendered from their text: no trees */
+    if (x->view)              /* as a view's listing: one page ahead, empty pages go on */
         table_pager_unbounded(x->cur);
     if (!x->view && x->s->scan_ways > 1)
         return table_pager_split(x->cur, x->s->scan_ways, x->one_partition, &prep);

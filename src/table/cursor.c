@@ -32,17 +32,19 @@ struct table_cursor {
     int empty_run; /* pages in a row without an entity */
     int unbounded; /* no bound on empty_run (table_cursor_unbounded) */
     int prefetch;  /* fetch page N+1 while page N is parsed */
+    int text;      /* entities handed as their text (table_cursor_text) */
     int fetching;  /* pf holds a running fetch of page tok1/tok2 */
     struct page_fetch pf;
     struct worker *fetcher; /* owned: runs pf's fetches (started with the first) */
 };
 
-/* Parse a page; see table_i.h. */
-int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
-                     struct az_status *st)
+/* Parse a page as trees, or with TEXT its entities as texts
+ * (page_read_text); as table_parse_page. */
+static int parse_page(const char *body, size_t len, int text, table_page_fn fn, void *ctx,
+                      struct az_status *st)
 {
     json_error_t jerr;
-    json_t *root = page_read(body, len, &jerr);
+    json_t *root = text ? page_read_text(body, len, &jerr) : page_read(body, len, &jerr);
     json_t *value;
     int rc;
 
@@ -55,6 +57,13 @@ int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
     rc = fn(ctx, value);
     json_decref(root);
     return rc;
+}
+
+/* Parse a page; see table.h. */
+int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
+                     struct az_status *st)
+{
+    return parse_page(body, len, 0, fn, ctx, st);
 }
 
 /* Start a query of PATH; see table_i.h for the public constructor. */
@@ -150,6 +159,8 @@ int table_cursor_narrow(const struct table_cursor *c, const char *extra, struct 
                                 c->filter,
                     c->select, c->top, c->tables);
     free(filter);
+    if (rc == 0)
+        (*out)->text = c->text;
     return rc;
 }
 
@@ -163,6 +174,12 @@ const char *table_cursor_next_pk(const struct table_cursor *c)
 int table_cursor_fresh(const struct table_cursor *c)
 {
     return !c->tables && !c->tok1 && !c->done;
+}
+
+/* See table_i.h. */
+void table_cursor_text(struct table_cursor *c)
+{
+    c->text = !c->tables;
 }
 
 /* See table_i.h. */
@@ -291,7 +308,7 @@ static int page_take(struct table_client *tc, struct table_cursor *c, struct htt
 
     if (c->prefetch && n1 && !same_token(n1, n2, c->tok1, c->tok2))
         fetch_start(tc, c, n1, n2);
-    rc = table_parse_page(resp->body, resp->body_len, count_page, &pc, st);
+    rc = parse_page(resp->body, resp->body_len, c->text, count_page, &pc, st);
     if (rc == -EIO)
         log_debug(tc->lg, "%s: %s", c->what, st->message);
     c->empty_run = pc.n ? 0 : c->empty_run + 1;

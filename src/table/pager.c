@@ -70,6 +70,12 @@ void *table_pager_page_prep(const struct table_pager *p)
 }
 
 /* See table.h. */
+void table_pager_text(struct table_pager *p)
+{
+    table_cursor_text(p->c);
+}
+
+/* See table.h. */
 void table_pager_unbounded(struct table_pager *p)
 {
     table_cursor_unbounded(p->c);

@@ -15,107 +15,16 @@
 
 #include "table/table_i.h"
 
-/* Where the reading is in the text. */
-struct rd {
-    const char *p, *end;
-};
-
-static void skip_ws(struct rd *r)
-{
-    while (r->p < r->end && (*r->p == ' ' || *r->p == '\t' || *r->p == '\n' || *r->p == '\r'))
-        r->p++;
-}
-
-/* Is the next character C (after white space)? Taken when it is. */
-static int take(struct rd *r, char c)
-{
-    skip_ws(r);
-    if (r->p < r->end && *r->p == c) {
-        r->p++;
-        return 1;
-    }
-    return 0;
-}
-
-/* The string token at R (its opening quote): its characters in *S (*N
- * bytes, between the quotes), *ESCAPED when it holds a backslash. Returns
- * 0, or -1 when it is not a string token (no quote, a control character,
- * no closing quote). */
-static int scan_string(struct rd *r, const char **s, size_t *n, int *escaped)
-{
-    const char *p;
-
-    skip_ws(r);
-    if (r->p >= r->end || *r->p != '"')
-        return -1;
-    *escaped = 0;
-    for (p = r->p + 1; p < r->end; p++) {
-        unsigned char c = (unsigned char)*p;
-
-        if (c == '"') {
-            *s = r->p + 1;
-            *n = (size_t)(p - *s);
-            r->p = p + 1;
-            return 0;
-        }
-        if (c < 0x20)
-            return -1;
-        if (c == '\\') {
-            *escaped = 1;
-            if (++p >= r->end)
-                return -1;
-        }
-    }
-    return -1;
-}
-
-/* Is [S, S+N) a JSON number (RFC 8259: -? (0 | [1-9][0-9]*) (.[0-9]+)?
- * ([eE][+-]?[0-9]+)?)? *INTEGRAL: without fraction and exponent. */
-static int is_number(const char *s, size_t n, int *integral)
-{
-    size_t i = 0, d;
-
-    *integral = 1;
-    if (i < n && s[i] == '-')
-        i++;
-    if (i < n && s[i] == '0')
-        i++;
-    else if (i < n && s[i] >= '1' && s[i] <= '9')
-        while (i < n && s[i] >= '0' && s[i] <= '9')
-            i++;
-    else
-        return 0;
-    if (i < n && s[i] == '.') {
-        *integral = 0;
-        for (d = ++i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-            ;
-        if (i == d)
-            return 0;
-    }
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        *integral = 0;
-        if (++i < n && (s[i] == '+' || s[i] == '-'))
-            i++;
-        for (d = i; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-            ;
-        if (i == d)
-            return 0;
-    }
-    return i == n;
-}
-
 /* The number token at R: a new reference, or NULL (not one). Integers of
  * up to 18 digits are read here (they fit in a json_int_t); the others go
  * through jansson's own number reading (its range errors included). */
-static json_t *read_number(struct rd *r)
+static json_t *read_number(struct jtok *r)
 {
     const char *s = r->p;
-    size_t n = 0;
     int integral;
+    size_t n = jtok_number(r, &integral);
 
-    while (s + n < r->end && s[n] && strchr("0123456789+-.eE", s[n]))
-        n++;
-    if (n == 0 || !is_number(s, n, &integral))
+    if (n == 0)
         return NULL;
     r->p = s + n;
     if (integral && n - (s[0] == '-') <= 18) {
@@ -128,41 +37,31 @@ static json_t *read_number(struct rd *r)
     return json_loadb(s, n, JSON_DECODE_ANY, NULL);
 }
 
-/* The literal WORD at R (what follows it is the caller's to check). */
-static int take_word(struct rd *r, const char *word)
-{
-    size_t n = strlen(word);
-
-    if ((size_t)(r->end - r->p) < n || memcmp(r->p, word, n) != 0)
-        return 0;
-    r->p += n;
-    return 1;
-}
-
 /* The scalar value at R (string, number, true, false, null): a new
  * reference, or NULL when it is none of these or not one this reading
  * takes. */
-static json_t *read_scalar(struct rd *r)
+static json_t *read_scalar(struct jtok *r)
 {
     const char *s, *q;
     size_t n;
-    int escaped;
+    int flags;
 
-    skip_ws(r);
+    jtok_ws(r);
     if (r->p >= r->end)
         return NULL;
     if (*r->p == '"') {
         q = r->p;
-        if (scan_string(r, &s, &n, &escaped) < 0)
+        if (jtok_string(r, &s, &n, &flags) < 0)
             return NULL;
         /* json_stringn checks the bytes are UTF-8, as jansson's lexer does */
-        return escaped ? json_loadb(q, n + 2, JSON_DECODE_ANY, NULL) : json_stringn(s, n);
+        return flags & JTOK_ESCAPED ? json_loadb(q, n + 2, JSON_DECODE_ANY, NULL) :
+                                      json_stringn(s, n);
     }
-    if (take_word(r, "true"))
+    if (jtok_word(r, "true"))
         return json_true();
-    if (take_word(r, "false"))
+    if (jtok_word(r, "false"))
         return json_false();
-    if (take_word(r, "null"))
+    if (jtok_word(r, "null"))
         return json_null();
     return read_number(r);
 }
@@ -170,15 +69,15 @@ static json_t *read_scalar(struct rd *r)
 /* One "name": value member of an object at R into OBJ; a nested value
  * is read by NESTED (NULL: scalars only) when NESTED_NAME is the name.
  * Returns 0 or -1 (not taken). */
-static int read_member(struct rd *r, json_t *obj, const char *nested_name,
-                       json_t *(*nested)(struct rd *))
+static int read_member(struct jtok *r, json_t *obj, const char *nested_name,
+                       json_t *(*nested)(struct jtok *))
 {
     const char *s;
     size_t n;
-    int escaped;
+    int flags;
     json_t *v;
 
-    if (scan_string(r, &s, &n, &escaped) < 0 || escaped || !take(r, ':'))
+    if (jtok_string(r, &s, &n, &flags) < 0 || (flags & JTOK_ESCAPED) || !jtok_take(r, ':'))
         return -1;
     if (nested && strlen(nested_name) == n && memcmp(s, nested_name, n) == 0)
         v = nested(r);
@@ -190,19 +89,20 @@ static int read_member(struct rd *r, json_t *obj, const char *nested_name,
 }
 
 /* An object at R of members read by read_member: a new reference or NULL. */
-static json_t *read_object(struct rd *r, const char *nested_name, json_t *(*nested)(struct rd *))
+static json_t *read_object(struct jtok *r, const char *nested_name,
+                           json_t *(*nested)(struct jtok *))
 {
     json_t *obj;
 
-    if (!take(r, '{') || !(obj = json_object()))
+    if (!jtok_take(r, '{') || !(obj = json_object()))
         return NULL;
-    if (take(r, '}'))
+    if (jtok_take(r, '}'))
         return obj;
     do {
         if (read_member(r, obj, nested_name, nested) < 0)
             goto fail;
-    } while (take(r, ','));
-    if (take(r, '}'))
+    } while (jtok_take(r, ','));
+    if (jtok_take(r, '}'))
         return obj;
 fail:
     json_decref(obj);
@@ -211,33 +111,144 @@ fail:
 
 /* The "value" array of flat objects (entities) at R: a new reference or
  * NULL. */
-static json_t *read_entities(struct rd *r)
+static json_t *read_entities(struct jtok *r)
 {
     json_t *arr, *e;
 
-    if (!take(r, '[') || !(arr = json_array()))
+    if (!jtok_take(r, '[') || !(arr = json_array()))
         return NULL;
-    if (take(r, ']'))
+    if (jtok_take(r, ']'))
         return arr;
     do {
         if (!(e = read_object(r, NULL, NULL)) || json_array_append_new(arr, e) < 0)
             goto fail;
-    } while (take(r, ','));
-    if (take(r, ']'))
+    } while (jtok_take(r, ','));
+    if (jtok_take(r, ']'))
         return arr;
 fail:
     json_decref(arr);
     return NULL;
 }
 
+/* Skip the scalar value at R, checked as a token only; *ASCII becomes 0
+ * when it is a string with a byte past 0x7F. Returns 0 or -1. */
+static int skip_scalar(struct jtok *r, int *ascii)
+{
+    const char *s;
+    size_t n;
+    int flags, integral;
+
+    jtok_ws(r);
+    if (r->p < r->end && *r->p == '"') {
+        if (jtok_string(r, &s, &n, &flags) < 0)
+            return -1;
+        if (flags & JTOK_NONASCII)
+            *ascii = 0;
+        return 0;
+    }
+    if (jtok_word(r, "true") || jtok_word(r, "false") || jtok_word(r, "null"))
+        return 0;
+    if ((n = jtok_number(r, &integral)) == 0)
+        return -1;
+    r->p += n;
+    return 0;
+}
+
+/* The entity object at R as its text: a new object of its PartitionKey and
+ * RowKey (when strings: what a split and a log line need) and its whole
+ * text under TABLE_ENTITY_TEXT; NULL when it is not a flat object of
+ * plain member names, or no memory. Values other than the keys are
+ * checked as tokens only (their reading is the consumer's). */
+static json_t *read_entity_text(struct jtok *r)
+{
+    const char *start, *name, *vs;
+    size_t nlen, vn;
+    int flags, vflags, ascii = 1;
+    json_t *e, *v;
+
+    jtok_ws(r);
+    start = r->p;
+    if (!jtok_take(r, '{') || !(e = json_object()))
+        return NULL;
+    if (jtok_take(r, '}'))
+        goto done;
+    do {
+        if (jtok_string(r, &name, &nlen, &flags) < 0 || flags || !jtok_take(r, ':'))
+            goto fail;
+        jtok_ws(r);
+        vs = r->p;
+        if (skip_scalar(r, &ascii) < 0)
+            goto fail;
+        if ((nlen == 12 && memcmp(name, "PartitionKey", 12) == 0) ||
+            (nlen == 6 && memcmp(name, "RowKey", 6) == 0)) {
+            struct jtok key = { vs, r->end };
+
+            if (jtok_string(&key, &vs, &vn, &vflags) < 0) { /* the last one counts */
+                json_object_deln(e, name, nlen);
+                continue;
+            }
+            v = vflags & JTOK_ESCAPED ? json_loadb(vs - 1, vn + 2, JSON_DECODE_ANY, NULL) :
+                                        json_stringn(vs, vn);
+            if (!v || json_object_setn_new(e, name, nlen, v) < 0)
+                goto fail; /* bad UTF-8 or escapes: jansson says what */
+        }
+    } while (jtok_take(r, ','));
+    if (!jtok_take(r, '}'))
+        goto fail;
+done:
+    /* text of ASCII bytes only (names have none other) is valid UTF-8 */
+    v = ascii ? json_stringn_nocheck(start, (size_t)(r->p - start)) :
+                json_stringn(start, (size_t)(r->p - start));
+    if (v && json_object_set_new(e, TABLE_ENTITY_TEXT, v) == 0)
+        return e;
+fail:
+    json_decref(e);
+    return NULL;
+}
+
+/* The "value" array at R as entity texts (read_entity_text). */
+static json_t *read_entity_texts(struct jtok *r)
+{
+    json_t *arr, *e;
+
+    if (!jtok_take(r, '[') || !(arr = json_array()))
+        return NULL;
+    if (jtok_take(r, ']'))
+        return arr;
+    do {
+        if (!(e = read_entity_text(r)) || json_array_append_new(arr, e) < 0)
+            goto fail;
+    } while (jtok_take(r, ','));
+    if (jtok_take(r, ']'))
+        return arr;
+fail:
+    json_decref(arr);
+    return NULL;
+}
+
+/* See table_i.h. */
+json_t *page_read_text(const char *body, size_t len, json_error_t *jerr)
+{
+    struct jtok r = { body, body + len };
+    json_t *root = body ? read_object(&r, "value", read_entity_texts) : NULL;
+
+    if (root) {
+        jtok_ws(&r);
+        if (r.p == r.end)
+            return root;
+        json_decref(root);
+    }
+    return page_read(body, len, jerr); /* trees, or what is wrong with the page */
+}
+
 /* See pageread.h. */
 json_t *page_read(const char *body, size_t len, json_error_t *jerr)
 {
-    struct rd r = { body, body + len };
+    struct jtok r = { body, body + len };
     json_t *root = body ? read_object(&r, "value", read_entities) : NULL;
 
     if (root) {
-        skip_ws(&r);
+        jtok_ws(&r);
         if (r.p == r.end)
             return root;
         json_decref(root); /* text after it: jansson says what */

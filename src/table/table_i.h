@@ -25,6 +25,16 @@
  * json_loadb's in every case. */
 json_t *page_read(const char *body, size_t len, json_error_t *jerr);
 
+/* BODY as page_read reads it, but each entity of the page's "value" array
+ * as its text: an object of its PartitionKey and RowKey (the strings; a
+ * key of another kind left out) and its JSON text, unread, under
+ * TABLE_ENTITY_TEXT (table.h). Only the tokens of the entities are checked
+ * (their values are the reader's: entity_render_line_text). A page that
+ * is not of the service's shape, or an entity that is not a flat object
+ * with plain member names, makes it page_read's tree (entities as
+ * objects), or page_read's failure. */
+json_t *page_read_text(const char *body, size_t len, json_error_t *jerr);
+
 /* ---- tableint: inside the table protocol layer: what table/request.c, table/cursor.c, table/split.c,
  * table/batch.c and table/ops.c share and no other module uses (they use table.h).
  * Sending a signed request, the Table headers each response is searched
@@ -167,6 +177,10 @@ void table_cursor_prefetch(struct table_cursor *c, int on);
  * cancellation still ends it between pages. */
 void table_cursor_unbounded(struct table_cursor *c);
 
+/* From the next page on, C hands each entity as its text (page_read_text;
+ * see table_pager_text). A query of tables: nothing changes. */
+void table_cursor_text(struct table_cursor *c);
+
 /* Has the query been read to its end? */
 int table_cursor_done(const struct table_cursor *c);
 
@@ -211,7 +225,8 @@ int table_split_cuts(const char *first, const char *last, const char *hi, char *
 
 /* A cursor for C's query (its path, filter, $select, $top) with EXTRA
  * and'ed to its filter (NULL: none), from its first page, without
- * background fetch or split. Returns 0 with *OUT or -ENOMEM. */
+ * background fetch or split; its entities handed as C's are (trees or
+ * texts). Returns 0 with *OUT or -ENOMEM. */
 int table_cursor_narrow(const struct table_cursor *c, const char *extra, struct table_cursor **out);
 
 /* C's NextPartitionKey token, where its next page starts (borrowed; NULL:

@@ -338,6 +338,37 @@ int b64_decode(const char *in, unsigned char **out, size_t *out_len);
  * U+10FFFF) or LEN is 0. */
 int utf8_char(const char *s, size_t len, unsigned long *cp);
 
+/* ---- util/jsontok.c: JSON tokens found in place (RFC 8259), for readers of
+ * one known shape that make the values themselves or through jansson.
+ * Nothing is copied, decoded or allocated. A reading is the text left. */
+struct jtok {
+    const char *p, *end;
+};
+
+/* Skip white space at R. */
+void jtok_ws(struct jtok *r);
+
+/* Is the next character C (after white space)? Taken when it is. */
+int jtok_take(struct jtok *r, char c);
+
+/* Is the literal WORD at R (no white space skipped)? Taken when it is; what
+ * follows it is the caller's to check. */
+int jtok_word(struct jtok *r, const char *word);
+
+/* The string token at R (after white space): its bytes between the quotes
+ * in *S and *N, as written (escapes not decoded), *FLAGS what it holds
+ * (JTOK_ESCAPED: a backslash; JTOK_NONASCII: a byte past 0x7F, not
+ * checked as UTF-8). Returns 0 (taken), or -1 when no string token starts
+ * there (no quote, a control character, no closing quote). */
+#define JTOK_ESCAPED 1
+#define JTOK_NONASCII 2
+int jtok_string(struct jtok *r, const char **s, size_t *n, int *flags);
+
+/* The length of the number token at R->p (nothing taken): the longest run
+ * of number characters when it is a JSON number, else 0; *INTEGRAL when it
+ * has neither fraction nor exponent. */
+size_t jtok_number(const struct jtok *r, int *integral);
+
 /* ---- util/lock.c: mutexes whose holder is checked in debug builds. A debug
  * build is one configured with --enable-sanitizers or --enable-tsan, which
  * define AZTFS_DEBUG (and never NDEBUG: the asserts stay). Every mutex of

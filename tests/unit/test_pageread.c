@@ -2,7 +2,9 @@
  * service's shape, for the inputs where the two readers could part (escapes,
  * UTF-8, numbers, literals, nesting, text around the page), and for random
  * pages and random damage to a real one, page_read's result is json_loadb's:
- * the same tree in the same order, or the same failure and message. */
+ * the same tree in the same order, or the same failure and message. And
+ * page_read_text against page_read on the same pages: each entity's text
+ * is the entity page_read reads, its keys page_read's. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,74 @@ static int agree(const char *text, size_t len)
     return same;
 }
 
+/* The string V, or "" when it is none. */
+static const char *entity_or(const json_t *v)
+{
+    return json_is_string(v) ? json_string_value(v) : "";
+}
+
+/* Is entity T of page_read_text the entity E of page_read: its text read
+ * is E, its keys are E's (when strings)? */
+static int same_entity(const json_t *t, const json_t *e)
+{
+    const json_t *text = json_object_get(t, TABLE_ENTITY_TEXT);
+    const char *keys[] = { "PartitionKey", "RowKey" };
+    json_t *read;
+    int same;
+
+    if (!text || !json_is_string(text) || json_object_size(t) > 3)
+        return 0;
+    read = json_loadb(json_string_value(text), json_string_length(text), 0, NULL);
+    same = read && json_equal(read, e);
+    json_decref(read);
+    for (size_t k = 0; k < 2; k++) {
+        const json_t *want = json_object_get(e, keys[k]), *got = json_object_get(t, keys[k]);
+
+        if (json_is_string(want) ? !got || !json_equal(got, want) : got != NULL)
+            same = 0;
+    }
+    return same;
+}
+
+/* Does page_read_text agree with page_read on TEXT? Where page_read reads
+ * it, the same page with each entity as its text (same_entity), or the
+ * same tree (page_read_text's fallback); where page_read fails, the same
+ * failure, or texts of which one is not JSON (the failure is then its
+ * renderer's). */
+static int agree_text(const char *text, size_t len)
+{
+    json_error_t e1, e2;
+    json_t *t = page_read_text(text, len, &e1);
+    json_t *a = page_read(text, len, &e2);
+    json_t *tv = json_object_get(t, "value"), *av = json_object_get(a, "value"), *e;
+    size_t i;
+    int same = 1, unread = 0;
+
+    if (!a) {
+        json_array_foreach (tv, i, e) {
+            const json_t *s = json_object_get(e, TABLE_ENTITY_TEXT);
+            json_t *r = s ? json_loadb(json_string_value(s), json_string_length(s), 0, NULL) : NULL;
+
+            unread |= !r;
+            json_decref(r);
+        }
+        same = t ? unread : strcmp(e1.text, e2.text) == 0;
+    } else if (!t) {
+        same = 0;
+    } else if (!json_equal(t, a)) {
+        same = json_array_size(tv) == json_array_size(av) &&
+            json_object_size(t) == json_object_size(a);
+        json_array_foreach (tv, i, e)
+            same = same && same_entity(e, json_array_get(av, i));
+        json_object_del(t, "value");
+        json_object_del(a, "value");
+        same = same && json_equal(t, a);
+    }
+    json_decref(t);
+    json_decref(a);
+    return same;
+}
+
 /* A TAP comment naming TEXT (LEN bytes) where the readers part, its bytes
  * outside printable ASCII shown as '?'. */
 static void show_parting(const char *text, size_t len)
@@ -56,7 +126,7 @@ static void show_parting(const char *text, size_t len)
 
 static int agree_str(const char *text)
 {
-    return agree(text, strlen(text));
+    return agree(text, strlen(text)) && agree_text(text, strlen(text));
 }
 
 /* Inputs chosen where a reader of tokens could differ from jansson's. */
@@ -234,7 +304,7 @@ static void test_random(void)
     for (i = 0; i < 20000; i++) {
         size_t n = random_page(&seed, page, (int)(next_rand(&seed) % 20));
 
-        if (!agree(page, n)) {
+        if (!agree(page, n) || !agree_text(page, n)) {
             if (bad++ < 3)
                 show_parting(page, n);
         }
@@ -252,7 +322,7 @@ static void test_random(void)
             memmove(damaged + at + 1, damaged + at, n - at);
             m++;
         }
-        if (!agree(damaged, m)) {
+        if (!agree(damaged, m) || !agree_text(damaged, m)) {
             if (dbad++ < 3)
                 show_parting(damaged, m);
         }
@@ -261,8 +331,36 @@ static void test_random(void)
     is_int((int)dbad, 0, "the same pages damaged: the same result or the same failure");
 }
 
+/* Entities of the service's shape come as their texts, byte for byte,
+ * their keys decoded; a nested one makes the page trees. */
+static void test_texts(void)
+{
+    static const char page[] = "{\"odata.metadata\":\"m\",\"value\":[ {\"PartitionKey\":\"p\","
+                               "\"RowKey\":\"r\\u00e9\",\"n\":1} ,{\"PartitionKey\":\"q\","
+                               "\"RowKey\":5}]}";
+    static const char nested[] = "{\"value\":[{\"PartitionKey\":\"p\",\"o\":{}}]}";
+    json_t *t = page_read_text(page, strlen(page), NULL);
+    json_t *v = json_object_get(t, "value"), *e0 = json_array_get(v, 0), *e1 = json_array_get(v, 1);
+    const char *text0 = json_string_value(json_object_get(e0, TABLE_ENTITY_TEXT));
+
+    ok(text0 && strcmp(text0, "{\"PartitionKey\":\"p\",\"RowKey\":\"r\\u00e9\",\"n\":1}") == 0,
+       "an entity's text is its bytes on the page (%s)", text0 ? text0 : "none");
+    ok(e0 && strcmp(entity_or(json_object_get(e0, "RowKey")), "r\xc3\xa9") == 0 &&
+           strcmp(entity_or(json_object_get(e0, "PartitionKey")), "p") == 0,
+       "its keys are decoded");
+    ok(e1 && json_object_get(e1, TABLE_ENTITY_TEXT) && !json_object_get(e1, "RowKey"),
+       "a key that is not a string is left out");
+    json_decref(t);
+    t = page_read_text(nested, strlen(nested), NULL);
+    e0 = json_array_get(json_object_get(t, "value"), 0);
+    ok(e0 && !json_object_get(e0, TABLE_ENTITY_TEXT) && json_object_get(e0, "o"),
+       "a nested value: the page comes as trees");
+    json_decref(t);
+}
+
 int main(void)
 {
+    test_texts();
     test_chosen();
     test_random();
     return done_testing();
