@@ -226,6 +226,23 @@ static const struct scalar *find(const struct member *m, int n, const char *name
     return NULL;
 }
 
+/* The annotation ("NAME@odata.type", AKEY) of member I (its name LEN
+ * bytes) among the N sorted members M: it sorts after it, among the
+ * names that start with it (a block right after it), usually the next. */
+static const struct scalar *annotation(const struct member *m, int n, int i, size_t len,
+                                       const char *akey)
+{
+    for (int j = i + 1; j < n && strncmp(m[j].name, m[i].name, len) == 0; j++) {
+        int c = strcmp(m[j].name, akey);
+
+        if (c == 0)
+            return &m[j].v;
+        if (c > 0)
+            break;
+    }
+    return NULL;
+}
+
 /* The properties of the N sorted members M into PROPS (in name order);
  * *COUNT how many. Returns 0, or 1: not taken here (a name too long to
  * annotate, or a value its type refuses: the tree's way says why). */
@@ -248,7 +265,7 @@ static int collect(const struct member *m, int n, struct prop *props, int *count
         memset(p, 0, sizeof(*p));
         p->name = m[i].name;
         p->v = m[i].v;
-        if (entity_prop_check(p, find(m, n, akey), 0, &ignored) < 0)
+        if (entity_prop_check(p, annotation(m, n, i, len, akey), 0, &ignored) < 0)
             return 1;
         (*count)++;
     }

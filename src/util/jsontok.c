@@ -2,6 +2,7 @@
  * one known shape (a Query Entities page, one flat entity), which find the
  * tokens here and leave the making of values to jansson or to themselves.
  * Nothing is copied, decoded or allocated; the rules are RFC 8259's. */
+#include <stdint.h>
 #include <string.h>
 
 #include "util/util.h"
@@ -57,6 +58,28 @@ static const unsigned char in_string[256] = {
 #undef B
 #undef N
 
+/* The first byte at or after P (before END) that is not plain inside a
+ * string ('"', '\\', a control character, a byte past 0x7F), or END:
+ * eight bytes at a time while they are all plain, the bytes of a word
+ * tested at once (each test leaves a byte's top bit set where it holds:
+ * a byte below 0x20, equal to '"' or to '\\', or with its top bit set). */
+static const char *plain_run(const char *p, const char *end)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+
+    while (end - p >= 8) {
+        uint64_t w, quote, slash;
+
+        memcpy(&w, p, 8);
+        quote = w ^ (ones * '"');
+        slash = w ^ (ones * '\\');
+        if (((w - ones * 0x20) | (quote - ones) | (slash - ones) | w) & high)
+            break; /* some byte is not plain (or may not be: the bytes decide) */
+        p += 8;
+    }
+    return p;
+}
+
 /* See util.h. */
 int jtok_string(struct jtok *r, const char **s, size_t *n, int *flags)
 {
@@ -67,6 +90,9 @@ int jtok_string(struct jtok *r, const char **s, size_t *n, int *flags)
     if (r->p >= r->end || *r->p != '"')
         return -1;
     for (p = r->p + 1; p < r->end; p++) {
+        p = plain_run(p, r->end);
+        if (p == r->end)
+            break;
         switch (in_string[(unsigned char)*p]) {
         case 0:
             continue;

@@ -180,6 +180,10 @@ static const char *const chosen[] = {
     "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"z\":1,\"Z\":2,\"_\":3,\"a\":4,\"A\":5,\"a1\":6}",
     "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"A\":\"\\\"quoted\\\" and \\\\ slash\"}",
     "{\"PartitionKey\":\"\",\"RowKey\":\"\"}",
+    "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"X\":\"5\",\"X1\":1,\"X@a\":2,\"X_\":3,"
+    "\"X@odata.type\":\"Edm.Int64\",\"X1@odata.type\":\"Edm.Double\"}",
+    "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"X@odata.typf\":1,\"X@odata.type\":\"Edm.Int64\","
+    "\"X\":\"7\",\"X@odata.typd\":2}",
 };
 
 /* Names longer than a property's may be, and entities of many members. */
