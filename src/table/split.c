@@ -20,7 +20,8 @@
  * pages are held, an open-ended range (no upper bound: its page makes the
  * next cut) as soon as fewer than WAYS idle ranges wait before it, and
  * otherwise the ranges in key order. A page's cut is made as soon as it is
- * parsed, before the PREP works on it, so the next fetches go out first. */
+ * parsed, and the page joins its range then, before the PREP works on it,
+ * so the next fetches (its range's next page too) go out first. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,9 +40,12 @@
 struct split_page {
     struct split_page *next; /* guarded by table_split.lock */
     json_t *value;           /* the page's "value" array (owned; NULL: replaced by
-                              * PREP): set before it joins the list */
+                              * PREP): set before it joins the list, cleared by
+                              * its fetcher when replaced */
     void *prep;              /* what the split's PREP made of it (owned): set
-                              * before it joins the list */
+                              * by its fetcher, with PREPPING cleared */
+    int prepping;            /* its fetcher's PREP is at work on it: the reader
+                              * waits; guarded by table_split.lock */
 };
 
 /* A range of keys below HI (NULL: no bound) in one dimension: RowKeys of
@@ -455,12 +459,18 @@ static struct split_range *next_range(struct table_split *sp)
     return first;
 }
 
-/* Fetch R's next page (SP locked; unlocked while the request is out). */
+/* Fetch R's next page (SP locked; unlocked while the request is out and
+ * while the PREP works on the page). The page joins R as soon as it is
+ * parsed, its PREP still to come (PREPPING: the reader waits for it), so
+ * R's next page may be fetched while this one is worked on: at 0 ms a
+ * page's work took longer than its fetch, and a range read one page after
+ * the other, fetch then work, was slower than one page ahead. */
 static void fetch_one(struct table_split *sp, struct split_range *r)
 {
     struct split_fetch f = { 0 };
     struct split_page *pg;
     struct az_status st = { 0 };
+    void *prep;
     int rc, replaced;
 
     LOCK_HELD(&sp->lock);
@@ -468,20 +478,12 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
     sp->held++;
     pthread_mutex_unlock(&sp->lock);
     rc = table_cursor_next(sp->tc, r->cur, on_fetched, &f, &st);
-    if (rc > 0) {
-        /* the rest of R is cut as soon as the page's keys are known, so
-         * the next fetches go out before the work on this page */
-        pthread_mutex_lock(&sp->lock);
-        if (!sp->stop)
-            split_range(sp, r, f.fpk, f.frk, f.pk, f.rk);
-        pthread_cond_broadcast(&sp->work);
-        pthread_mutex_unlock(&sp->lock);
-    }
     pg = rc >= 0 ? calloc(1, sizeof(*pg)) : NULL;
-    if (pg && sp->prep.prep && json_array_size(f.value) > 0)
-        pg->prep = sp->prep.prep(f.value); /* NULL (ENOMEM): the reader does it */
-    replaced = pg && pg->prep && sp->prep.replaces;
     pthread_mutex_lock(&sp->lock);
+    /* the rest of R is cut as soon as the page's keys are known, so the
+     * next fetches go out before the work on this page */
+    if (rc > 0 && !sp->stop)
+        split_range(sp, r, f.fpk, f.frk, f.pk, f.rk);
     r->busy = 0;
     if (rc >= 0 && !pg)
         rc = -ENOMEM;
@@ -490,25 +492,42 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
         json_decref(f.value);
         r->rc = rc;
         r->st = st;
-    } else {
-        pg->value = replaced ? NULL : f.value;
-        if (r->tail)
-            r->tail->next = pg;
-        else
-            r->head = pg;
-        r->tail = pg;
-        r->entities += json_array_size(f.value);
-        if (rc == 0) {
-            table_cursor_free(r->cur);
-            r->cur = NULL;
-            sp->empty += r->entities == 0;
-        }
+        pthread_cond_broadcast(&sp->ready);
+        pthread_cond_broadcast(&sp->work);
+        return;
+    }
+    pg->value = f.value;
+    pg->prepping = sp->prep.prep && json_array_size(f.value) > 0;
+    if (r->tail)
+        r->tail->next = pg;
+    else
+        r->head = pg;
+    r->tail = pg;
+    r->entities += json_array_size(f.value);
+    if (rc == 0) {
+        table_cursor_free(r->cur);
+        r->cur = NULL;
+        sp->empty += r->entities == 0;
     }
     pthread_cond_broadcast(&sp->ready);
     pthread_cond_broadcast(&sp->work);
+    if (!pg->prepping)
+        return;
+    /* PG is still this thread's to finish: the reader does not take a page
+     * being prepped, and nothing else frees one before the workers are
+     * joined */
+    pthread_mutex_unlock(&sp->lock);
+    prep = sp->prep.prep(f.value); /* NULL (ENOMEM): the reader does it */
+    pthread_mutex_lock(&sp->lock);
+    replaced = prep && sp->prep.replaces;
+    pg->prep = prep;
+    pg->prepping = 0;
+    if (replaced)
+        pg->value = NULL;
+    pthread_cond_broadcast(&sp->ready);
     if (replaced) {
-        /* the page's JSON, which F's keys pointed into, freed by the thread
-         * that made it (its memory goes back where it came from) */
+        /* the page's JSON freed by the thread that made it (its memory
+         * goes back where it came from) */
         pthread_mutex_unlock(&sp->lock);
         json_decref(f.value);
         pthread_mutex_lock(&sp->lock);
@@ -631,9 +650,9 @@ int table_split_next(struct table_client *tc, struct table_split *sp, table_page
             pthread_mutex_unlock(&sp->lock);
             return 0;
         }
-        if (r->head)
+        if (r->head && !r->head->prepping)
             break;
-        if (r->rc) { /* failed: told once, fetched again when asked again */
+        if (!r->head && r->rc) { /* failed: told once, fetched again when asked again */
             rc = r->rc;
             *st = r->st;
             r->rc = 0;
@@ -646,10 +665,10 @@ int table_split_next(struct table_client *tc, struct table_split *sp, table_page
             snprintf(st->message, sizeof(st->message), "cancelled");
             return -EINTR;
         }
-        if (sp->threads.n == 0 && !r->busy) {
+        if (!r->head && sp->threads.n == 0 && !r->busy) {
             fetch_one(sp, r);
-        } else {
-            if (r->cur && !r->busy) /* a worker must take it: wake them */
+        } else { /* a fetch, or the work on the head page, under way */
+            if (!r->head && r->cur && !r->busy) /* a worker must take it: wake them */
                 pthread_cond_broadcast(&sp->work);
             pthread_cond_wait(&sp->ready, &sp->lock);
         }
