@@ -89,11 +89,10 @@ static void page_fill(struct export_page *pg, const json_t *value)
     json_t *e;
 
     json_array_foreach (value, i, e) {
-        const json_t *text = json_object_get(e, TABLE_ENTITY_TEXT);
-        const char *pk, *rk;
-        int rc = text ? entity_render_line_text(json_string_value(text), json_string_length(text),
-                                                &pg->lines, &err) :
-                        entity_render_line(e, &pg->lines, &err);
+        char *pk, *rk;
+        int rc = json_is_string(e) ?
+            entity_render_line_text(json_string_value(e), json_string_length(e), &pg->lines, &err) :
+            entity_render_line(e, &pg->lines, &err);
 
         if (rc == 0) {
             pg->entities++;
@@ -101,11 +100,13 @@ static void page_fill(struct export_page *pg, const json_t *value)
             pg->rc = rc;
             return;
         } else if (pg->skipped++ == 0) {
-            pk = entity_wire_sys(e, ENTITY_PK);
-            rk = entity_wire_sys(e, ENTITY_RK);
+            pk = table_entity_key(e, ENTITY_PK);
+            rk = table_entity_key(e, ENTITY_RK);
             if (asprintf(&pg->why, "'%s' of partition '%s': %s", rk ? rk : "(no RowKey)",
                          pk ? pk : "(none)", err.text) < 0)
                 pg->why = NULL;
+            free(pk);
+            free(rk);
         }
     }
 }

@@ -11,8 +11,12 @@
  * json_loadb would make, and whatever this reading does not take is read
  * by json_loadb whole (tests/unit/test_pageread.c and the page_read fuzz
  * target compare the two). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "entity/entity.h"
+#include "table/table.h"
 #include "table/table_i.h"
 
 /* The number token at R: a new reference, or NULL (not one). Integers of
@@ -154,56 +158,73 @@ static int skip_scalar(struct jtok *r, int *ascii)
     return 0;
 }
 
-/* The entity object at R as its text: a new object of its PartitionKey and
- * RowKey (when strings: what a split and a log line need) and its whole
- * text under TABLE_ENTITY_TEXT; NULL when it is not a flat object of
- * plain member names, or no memory. Values other than the keys are
- * checked as tokens only (their reading is the consumer's). */
+/* The entity object at R as its text: a new JSON string of its bytes;
+ * NULL when it is not a flat object of plain member names, or no memory.
+ * Its values are checked as tokens only (their reading is the
+ * consumer's). */
 static json_t *read_entity_text(struct jtok *r)
 {
-    const char *start, *name, *vs;
-    size_t nlen, vn;
-    int flags, vflags, ascii = 1;
-    json_t *e, *v;
+    const char *start, *name;
+    size_t nlen;
+    int flags, ascii = 1;
 
     jtok_ws(r);
     start = r->p;
-    if (!jtok_take(r, '{') || !(e = json_object()))
+    if (!jtok_take(r, '{'))
         return NULL;
-    if (jtok_take(r, '}'))
-        goto done;
-    do {
-        if (jtok_string(r, &name, &nlen, &flags) < 0 || flags || !jtok_take(r, ':'))
-            goto fail;
-        jtok_ws(r);
-        vs = r->p;
-        if (skip_scalar(r, &ascii) < 0)
-            goto fail;
-        if ((nlen == 12 && memcmp(name, "PartitionKey", 12) == 0) ||
-            (nlen == 6 && memcmp(name, "RowKey", 6) == 0)) {
-            struct jtok key = { vs, r->end };
-
-            if (jtok_string(&key, &vs, &vn, &vflags) < 0) { /* the last one counts */
-                json_object_deln(e, name, nlen);
-                continue;
-            }
-            v = vflags & JTOK_ESCAPED ? json_loadb(vs - 1, vn + 2, JSON_DECODE_ANY, NULL) :
-                                        json_stringn(vs, vn);
-            if (!v || json_object_setn_new(e, name, nlen, v) < 0)
-                goto fail; /* bad UTF-8 or escapes: jansson says what */
-        }
-    } while (jtok_take(r, ','));
-    if (!jtok_take(r, '}'))
-        goto fail;
-done:
+    if (!jtok_take(r, '}')) {
+        do {
+            if (jtok_string(r, &name, &nlen, &flags) < 0 || flags || !jtok_take(r, ':') ||
+                skip_scalar(r, &ascii) < 0)
+                return NULL;
+        } while (jtok_take(r, ','));
+        if (!jtok_take(r, '}'))
+            return NULL;
+    }
     /* text of ASCII bytes only (names have none other) is valid UTF-8 */
-    v = ascii ? json_stringn_nocheck(start, (size_t)(r->p - start)) :
-                json_stringn(start, (size_t)(r->p - start));
-    if (v && json_object_set_new(e, TABLE_ENTITY_TEXT, v) == 0)
-        return e;
-fail:
-    json_decref(e);
-    return NULL;
+    return ascii ? json_stringn_nocheck(start, (size_t)(r->p - start)) :
+                   json_stringn(start, (size_t)(r->p - start));
+}
+
+/* See table_i.h. */
+char *table_entity_key(const json_t *e, enum entity_sys which)
+{
+    const char *want = which == ENTITY_PK ? "PartitionKey" : "RowKey", *name, *v;
+    struct jtok r = { json_string_value(e), NULL };
+    size_t nlen, vn, wlen = strlen(want);
+    char *key = NULL;
+    int flags, vflags, ascii;
+
+    if (!json_is_string(e)) {
+        v = entity_wire_sys(e, which);
+        return v ? strdup(v) : NULL;
+    }
+    r.end = r.p + json_string_length(e);
+    if (!jtok_take(&r, '{') || jtok_take(&r, '}'))
+        return NULL;
+    do { /* the text was read once (read_entity_text): its tokens are good */
+        if (jtok_string(&r, &name, &nlen, &flags) < 0 || !jtok_take(&r, ':'))
+            break;
+        jtok_ws(&r);
+        v = r.p;
+        if (skip_scalar(&r, &ascii) < 0)
+            break;
+        if (nlen != wlen || memcmp(name, want, wlen) != 0)
+            continue;
+        free(key); /* a name given twice: the last one counts, as in a tree */
+        key = NULL;
+        if (*v != '"' || jtok_string(&(struct jtok){ v, r.end }, &v, &vn, &vflags) < 0)
+            continue;
+        if (!(vflags & JTOK_ESCAPED)) {
+            key = strndup(v, vn);
+        } else { /* jansson decodes it */
+            json_t *s = json_loadb(v - 1, vn + 2, JSON_DECODE_ANY, NULL);
+
+            key = json_is_string(s) ? strdup(json_string_value(s)) : NULL;
+            json_decref(s);
+        }
+    } while (jtok_take(&r, ','));
+    return key;
 }
 
 /* The "value" array at R as entity texts (read_entity_text). */
@@ -230,6 +251,8 @@ fail:
 json_t *page_read_text(const char *body, size_t len, json_error_t *jerr)
 {
     struct jtok r = { body, body + len };
+    json_t *value, *e;
+    size_t i;
     json_t *root = body ? read_object(&r, "value", read_entity_texts) : NULL;
 
     if (root) {
@@ -238,7 +261,19 @@ json_t *page_read_text(const char *body, size_t len, json_error_t *jerr)
             return root;
         json_decref(root);
     }
-    return page_read(body, len, jerr); /* trees, or what is wrong with the page */
+    /* trees, or what is wrong with the page; an entity that is a string
+     * (not an object) made null, so that it is never taken for a text:
+     * read, it is "not a JSON object" all the same */
+    root = page_read(body, len, jerr);
+    value = json_object_get(root, "value");
+    json_array_foreach (value, i, e)
+        if (json_is_string(e) && json_array_set_new(value, i, json_null()) < 0) {
+            json_decref(root);
+            if (jerr)
+                snprintf(jerr->text, sizeof(jerr->text), "out of memory");
+            return NULL;
+        }
+    return root;
 }
 
 /* See pageread.h. */

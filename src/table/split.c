@@ -405,29 +405,52 @@ out:
 /* What a worker's page callback gathers. */
 struct split_fetch {
     json_t *value;
-    /* borrowed from value: the first PartitionKey, the last keys, and the
-     * first RowKey of the last partition */
-    const char *fpk, *frk, *pk, *rk;
+    /* the first PartitionKey, the last keys, and the first RowKey of the
+     * last partition (owned, freed by keys_free; NULL: none) */
+    char *fpk, *frk, *pk, *rk;
 };
+
+static void keys_free(struct split_fetch *f)
+{
+    free(f->fpk);
+    free(f->frk);
+    free(f->pk);
+    free(f->rk);
+}
+
+/* Is entity I of page VALUE of partition PK? */
+static int of_partition(const json_t *value, size_t i, const char *pk)
+{
+    char *k = table_entity_key(json_array_get(value, i), ENTITY_PK);
+    int same = k && strcmp(k, pk) == 0;
+
+    free(k);
+    return same;
+}
 
 static int on_fetched(void *ctx, json_t *value)
 {
     struct split_fetch *f = ctx;
-    size_t n = json_array_size(value), i;
+    size_t n = json_array_size(value), lo = 0, hi;
 
     f->value = json_incref(value);
     if (n == 0)
         return 0;
-    f->fpk = entity_wire_sys(json_array_get(value, 0), ENTITY_PK);
-    f->pk = entity_wire_sys(json_array_get(value, n - 1), ENTITY_PK);
-    f->rk = entity_wire_sys(json_array_get(value, n - 1), ENTITY_RK);
-    for (i = n - 1; i > 0 && f->pk; i--) {
-        const char *pk = entity_wire_sys(json_array_get(value, i - 1), ENTITY_PK);
+    hi = n - 1;
+    f->fpk = table_entity_key(json_array_get(value, 0), ENTITY_PK);
+    f->pk = table_entity_key(json_array_get(value, hi), ENTITY_PK);
+    f->rk = table_entity_key(json_array_get(value, hi), ENTITY_RK);
+    /* the first entity of the last partition: a page's keys come in order,
+     * so that partition's entities are its tail (entity HI is one) */
+    while (f->pk && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
 
-        if (!pk || strcmp(pk, f->pk) != 0)
-            break;
+        if (of_partition(value, mid, f->pk))
+            hi = mid;
+        else
+            lo = mid + 1;
     }
-    f->frk = entity_wire_sys(json_array_get(value, i), ENTITY_RK);
+    f->frk = table_entity_key(json_array_get(value, hi), ENTITY_RK);
     return 0;
 }
 
@@ -484,6 +507,7 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
      * next fetches go out before the work on this page */
     if (rc > 0 && !sp->stop)
         split_range(sp, r, f.fpk, f.frk, f.pk, f.rk);
+    keys_free(&f);
     r->busy = 0;
     if (rc >= 0 && !pg)
         rc = -ENOMEM;

@@ -266,19 +266,20 @@ void *table_pager_page_prep(const struct table_pager *p);
  * cancellation still ends it between pages. */
 void table_pager_unbounded(struct table_pager *p);
 
-/* The member of an entity handed as its text (table_pager_text): a JSON
- * string, the entity's object as the service wrote it. The name cannot be
- * a property's (a dot). */
-#define TABLE_ENTITY_TEXT "odata.aztfs.text"
-
 /* From its first page on (call before table_pager_split), P hands each
- * entity of a page's "value" array as its text, unread: an object of its
- * PartitionKey and RowKey (when strings) and TABLE_ENTITY_TEXT. Reading a
- * page so costs a scan of its tokens and one copy, against a tree of every
- * value (a reader that renders text from text: the export). A page of
- * another shape than the service's, or with an entity that is not a flat
- * object, is handed as trees, as without this call: FN reads both. */
+ * entity of a page's "value" array as its JSON text, unread: a JSON string
+ * of the object's bytes as the service wrote them. Reading a page so costs
+ * a scan of its tokens and one copy, against a tree of every value (a
+ * reader that renders text from text: the export). A page of another
+ * shape than the service's, or with an entity that is not a flat object,
+ * is handed as trees, as without this call: FN reads both (its keys
+ * through table_entity_key). */
 void table_pager_text(struct table_pager *p);
+
+/* The PartitionKey or RowKey (WHICH) of entity E of a page, a tree or a
+ * text (table_pager_text), decoded: a new string (caller frees), or NULL
+ * when it has none that is a string, or no memory. */
+char *table_entity_key(const json_t *e, enum entity_sys which);
 
 /* Has the query been read to its end? */
 int table_pager_done(const struct table_pager *p);

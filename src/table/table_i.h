@@ -26,13 +26,12 @@
 json_t *page_read(const char *body, size_t len, json_error_t *jerr);
 
 /* BODY as page_read reads it, but each entity of the page's "value" array
- * as its text: an object of its PartitionKey and RowKey (the strings; a
- * key of another kind left out) and its JSON text, unread, under
- * TABLE_ENTITY_TEXT (table.h). Only the tokens of the entities are checked
- * (their values are the reader's: entity_render_line_text). A page that
- * is not of the service's shape, or an entity that is not a flat object
- * with plain member names, makes it page_read's tree (entities as
- * objects), or page_read's failure. */
+ * as its JSON text, unread: a JSON string (table_pager_text). Only the
+ * tokens of the entities are checked (their values are the reader's:
+ * entity_render_line_text). A page that is not of the service's shape, or
+ * an entity that is not a flat object with plain member names, makes it
+ * page_read's tree (entities as objects; one that is a string made null,
+ * never to be taken for a text), or page_read's failure. */
 json_t *page_read_text(const char *body, size_t len, json_error_t *jerr);
 
 /* ---- tableint: inside the table protocol layer: what table/request.c, table/cursor.c, table/split.c,
