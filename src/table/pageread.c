@@ -1,5 +1,5 @@
 /* table/pageread.c - a Query Entities page read into jansson values without
- * jansson's lexer (pageread.h).
+ * jansson's lexer (table_i.h), and one read as entity texts.
  *
  * Why: a listing parses one page of 1,000 entities per request, and
  * jansson's json_loadb spent 6.5 us an entity on it, 40% of the mount's
@@ -113,9 +113,8 @@ fail:
     return NULL;
 }
 
-/* The "value" array of flat objects (entities) at R: a new reference or
- * NULL. */
-static json_t *read_entities(struct jtok *r)
+/* An array at R of values read by ELEMENT: a new reference or NULL. */
+static json_t *read_array(struct jtok *r, json_t *(*element)(struct jtok *))
 {
     json_t *arr, *e;
 
@@ -124,13 +123,42 @@ static json_t *read_entities(struct jtok *r)
     if (jtok_take(r, ']'))
         return arr;
     do {
-        if (!(e = read_object(r, NULL, NULL)) || json_array_append_new(arr, e) < 0)
+        if (!(e = element(r)) || json_array_append_new(arr, e) < 0)
             goto fail;
     } while (jtok_take(r, ','));
     if (jtok_take(r, ']'))
         return arr;
 fail:
     json_decref(arr);
+    return NULL;
+}
+
+/* A flat object (an entity) at R: a new reference or NULL. */
+static json_t *read_flat_object(struct jtok *r)
+{
+    return read_object(r, NULL, NULL);
+}
+
+/* The "value" array of flat objects (entities) at R. */
+static json_t *read_entities(struct jtok *r)
+{
+    return read_array(r, read_flat_object);
+}
+
+/* The page BODY (LEN bytes) whose "value" array ENTITIES reads: a new
+ * reference, or NULL when it is not of the service's shape (or no
+ * memory). */
+static json_t *read_page(const char *body, size_t len, json_t *(*entities)(struct jtok *))
+{
+    struct jtok r = { body, body + len };
+    json_t *root = body ? read_object(&r, "value", entities) : NULL;
+
+    if (root) {
+        jtok_ws(&r);
+        if (r.p == r.end)
+            return root;
+        json_decref(root); /* text after it */
+    }
     return NULL;
 }
 
@@ -230,37 +258,17 @@ char *table_entity_key(const json_t *e, enum entity_sys which)
 /* The "value" array at R as entity texts (read_entity_text). */
 static json_t *read_entity_texts(struct jtok *r)
 {
-    json_t *arr, *e;
-
-    if (!jtok_take(r, '[') || !(arr = json_array()))
-        return NULL;
-    if (jtok_take(r, ']'))
-        return arr;
-    do {
-        if (!(e = read_entity_text(r)) || json_array_append_new(arr, e) < 0)
-            goto fail;
-    } while (jtok_take(r, ','));
-    if (jtok_take(r, ']'))
-        return arr;
-fail:
-    json_decref(arr);
-    return NULL;
+    return read_array(r, read_entity_text);
 }
 
 /* See table_i.h. */
 json_t *page_read_text(const char *body, size_t len, json_error_t *jerr)
 {
-    struct jtok r = { body, body + len };
-    json_t *value, *e;
+    json_t *root = read_page(body, len, read_entity_texts), *value, *e;
     size_t i;
-    json_t *root = body ? read_object(&r, "value", read_entity_texts) : NULL;
 
-    if (root) {
-        jtok_ws(&r);
-        if (r.p == r.end)
-            return root;
-        json_decref(root);
-    }
+    if (root)
+        return root;
     /* trees, or what is wrong with the page; an entity that is a string
      * (not an object) made null, so that it is never taken for a text:
      * read, it is "not a JSON object" all the same */
@@ -276,17 +284,11 @@ json_t *page_read_text(const char *body, size_t len, json_error_t *jerr)
     return root;
 }
 
-/* See pageread.h. */
+/* See table_i.h. */
 json_t *page_read(const char *body, size_t len, json_error_t *jerr)
 {
-    struct jtok r = { body, body + len };
-    json_t *root = body ? read_object(&r, "value", read_entities) : NULL;
+    json_t *root = read_page(body, len, read_entities);
 
-    if (root) {
-        jtok_ws(&r);
-        if (r.p == r.end)
-            return root;
-        json_decref(root); /* text after it: jansson says what */
-    }
-    return json_loadb(body ? body : "", body ? len : 0, 0, jerr);
+    /* not of the service's shape: jansson reads it, or says what is wrong */
+    return root ? root : json_loadb(body ? body : "", body ? len : 0, 0, jerr);
 }
