@@ -13,8 +13,8 @@
  * every value good. Anything else (an escape in a name, nesting, a
  * duplicate name, a value its type refuses) is read by json_loadb and
  * rendered from the tree: the line, or the error, is entity_render_line's
- * in every case
- * (tests/unit/test_textline.c and the render_text fuzz target compare). */
+ * in every case (tests/unit/test_textline.c and the render_text fuzz
+ * target compare). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
