@@ -31,7 +31,9 @@ SHIPPED = ["/usr/bin/aztfs", "/usr/share/man/man1/aztfs.1.gz",
 
 
 def run(cmd, timeout=600, **kw):
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    # a build's log may hold any bytes (a test's name, a compiler's quote)
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout,
+                       **kw)
     assert p.returncode == 0, "%r exited %d:\n%s\n%s" % (cmd, p.returncode, p.stdout[-3000:],
                                                          p.stderr[-3000:])
     return p
