@@ -4,7 +4,9 @@
 #     without --test, what builds and runs aztfs, plus what the demo needs
 #     (Node.js for Azurite, the Azure SDK for Python to load the sample
 #     data); with --test, also the tools the test suite uses (scripts/test.sh);
-#   - the Azurite emulator (npm package azurite, pinned) into .deps-node/.
+#   - the Azurite emulator (npm package azurite, pinned) into .deps-node/;
+#     with --test, also DuckDB (npm package @duckdb/node-api, pinned: not
+#     packaged for Debian 12) into .deps-node-test/, for test_export.py.
 # Safe to rerun: does nothing when everything is already there. When another
 # apt (unattended-upgrades, say) holds apt's lock, waits up to
 # DEPS_APT_WAIT seconds (120) for it, then says what to do.
@@ -14,6 +16,8 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 AZURITE_VERSION=3.35.0
+DUCKDB_VERSION=1.5.6-r.1
+with_test=0
 # build and run aztfs; run the demo (Azurite, seed_sample.py)
 APT_PACKAGES=(
     autoconf automake libtool pkg-config make gcc
@@ -37,7 +41,7 @@ log() { printf 'deps: %s\n' "$*" >&2; }
 die() { printf 'deps: error: %s\n' "$*" >&2; exit 1; }
 
 case ${1:-} in
-    --test) APT_PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+    --test) APT_PACKAGES+=("${TEST_PACKAGES[@]}"); with_test=1 ;;
     "") ;;
     *) die "usage: scripts/deps.sh [--test]" ;;
 esac
@@ -94,22 +98,32 @@ else
     log "Debian packages: all present"
 fi
 
-# --- Azurite ----------------------------------------------------------------
-AZ_PKG="$ROOT/.deps-node/node_modules/azurite/package.json"
-have_version=
-if [ -f "$AZ_PKG" ]; then
-    have_version=$(sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' "$AZ_PKG" | head -n1)
-fi
-if [ "$have_version" = "$AZURITE_VERSION" ] && [ -x "$ROOT/.deps-node/node_modules/.bin/azurite-table" ]; then
-    log "Azurite $AZURITE_VERSION: present in .deps-node/"
-else
+# npm_pin PREFIX PACKAGE VERSION CHECK - npm install PACKAGE@VERSION into
+# PREFIX unless PREFIX/node_modules/PACKAGE is that version and CHECK exists.
+npm_pin() {
+    local prefix=$1 pkg=$2 version=$3 check=$4 have=
+    local json="$prefix/node_modules/$pkg/package.json"
+    if [ -f "$json" ]; then
+        have=$(sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' "$json" | head -n1)
+    fi
+    if [ "$have" = "$version" ] && [ -e "$check" ]; then
+        log "$pkg $version: present in ${prefix#"$ROOT"/}/"
+        return 0
+    fi
     command -v npm >/dev/null 2>&1 || die "npm not found (apt-get install npm)"
-    log "installing Azurite $AZURITE_VERSION into .deps-node/ (takes ~30 s)"
-    mkdir -p "$ROOT/.deps-node"
-    npm install --prefix "$ROOT/.deps-node" --no-audit --no-fund --loglevel=error \
-        "azurite@$AZURITE_VERSION" >&2
-    [ -x "$ROOT/.deps-node/node_modules/.bin/azurite-table" ] \
-        || die "npm install finished but .deps-node/node_modules/.bin/azurite-table is missing"
+    log "installing $pkg $version into ${prefix#"$ROOT"/}/"
+    mkdir -p "$prefix"
+    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "$pkg@$version" >&2
+    [ -e "$check" ] || die "npm install finished but $check is missing"
+}
+
+# --- Azurite ----------------------------------------------------------------
+npm_pin "$ROOT/.deps-node" azurite "$AZURITE_VERSION" "$ROOT/.deps-node/node_modules/.bin/azurite-table"
+
+# --- DuckDB (tests only) ------------------------------------------------------
+if [ "$with_test" = 1 ]; then
+    npm_pin "$ROOT/.deps-node-test" @duckdb/node-api "$DUCKDB_VERSION" \
+        "$ROOT/.deps-node-test/node_modules/@duckdb/node-api/lib/index.js"
 fi
 
 # --- FUSE device --------------------------------------------------------------

@@ -4,7 +4,8 @@ entity's file text on one line (the same members in the same order, each
 name and value spelled byte for byte as in the file, no whitespace between
 tokens), in the service's order; complete over many pages; checked against
 the per-entity files and the official SDK; never listed; a view's
-read-only (EROFS), the others written only by imports; head stops the scan; a seek back starts it again; pandas reads it."""
+read-only (EROFS), the others written only by imports; head stops the scan; a seek back starts it again; pandas reads it, and DuckDB
+through a pipe."""
 
 import base64
 import datetime
@@ -310,6 +311,51 @@ def test_pandas_reads_it(seeded, mnt):
     assert r.returncode == 0, r.stderr
     ks = sorted("r%05d" % i for i in range(BIG_N))
     assert r.stdout.split() == [str(BIG_N), ks[0], ks[-1], str(sum(range(BIG_N)))]
+
+
+DUCKDB_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                             ".deps-node-test", "node_modules", "@duckdb", "node-api")
+DUCKDB_SQL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "duckdb_sql.cjs")
+
+
+def duckdb(sql, stdin_cmd=None):
+    """Rows of SQL run by DuckDB (duckdb_sql.cjs; scripts/deps.sh --test
+    installs it), its standard input piped from shell command STDIN_CMD if
+    given. Fails loudly when DuckDB is missing."""
+    assert os.path.isdir(DUCKDB_MODULE), "DuckDB missing: run scripts/deps.sh --test"
+    cmd = "node '%s' '%s' \"$1\"" % (DUCKDB_SQL, DUCKDB_MODULE)
+    if stdin_cmd:
+        cmd = stdin_cmd + " | " + cmd
+    r = subprocess.run(["bash", "-c", cmd, "duckdb", sql], capture_output=True, text=True,
+                       timeout=120)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_duckdb_reads_it_through_a_pipe_not_by_its_size(seeded, mnt):
+    """DuckDB's read_json goes by the file's size, so it needs the stream
+    piped (USAGE, "Export streams"): from a pipe it reads every entity, the
+    keys and typed values as the SDK has them; by name it sees the size 0
+    that stat shows and reads no line (newline_delimited), or fails (auto)."""
+    _, big = seeded
+    path = mnt.join(BIG, ".ndjson")
+    sql = ("select count(*) as n, count(distinct PartitionKey) as p, sum(n) as s, "
+           "min(RowKey) as lo, max(RowKey) as hi from read_json('%s', format='newline_delimited')")
+    rc, out, err = duckdb(sql % "/dev/stdin", "cat '%s'" % path)
+    assert rc == 0, err
+    ks = sorted(k[1] for k in sdk_keys(big))
+    assert json.loads(out) == [{"n": str(BIG_N), "p": str(BIG_PARTS),
+                                "s": str(sum(range(BIG_N))), "lo": ks[0], "hi": ks[-1]}]
+    # the Edm annotations come through as columns beside their values
+    rc, out, err = duckdb("select \"i64@odata.type\" as t, count(*) as n from read_json("
+                          "'/dev/stdin', format='newline_delimited') group by t",
+                          "cat '%s'" % mnt.join(T, ".ndjson"))
+    assert rc == 0, err
+    assert json.loads(out) == [{"t": "Edm.Int64", "n": str(len(t_entities()))}]
+    # by its name: the size 0 of stat is all DuckDB reads
+    rc, out, err = duckdb(sql % path)
+    assert rc == 0 and json.loads(out)[0]["n"] == "0", (rc, out, err)
+    rc, out, err = duckdb("select count(*) as n from read_json('%s')" % path)
+    assert rc == 1 and "Could not read enough bytes" in err, (rc, out, err)
 
 
 def test_binary_round_trips_base64(seeded, mnt):
