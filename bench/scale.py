@@ -149,6 +149,8 @@ def main():
             out.append("|---|---|---|")
             for (w, g), pts in sorted(peaks.items()):
                 (n0, r0), (n1, r1) = pts[0], pts[-1]
+                if n1 == n0:
+                    continue        # sizes of one N (other partition counts): no slope
                 out.append("| %s | %d | %.1f |" % (w, g, (r1 - r0) * 1048576 / (n1 - n0)))
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,5 +1,6 @@
 /* cache/cache.c - a bounded, thread-safe cache of rendered entities and directory listings (TTL + LRU): entries, eviction, files (listings and markers: cache/dirs.c). */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,8 +93,6 @@ void cache_remove_entry(struct cache *c, struct entry *e)
         *pp = e->hnext;
     cache_lru_unlink(c, e);
     c->bytes -= e->charge;
-    if (e->kind == ENTRY_DIR)
-        c->dir_bytes -= e->charge;
     c->n_entries--;
     cache_entry_free(e);
 }
@@ -112,18 +111,40 @@ static void lru_push_back(struct cache *c, struct entry *e)
         c->head = e;
 }
 
-/* The entry to evict: the least recently used one that is not a listing,
- * while listings hold at most half the cache (a listing is small for what
- * it saves: a whole scan, and every stat of its directory); else the least
- * recently used of all. Lock held; the cache is not empty. */
+/* The entry to evict: the least recently used one. A listing is used when
+ * it is looked into and whenever an entity of its directory (or below) is
+ * cached or read (lru_bump_dirs), so it stays while its directory is in
+ * use, and a walk's listings go once the walk has left them. Lock held; the
+ * cache is not empty. */
 struct entry *cache_victim(struct cache *c)
 {
     LOCK_HELD(&c->lock);
-    if (c->dir_bytes <= c->max_bytes / 2)
-        for (struct entry *e = c->tail; e; e = e->prev)
-            if (e->kind != ENTRY_DIR)
-                return e;
     return c->tail;
+}
+
+/* The listings of the directories above entity PATH ("/T/P" and "/T" of
+ * "/T/P/R.json", and the root's) made the most recently used: an entity
+ * cached or read is a use of the listings that name it. Lock held. */
+static void lru_bump_dirs(struct cache *c, const char *path)
+{
+    char dir[PATH_MAX];
+    size_t n = strlen(path);
+    char *slash;
+    struct entry *e;
+
+    LOCK_HELD(&c->lock);
+    if (n >= sizeof(dir))
+        return;
+    memcpy(dir, path, n + 1);
+    while ((slash = strrchr(dir, '/')) != NULL) {
+        slash[slash == dir] = '\0'; /* "/T/P" -> "/T", "/T" -> "/" (the root) */
+        if ((e = cache_find(c, dir)) && e->kind == ENTRY_DIR) {
+            cache_lru_unlink(c, e);
+            cache_lru_push_front(c, e);
+        }
+        if (slash == dir)
+            break;
+    }
 }
 
 /* Owned listing E expired: keep only that the mount made its directory
@@ -137,7 +158,6 @@ static void made_from_owned(struct cache *c, struct entry *e)
     LOCK_HELD(&c->lock);
     charge = ENTRY_OVERHEAD + strlen(e->path);
     c->bytes -= e->charge - charge;
-    c->dir_bytes -= e->charge;
     e->charge = charge;
     listing_unref(e->dir);
     e->dir = NULL;
@@ -213,6 +233,8 @@ void cache_insert(struct cache *c, struct entry *e, double ttl)
         cache_entry_free(e);
         return;
     }
+    if (e->kind == ENTRY_FILE) /* before making room: its listings are in use */
+        lru_bump_dirs(c, e->path);
     while (c->tail && c->bytes + e->charge > c->max_bytes) {
         c->evictions++;
         cache_remove_entry(c, cache_victim(c));
@@ -227,8 +249,6 @@ void cache_insert(struct cache *c, struct entry *e, double ttl)
     c->buckets[e->hash % c->n_buckets] = e;
     cache_lru_push_front(c, e);
     c->bytes += e->charge;
-    if (e->kind == ENTRY_DIR)
-        c->dir_bytes += e->charge;
     c->n_entries++;
     maybe_grow(c);
 }
@@ -248,6 +268,8 @@ struct entry *cache_fetch(struct cache *c, const char *path, enum entry_kind kin
     c->hits++;
     cache_lru_unlink(c, e);
     cache_lru_push_front(c, e);
+    if (kind == ENTRY_FILE)
+        lru_bump_dirs(c, path);
     return e;
 }
 

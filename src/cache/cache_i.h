@@ -57,11 +57,11 @@ struct cache {
     size_t n_buckets, n_entries; /* guarded by lock */
     size_t bytes;                /* charged to all entries; guarded by lock */
     size_t max_bytes;            /* set by cache_new */
-    size_t dir_bytes;            /* charged to ENTRY_DIR entries; guarded by lock */
     double ttl;                  /* set by cache_new */
-    double neg_ttl;              /* the negative lifetime: set by cache_new and
-                                  * cache_set_negative_ttl, before concurrent use */
-    struct entry *head, *tail;   /* guarded by lock */
+    /* the negative lifetime: set by cache_new and cache_set_negative_ttl,
+     * before concurrent use */
+    double neg_ttl;
+    struct entry *head, *tail;                     /* guarded by lock */
     uint64_t hits, misses, evictions, expirations; /* guarded by lock */
 };
 

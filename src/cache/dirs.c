@@ -181,12 +181,10 @@ int cache_dir_edit(struct cache *c, const char *dirpath, const char *name, const
         rc = -EAGAIN;
     } else {
         c->bytes -= e->charge;
-        c->dir_bytes -= e->charge;
         listing_unref(e->dir);
         e->dir = edited;
         e->charge = ENTRY_OVERHEAD + strlen(e->path) + listing_bytes(edited);
         c->bytes += e->charge;
-        c->dir_bytes += e->charge;
         if (e->flags & CACHE_OWNED) /* the mount keeps it complete: renewed */
             e->expires = e->neg_until = cache_now() + c->ttl;
         for (struct entry *v; c->bytes > c->max_bytes && (v = cache_victim(c)) != e;) {

@@ -223,8 +223,9 @@ static void test_many(void)
     cache_free(c);
 }
 
-/* Entities are evicted before listings (while listings hold at most half
- * the cache): a listing saves a whole scan and answers every stat. */
+/* A listing whose directory's entities are cached or read is in use: it
+ * outlives older entities of its directory (a listing saves a whole scan
+ * and answers every stat). */
 static void test_listings_outlive_entities(void)
 {
     const char *names[] = { "a.json", "b.json" }, *keys[] = { "a", "b" };
@@ -247,6 +248,43 @@ static void test_listings_outlive_entities(void)
     ok(cache_get_file(c, "/t/p/5.json", &f) == 0, "the newest entity is kept");
     cache_file_clear(&f);
     listing_unref(l);
+    cache_free(c);
+}
+
+/* A listing no longer used goes before newer entities: the listings of
+ * the partitions a walk has left do not pile up and push out the entities
+ * of the ones it reads. Reading an entity uses its listing again. */
+static void test_listings_of_left_directories_go(void)
+{
+    const char *names[] = { "a.json", "b.json" }, *keys[] = { "a", "b" };
+    struct cache *c = cache_new(5000, 60);
+    struct listing *la = make_listing(names, keys, 2, 1), *lb = make_listing(names, keys, 2, 1);
+    struct listing *got;
+    struct timespec mt = { 0, 0 };
+    char data[1000], path[32];
+    struct cache_file f;
+
+    memset(data, 'x', sizeof(data));
+    is_int(cache_put_listing(c, "/t/left", la, 0), 0, "listing of a directory left");
+    is_int(cache_put_file(c, "/t/read/0.json", data, sizeof(data), NULL, mt, 0), 0,
+           "an entity of another");
+    is_int(cache_put_listing(c, "/t/read", lb, 0), 0, "its listing");
+    ok(cache_get_file(c, "/t/read/0.json", &f) == 0, "the entity read");
+    cache_file_clear(&f);
+    for (int i = 1; i < 5; i++) { /* more than fits, all in /t/read */
+        snprintf(path, sizeof(path), "/t/read/%d.json", i);
+        cache_put_file(c, path, data, sizeof(data), NULL, mt, 0);
+    }
+    got = cache_get_listing(c, "/t/left");
+    ok(got == NULL, "the listing of the directory left went first");
+    listing_unref(got);
+    got = cache_get_listing(c, "/t/read");
+    ok(got != NULL, "the listing of the directory in use stayed");
+    listing_unref(got);
+    ok(cache_get_file(c, "/t/read/4.json", &f) == 0, "the newest entity is kept");
+    cache_file_clear(&f);
+    listing_unref(la);
+    listing_unref(lb);
     cache_free(c);
 }
 
@@ -408,6 +446,7 @@ int main(void)
     test_bound_and_lru();
     test_used_once_goes_first();
     test_listings_outlive_entities();
+    test_listings_of_left_directories_go();
     test_expiry();
     test_many();
     test_put_exists_race();
