@@ -12,6 +12,8 @@
 #             doc/ARCHITECTURE.md names, no call circle, the seams hold,
 #             the doc names every file of src/
 #   threads   only src/util/worker.c starts threads
+#   size      no file of src/ is longer than 700 lines (one responsibility a
+#             module: a longer one is split along what it owns)
 #   commits   commit subjects since the rule began are at most 72
 #             characters (skipped outside a git clone)
 set -uo pipefail
@@ -23,6 +25,7 @@ cd "$SRC" || exit 2
 SUBJECT_RULE_BASE=cfd9c88
 SUBJECT_MAX=72
 SPELL_IGNORE=bu,clen,nd,fo
+SRC_MAX_LINES=700
 
 passed=0 failed=0
 out=$(mktemp)
@@ -72,6 +75,13 @@ threads() {
     [ -z "$where" ] || { echo "threads started outside src/util/worker.c: $where"; return 1; }
 }
 
+size() {
+    local long
+    long=$(find src -name '*.[ch]' -exec wc -l {} + | grep -v ' total$' |
+           awk -v max="$SRC_MAX_LINES" '$1 > max')
+    [ -z "$long" ] || { echo "files over $SRC_MAX_LINES lines:"; echo "$long"; return 1; }
+}
+
 commits() {
     local long
     if ! git rev-parse --git-dir >/dev/null 2>&1 ||
@@ -89,6 +99,7 @@ check cppcheck run_cppcheck
 check spelling spelling
 check layers layers
 check threads threads
+check size size
 check commits commits
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -168,7 +168,7 @@ count_line() {
     passed=$((passed + p)); failed=$((failed + f))
 }
 
-section "lint (make lint: format, cppcheck, spelling, layers, threads, commits)"
+section "lint (make lint: format, cppcheck, spelling, layers, threads, size, commits)"
 timeout -k 10 300 make lint 2>&1 | tee "$RUN/lint.out"
 count_line lint "$RUN/lint.out"
 
