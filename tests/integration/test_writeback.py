@@ -52,7 +52,9 @@ def put(path, obj):
 def test_restore_sends_batches_and_sdk_sees_it_all(sdk, seed, mounter, tmp_path):
     bk = backup(sdk, seed, mounter, tmp_path)
     dst = "wbDst"
-    opts, _ = wb_options(tmp_path, "writeback")
+    # a delay that a partition's 70 files fit in however slow the writer
+    # (the default 200 ms cut them into two or three batches under ASan)
+    opts, _ = wb_options(tmp_path, "writeback=3000")
     mnt = mounter.mount(options=opts)
     n = P * PER
     before = kinds(mnt)
