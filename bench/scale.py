@@ -4,14 +4,20 @@
 memory, in parallel, so the service is not the limit) and each walk
 (``find -type f``, ``grep -r -c``, ``tar -cf - . | cat``, ``rsync -a``
 into a local directory), a cold mount per run, for each
-``-o forget_after`` value side by side: wall seconds, requests, the
-daemon's peak RSS (VmHWM), its RSS sampled every second, and the
-fuse_inode objects the kernel holds at the walk's end (/proc/slabinfo,
-kernel-wide: run nothing else meanwhile; root only). Prints a markdown
-table, with two slopes of RSS per entity: within each walk, from its
-half-time sample to its peak (the entities walked in between taken as
-half the table: a walk goes at an even pace), and between the smallest
-and largest size's peaks. A size N:P overrides --partitions.
+``-o forget_after`` value side by side: wall seconds, the daemon's CPU
+seconds (user + system, /proc/PID/stat), the CPU time the hypervisor
+stole from this machine meanwhile (/proc/stat: on a shared host the
+walls move with it, the daemon's CPU much less), requests, the daemon's
+peak RSS (VmHWM), its RSS sampled every second, and the fuse_inode
+objects the kernel holds at the walk's end (/proc/slabinfo, kernel-wide:
+run nothing else meanwhile; root only). Every size's endpoint is up for
+the whole run and the sizes take turns within each round and walk, so a
+ratio between sizes compares runs made minutes apart, not a whole size's
+runs apart. Prints a markdown table, the medians with the ratio of each
+size to the smallest, and two slopes of RSS per entity: within each walk,
+from its half-time sample to its peak (the entities walked in between
+taken as half the table: a walk goes at an even pace), and between the
+smallest and largest size's peaks. A size N:P overrides --partitions.
 
     /usr/bin/python3 bench/scale.py [--sizes 100000,1000000] [--partitions 100]
                                     [--walks find,grep,tar,rsync] [--forget 32768,0]
@@ -77,23 +83,48 @@ def fuse_inodes():
     raise BenchError("no fuse_inode line in /proc/slabinfo")
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of process PID so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def steal_seconds():
+    """CPU seconds stolen from this machine by its hypervisor so far (all CPUs)."""
+    with open("/proc/stat") as f:
+        cpu = f.readline().split()
+    return int(cpu[8]) / os.sysconf("SC_CLK_TCK") if len(cpu) > 8 else 0.0
+
+
+class Run:
+    """One walk's measures (see one())."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
 def one(work, cs, table, walk, forget):
-    """WALK of TABLE on a fresh mount with forget_after=FORGET: (wall,
-    requests, peak RSS MiB, fuse_inode objects at the end, stdout, RSS MiB
-    at half time, largest RSS MiB after it)."""
+    """WALK of TABLE on a fresh mount with forget_after=FORGET: a Run of
+    wall, cpu (the daemon's), steal, reqs, rss (peak, MiB), inodes (kernel
+    fuse_inode objects at the end), out (the walk's stdout), half and late
+    (RSS MiB at half time, the largest after it)."""
     with Mount(work, cs, options=["-o", "forget_after=%d" % forget]) as m:
         before = m.stats()["requests"]
+        cpu0, steal0 = cpu_seconds(m.proc.pid), steal_seconds()
         t0 = time.perf_counter()
         rs = RssSampler(m.proc.pid)
         r = run_timed(shell(WALKS[walk].format(m=str(m), t=table, w=work)), work,
                       timeout=7200).check()
         wall = time.perf_counter() - t0
+        cpu, steal = cpu_seconds(m.proc.pid) - cpu0, steal_seconds() - steal0
         half, late = rs.halves()
         time.sleep(0.5)                 # inodes freed after an RCU grace period
         inodes = fuse_inodes()
         reqs = m.stats()["requests"] - before
         rss = m.peak_rss_kib() / 1024.0
-    return wall, reqs, rss, inodes, r.stdout.strip(), half, late
+    return Run(wall=wall, cpu=cpu, steal=steal, reqs=reqs, rss=rss, inodes=inodes,
+               out=r.stdout.strip(), half=half, late=late)
 
 
 def main():
@@ -110,49 +141,54 @@ def main():
     forgets = [int(x) for x in a.forget.split(",")]
     walks = a.walks.split(",")
     work = tempfile.mkdtemp(prefix="aztfs-scale-")
-    out = ["| walk | entities | partitions | forget_after | seconds | requests | "
-           "ceil(N/1000)+P | peak RSS MiB | RSS at half time / after MiB | "
-           "second half's slope, B per entity | kernel fuse_inode at the end |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
-    peaks, walls = {}, {}
+    out = ["| walk | entities | partitions | forget_after | seconds | daemon CPU s | "
+           "stolen CPU s | requests | ceil(N/1000)+P | peak RSS MiB | "
+           "RSS at half time / after MiB | second half's slope, B per entity | "
+           "kernel fuse_inode at the end |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    peaks, runs = {}, {}
+    servers = {}
     try:
         for n, parts in sizes:
-            table = "scale%d" % n
-            srv = MemTable({table: (n, parts)})
-            try:
-                cs = conn_str_for(srv.port)
-                base = fuse_inodes()
-                for w, g in [(w, g) for w in walks for g in forgets for _ in range(a.rounds)]:
-                    wall, reqs, rss, inodes, outp, half, late = one(work, cs, table, w, g)
-                    walls.setdefault((w, n, parts, g), []).append(wall)
-                    if w in ("find", "grep", "rsync") and int(outp.split()[-1]) != n:
-                        raise BenchError("%s saw %s files of %d" % (w, outp, n))
-                    peaks.setdefault((w, g), []).append((n, rss))
-                    within = ("%.1f / %.1f" % (half, late), "%.1f" % (
-                        (late - half) * 1048576 / (n / 2))) if half else ("-", "-")
-                    out.append("| %s | %d | %d | %d | %.1f | %d | %d | %.1f | %s | %s | %d |"
-                               % (w, n, parts, g, wall, reqs, -(-n // 1000) + parts, rss,
-                                  within[0], within[1], inodes - base))
-                    print(out[-1], flush=True)
-            finally:
-                srv.close()
-        if a.rounds > 1:
-            out.append("")
-            out.append("| walk | entities | partitions | forget_after | seconds, median (all) |")
-            out.append("|---|---|---|---|---|")
-            for (w, n, parts, g), ws in walls.items():
-                out.append("| %s | %d | %d | %d | %.1f (%s) |" % (
-                    w, n, parts, g, statistics.median(ws), ", ".join("%.1f" % x for x in ws)))
+            servers[(n, parts)] = MemTable({"scale%d" % n: (n, parts)})
+        base = fuse_inodes()
+        for w, g, _ in [(w, g, k) for k in range(a.rounds) for w in walks for g in forgets]:
+            for n, parts in sizes:          # the sizes take turns
+                cs = conn_str_for(servers[(n, parts)].port)
+                r = one(work, cs, "scale%d" % n, w, g)
+                runs.setdefault((w, n, parts, g), []).append(r)
+                if w in ("find", "grep", "rsync") and int(r.out.split()[-1]) != n:
+                    raise BenchError("%s saw %s files of %d" % (w, r.out, n))
+                peaks.setdefault((w, g), []).append((n, r.rss))
+                within = ("%.1f / %.1f" % (r.half, r.late), "%.1f" % (
+                    (r.late - r.half) * 1048576 / (n / 2))) if r.half else ("-", "-")
+                out.append("| %s | %d | %d | %d | %.1f | %.1f | %.1f | %d | %d | %.1f | %s | %s "
+                           "| %d |" % (w, n, parts, g, r.wall, r.cpu, r.steal, r.reqs,
+                                       -(-n // 1000) + parts, r.rss, within[0], within[1],
+                                       r.inodes - base))
+                print(out[-1], flush=True)
+        out += ["", "| walk | entities | partitions | forget_after | seconds, median (all) | "
+                "x smallest | daemon CPU s, median | x smallest |", "|---|---|---|---|---|---|---|---|"]
+        for (w, n, parts, g), rs in runs.items():
+            wall = statistics.median(x.wall for x in rs)
+            cpu = statistics.median(x.cpu for x in rs)
+            small = runs[(w,) + sizes[0] + (g,)]
+            out.append("| %s | %d | %d | %d | %.1f (%s) | %.2f | %.1f | %.2f |" % (
+                w, n, parts, g, wall, ", ".join("%.1f" % x.wall for x in rs),
+                wall / statistics.median(x.wall for x in small), cpu,
+                cpu / max(statistics.median(x.cpu for x in small), 1e-9)))
         if len(sizes) > 1:
             out.append("")
             out.append("| walk | forget_after | peak RSS slope between sizes, bytes per entity |")
             out.append("|---|---|---|")
             for (w, g), pts in sorted(peaks.items()):
-                (n0, r0), (n1, r1) = pts[0], pts[-1]
+                (n0, r0), (n1, r1) = pts[0], pts[len(sizes) - 1]
                 if n1 == n0:
                     continue        # sizes of one N (other partition counts): no slope
                 out.append("| %s | %d | %.1f |" % (w, g, (r1 - r0) * 1048576 / (n1 - n0)))
     finally:
+        for srv in servers.values():
+            srv.close()
         shutil.rmtree(work, ignore_errors=True)
     emit_report("\n".join(out), a.out)
 

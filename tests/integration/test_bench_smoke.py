@@ -275,8 +275,8 @@ def test_abphases_smoke():
 def test_scale_smoke(tmp_path):
     """bench/scale.py, tiny (3,000 entities in 6 partitions, two rounds):
     a row per walk and round with the files every walk saw (it fails when a
-    walk misses one), requests within ceil(N/1000) + P + 12, a peak RSS,
-    and the table of medians."""
+    walk misses one), the daemon's CPU, requests within ceil(N/1000) + P +
+    12, a peak RSS, and the table of medians with their ratios."""
     out = tmp_path / "scale.md"
     p = subprocess.run([sys.executable, str(ROOT / "bench" / "scale.py"), "--sizes", "3000:6",
                         "--forget", "100", "--rounds", "2", "--out", str(out)],
@@ -286,13 +286,14 @@ def test_scale_smoke(tmp_path):
     text = out.read_text()
     rows = [[c.strip() for c in l.split("|")[1:-1]] for l in text.splitlines()
             if l.startswith("| ") and l.split("|")[2].strip() == "3000"]
-    runs = [r for r in rows if len(r) == 11]
+    runs = [r for r in rows if len(r) == 13]
     assert sorted(r[0] for r in runs) == sorted(["find", "grep", "tar", "rsync"] * 2), text
     for r in runs:
-        assert 0 < int(r[5]) <= int(r[6]) + 12, r
-        assert float(r[4]) > 0 and float(r[7]) > 0, r
-    medians = [r for r in rows if len(r) == 5]
+        assert 0 < int(r[7]) <= int(r[8]) + 12, r       # requests within the bound
+        assert float(r[4]) > 0 and float(r[5]) > 0 and float(r[9]) > 0, r
+    medians = [r for r in rows if len(r) == 8]
     assert sorted(r[0] for r in medians) == ["find", "grep", "rsync", "tar"], text
+    assert all(float(r[5]) == 1.0 for r in medians), medians    # one size: its own ratio
 
 
 def test_import_benchmark_smoke(tmp_path):
