@@ -19,13 +19,21 @@ from its half-time sample to its peak (the entities walked in between
 taken as half the table: a walk goes at an even pace), and between the
 smallest and largest size's peaks. A size N:P overrides --partitions.
 
+With ``--floor``, every walk also runs, in turn with aztfs's, over the same
+shape of tree served from memory by bench/floorfs.c (the FUSE floor: what
+FUSE, the kernel and the tool cost without aztfs; each entity a file of
+its JSON in /dev/shm, written once per size), so the ratio between sizes
+of a walk over aztfs can be read against the same ratio over the floor.
+
     /usr/bin/python3 bench/scale.py [--sizes 100000,1000000] [--partitions 100]
                                     [--walks find,grep,tar,rsync] [--forget 32768,0]
-                                    [--rounds N] [--out F]
+                                    [--rounds N] [--floor] [--out F]
 """
 
 import argparse
+import json
 import os
+import subprocess
 import shutil
 import statistics
 import tempfile
@@ -34,7 +42,9 @@ import time
 
 from common import BenchError, Mount, emit_report, run_timed, shell
 from harness import conn_str_for
+from latency import build_floor
 from memtable import MemTable
+from seed import entity, entity_path
 
 WALKS = {
     "find": "find '{m}/{t}' -type f | wc -l",
@@ -127,6 +137,43 @@ def one(work, cs, table, walk, forget):
                out=r.stdout.strip(), half=half, late=late)
 
 
+def floor_tree(root, table, n, parts):
+    """ROOT/TABLE/PK/RK.json for the N entities of bench/seed.py in PARTS
+    partitions, each its JSON laid out as a file (about the size of
+    aztfs's rendering of it)."""
+    for i in range(n):
+        path = os.path.join(root, table, entity_path(i, parts))
+        if i < parts:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(entity(i, parts), f, indent=2)
+            f.write("\n")
+
+
+def one_floor(exe, tree, work, table, walk):
+    """WALK of TABLE over floorfs serving TREE: a Run of wall and out (the
+    other measures are aztfs's and stay 0)."""
+    mnt = os.path.join(work, "floor-mnt")
+    os.makedirs(mnt, exist_ok=True)
+    proc = subprocess.Popen([exe, tree, mnt, "-f"], stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1200):
+            if os.path.ismount(mnt):
+                break
+            time.sleep(0.05)
+        else:
+            raise BenchError("floorfs did not mount")
+        t0 = time.perf_counter()
+        r = run_timed(shell(WALKS[walk].format(m=mnt, t=table, w=work)), work,
+                      timeout=7200).check()
+        wall = time.perf_counter() - t0
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+        proc.wait(timeout=120)
+    return Run(wall=wall, cpu=0.0, steal=0.0, reqs=0, rss=0.0, inodes=0, out=r.stdout.strip(),
+               half=None, late=None)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="100000,1000000")
@@ -134,6 +181,7 @@ def main():
     ap.add_argument("--walks", default="find,grep,tar,rsync")
     ap.add_argument("--forget", default="32768,0")
     ap.add_argument("--rounds", type=int, default=1, help="runs of each walk, one row each")
+    ap.add_argument("--floor", action="store_true", help="the walks over floorfs too")
     ap.add_argument("--out")
     a = ap.parse_args()
     sizes = [(int(x.split(":")[0]), int(x.split(":")[1]) if ":" in x else a.partitions)
@@ -147,10 +195,16 @@ def main():
            "kernel fuse_inode at the end |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     peaks, runs = {}, {}
-    servers = {}
+    servers, trees, floor = {}, {}, None
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
     try:
         for n, parts in sizes:
             servers[(n, parts)] = MemTable({"scale%d" % n: (n, parts)})
+            if a.floor:
+                trees[(n, parts)] = tempfile.mkdtemp(prefix="aztfs-scale-floor-", dir=shm)
+                floor_tree(trees[(n, parts)], "scale%d" % n, n, parts)
+        if a.floor:
+            floor = build_floor(work)
         base = fuse_inodes()
         for w, g, _ in [(w, g, k) for k in range(a.rounds) for w in walks for g in forgets]:
             for n, parts in sizes:          # the sizes take turns
@@ -167,16 +221,23 @@ def main():
                                        -(-n // 1000) + parts, r.rss, within[0], within[1],
                                        r.inodes - base))
                 print(out[-1], flush=True)
+                if floor and g == forgets[0]:
+                    r = one_floor(floor, trees[(n, parts)], work, "scale%d" % n, w)
+                    runs.setdefault(("%s, floorfs" % w, n, parts, g), []).append(r)
+                    out.append("| %s, floorfs | %d | %d | - | %.1f | - | - | - | - | - | - | - "
+                               "| - |" % (w, n, parts, r.wall))
+                    print(out[-1], flush=True)
         out += ["", "| walk | entities | partitions | forget_after | seconds, median (all) | "
                 "x smallest | daemon CPU s, median | x smallest |", "|---|---|---|---|---|---|---|---|"]
         for (w, n, parts, g), rs in runs.items():
             wall = statistics.median(x.wall for x in rs)
             cpu = statistics.median(x.cpu for x in rs)
             small = runs[(w,) + sizes[0] + (g,)]
-            out.append("| %s | %d | %d | %d | %.1f (%s) | %.2f | %.1f | %.2f |" % (
+            cpus = ("%.1f | %.2f" % (cpu, cpu / max(statistics.median(x.cpu for x in small),
+                                                    1e-9))) if cpu > 0 else "- | -"
+            out.append("| %s | %d | %d | %d | %.1f (%s) | %.2f | %s |" % (
                 w, n, parts, g, wall, ", ".join("%.1f" % x.wall for x in rs),
-                wall / statistics.median(x.wall for x in small), cpu,
-                cpu / max(statistics.median(x.cpu for x in small), 1e-9)))
+                wall / statistics.median(x.wall for x in small), cpus))
         if len(sizes) > 1:
             out.append("")
             out.append("| walk | forget_after | peak RSS slope between sizes, bytes per entity |")
@@ -189,6 +250,8 @@ def main():
     finally:
         for srv in servers.values():
             srv.close()
+        for tree in trees.values():
+            shutil.rmtree(tree, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
     emit_report("\n".join(out), a.out)
 
