@@ -31,6 +31,7 @@ AZTFS_BIN overrides ./aztfs.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -81,24 +82,33 @@ def build_floor(work):
     return exe
 
 
-def floor_rsync(exe, src, work, copies):
-    """rsync -a of SRC served by floorfs into COPIES: wall seconds."""
-    mnt, dest = os.path.join(work, "floor-mnt"), os.path.join(copies, "floor-copy")
+@contextlib.contextmanager
+def floor_mounted(exe, src, work, timeout=60):
+    """SRC served by floorfs (EXE) at WORK/floor-mnt for the with block,
+    which gets the mountpoint; unmounted after it."""
+    mnt = os.path.join(work, "floor-mnt")
     os.makedirs(mnt, exist_ok=True)
     proc = subprocess.Popen([exe, src, mnt, "-f"], stderr=subprocess.DEVNULL)
     try:
-        for _ in range(200):
-            if os.path.ismount(mnt):
-                break
+        deadline = time.monotonic() + timeout
+        while not os.path.ismount(mnt):
+            if time.monotonic() > deadline:
+                raise BenchError("floorfs did not mount")
             time.sleep(0.05)
-        else:
-            raise BenchError("floorfs did not mount")
-        wall = run_timed(shell("rsync -a '%s/' '%s/'" % (mnt, dest)), work).check().wall
+        yield mnt
     finally:
         subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
-        proc.wait(timeout=30)
+        proc.wait(timeout=120)
+
+
+def floor_rsync(exe, src, work, copies):
+    """rsync -a of SRC served by floorfs into COPIES: wall seconds."""
+    dest = os.path.join(copies, "floor-copy")
+    try:
+        with floor_mounted(exe, src, work, timeout=10) as mnt:
+            return run_timed(shell("rsync -a '%s/' '%s/'" % (mnt, dest)), work).check().wall
+    finally:
         shutil.rmtree(dest, ignore_errors=True)
-    return wall
 
 
 def median_run(runs):

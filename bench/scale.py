@@ -33,7 +33,6 @@ of a walk over aztfs can be read against the same ratio over the floor.
 import argparse
 import json
 import os
-import subprocess
 import shutil
 import statistics
 import tempfile
@@ -42,7 +41,7 @@ import time
 
 from common import BenchError, Mount, emit_report, run_timed, shell
 from harness import conn_str_for
-from latency import build_floor
+from latency import build_floor, floor_mounted
 from memtable import MemTable
 from seed import entity, entity_path
 
@@ -153,23 +152,11 @@ def floor_tree(root, table, n, parts):
 def one_floor(exe, tree, work, table, walk):
     """WALK of TABLE over floorfs serving TREE: a Run of wall and out (the
     other measures are aztfs's and stay 0)."""
-    mnt = os.path.join(work, "floor-mnt")
-    os.makedirs(mnt, exist_ok=True)
-    proc = subprocess.Popen([exe, tree, mnt, "-f"], stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(1200):
-            if os.path.ismount(mnt):
-                break
-            time.sleep(0.05)
-        else:
-            raise BenchError("floorfs did not mount")
+    with floor_mounted(exe, tree, work, timeout=600) as mnt:   # it reads the tree first
         t0 = time.perf_counter()
         r = run_timed(shell(WALKS[walk].format(m=mnt, t=table, w=work)), work,
                       timeout=7200).check()
         wall = time.perf_counter() - t0
-    finally:
-        subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
-        proc.wait(timeout=120)
     return Run(wall=wall, cpu=0.0, steal=0.0, reqs=0, rss=0.0, inodes=0, out=r.stdout.strip(),
                half=None, late=None)
 
