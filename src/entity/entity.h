@@ -118,6 +118,25 @@ int entity_render_line(const json_t *wire, struct buf *line, struct entity_error
 int entity_render_line_text(const char *text, size_t len, struct buf *line,
                             struct entity_error *err);
 
+/* An entity's system properties as entity_render_text found them: each
+ * NULL when absent or not a string, else in BLOCK (malloc'd, the caller
+ * frees it; NULL when all are). */
+struct entity_keys {
+    char *block;
+    const char *pk, *rk, *ts, *etag;
+};
+
+/* entity_render_digest of the entity whose JSON text is TEXT (LEN bytes, one
+ * object, as the service sent it), without a tree where the text allows
+ * (entity/textline.c): the same text, digest and error as json_loadb then
+ * entity_render_digest give (text that is not JSON is -EINVAL, "the entity
+ * is not JSON: ..."); and in *KEYS, whatever the outcome, what
+ * entity_wire_sys finds in that tree (all NULL for text that is not JSON,
+ * or on -ENOMEM). A listing read as text renders its entities so. */
+int entity_render_text(const char *text, size_t len, char **out, size_t *out_len,
+                       unsigned char digest[ENTITY_DIGEST_LEN], int *has_digest,
+                       struct entity_keys *keys, struct entity_error *err);
+
 /* Parse file text written by a user into the wire-form object to send
  * (new reference, caller json_decref()s): PartitionKey, RowKey, Timestamp and
  * "odata.*" members are dropped; bare integers are Int32 (Int64 with an

@@ -83,6 +83,17 @@ int entity_line_of(struct buf *line, const struct scalar *pk, const struct scala
                    const struct scalar *ts, const struct prop *props, size_t n,
                    struct entity_error *err);
 
+/* The file text (entity_render_digest) of the entity of keys PK and RK
+ * (strings), Timestamp TS (a string; NULL: none) and the N properties
+ * PROPS (checked, sorted by name) into malloc'd *OUT of *OUT_LEN, and its
+ * digest into DIGEST (may be NULL; *HAS_DIGEST: made or not), for a reader
+ * that found them elsewhere (entity/textline.c). Returns as
+ * entity_render_digest. */
+int entity_file_of(const struct scalar *pk, const struct scalar *rk, const struct scalar *ts,
+                   const struct prop *props, size_t n, char **out, size_t *out_len,
+                   unsigned char digest[ENTITY_DIGEST_LEN], int *has_digest,
+                   struct entity_error *err);
+
 /* Format finite D as the shortest decimal that reads back to the same double
  * (entity/number.c). OUT must hold 32 bytes. */
 void entity_format_double(double d, char out[32]);

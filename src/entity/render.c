@@ -325,6 +325,22 @@ static int render(const json_t *wire, struct out *o, unsigned char digest[ENTITY
     return 0;
 }
 
+/* The end of a file's rendering into SB that returned RC: its text into
+ * *OUT and *OUT_LEN, or SB's failure said. */
+static int file_end(struct buf *sb, int rc, char **out, size_t *out_len, struct entity_error *err)
+{
+    if (rc < 0) {
+        buf_free(sb);
+        return rc;
+    }
+    rc = sb->err;
+    if (!(*out = buf_take(sb, out_len)))
+        return rc == -EFBIG ? entity_set_err(err, rc, NULL, "the rendered entity is over %d bytes",
+                                             ENTITY_RENDER_MAX) :
+                              entity_set_err(err, -ENOMEM, NULL, "out of memory");
+    return 0;
+}
+
 /* entity_render_digest: see entity.h. Also -EINVAL for a Timestamp that is
  * neither a string nor null, and for a property name over 255 bytes. */
 int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
@@ -333,20 +349,28 @@ int entity_render_digest(const json_t *wire, char **out, size_t *out_len,
 {
     struct buf sb = BUF_INIT(ENTITY_RENDER_MAX);
     struct out o = { &sb, &FILE_LAYOUT, 1 };
-    int rc;
 
     *out = NULL;
     *out_len = 0;
-    if ((rc = render(wire, &o, digest, has_digest, err)) < 0) {
-        buf_free(&sb);
-        return rc;
-    }
-    rc = sb.err;
-    if (!(*out = buf_take(&sb, out_len)))
-        return rc == -EFBIG ? entity_set_err(err, rc, NULL, "the rendered entity is over %d bytes",
-                                             ENTITY_RENDER_MAX) :
-                              entity_set_err(err, -ENOMEM, NULL, "out of memory");
-    return 0;
+    return file_end(&sb, render(wire, &o, digest, has_digest, err), out, out_len, err);
+}
+
+/* See entity_i.h. */
+int entity_file_of(const struct scalar *pk, const struct scalar *rk, const struct scalar *ts,
+                   const struct prop *props, size_t n, char **out, size_t *out_len,
+                   unsigned char digest[ENTITY_DIGEST_LEN], int *has_digest,
+                   struct entity_error *err)
+{
+    struct buf sb = BUF_INIT(ENTITY_RENDER_MAX);
+    struct out o = { &sb, &FILE_LAYOUT, 1 };
+
+    *out = NULL;
+    *out_len = 0;
+    entity_clear_err(err);
+    render_members(&o, pk, rk, ts, props, n);
+    if (digest)
+        *has_digest = digest_props(props, n, digest) == 0;
+    return file_end(&sb, 0, out, out_len, err);
 }
 
 /* See entity.h. */

@@ -1,9 +1,11 @@
-/* entity/textline.c - an entity's NDJSON line rendered from its JSON text
- * (entity_render_line_text), without a jansson tree.
+/* entity/textline.c - an entity's NDJSON line (entity_render_line_text) or
+ * file text (entity_render_text) rendered from its JSON text, without a
+ * jansson tree.
  *
- * Why: an export renders every entity of a table once, and the tree of a
- * page (an object, a hash table and two allocations a member) cost more
- * than half of its CPU (doc/PERFORMANCE.md, "Export streams"). Here the
+ * Why: an export renders every entity of a table once, and a listing every
+ * entity it shows, and the tree of a page (an object, a hash table and two
+ * allocations a member) cost more than half of its CPU
+ * (doc/PERFORMANCE.md, "Export streams", "Scale"). Here the
  * members are found as tokens (util/jsontok.c), their names and strings
  * copied once into one scratch buffer (a string with escapes or UTF-8
  * decoded by jansson first), and typed, checked and rendered by the very
@@ -12,8 +14,8 @@
  * to 18 digits, reals jansson reads, literals, every member name once,
  * every value good. Anything else (an escape in a name, nesting, a
  * duplicate name, a value its type refuses) is read by json_loadb and
- * rendered from the tree: the line, or the error, is entity_render_line's
- * in every case (tests/unit/test_textline.c and the render_text fuzz
+ * rendered from the tree: the line or file text, or the error, is
+ * entity_render_line's or entity_render_digest's in every case (tests/unit/test_textline.c and the render_text fuzz
  * target compare). */
 #include <errno.h>
 #include <math.h>
@@ -272,14 +274,23 @@ static int collect(const struct member *m, int n, struct prop *props, int *count
     return 0;
 }
 
-/* The line of TEXT appended to LINE as entity_render_line_text, when all
- * of it is taken here; 1 when it is not (nothing appended), 2 when it has
- * more than MAX members. M and PROPS have room for MAX, SCRATCH for LEN + 1
- * bytes. */
-static int render_text(const char *text, size_t len, struct buf *line, struct member *m,
-                       struct prop *props, int max, char *scratch, struct entity_error *err)
+/* An entity as its text holds it: keys, Timestamp (NULL: none), ETag (NULL:
+ * none, or not a string) and properties, all pointing into the reader's
+ * scratch; what is made of it. */
+struct found {
+    const struct scalar *pk, *rk, *ts, *etag;
+    const struct prop *props;
+    size_t n;
+};
+typedef int (*found_fn)(const struct found *f, void *ctx, struct entity_error *err);
+
+/* FN of the entity TEXT holds, when all of it is taken here; 1 when it is
+ * not (FN not called), 2 when it has more than MAX members. M and PROPS
+ * have room for MAX, SCRATCH for LEN + 1 bytes. */
+static int read_text(const char *text, size_t len, struct member *m, struct prop *props, int max,
+                     char *scratch, found_fn fn, void *ctx, struct entity_error *err)
 {
-    const struct scalar *pk, *rk, *ts;
+    struct found f;
     int n = read_members(text, len, m, max, scratch), count;
 
     if (n < 0)
@@ -288,56 +299,155 @@ static int render_text(const char *text, size_t len, struct buf *line, struct me
     for (int i = 1; i < n; i++)
         if (strcmp(m[i - 1].name, m[i].name) == 0)
             return 1; /* the last one counts: jansson's way */
-    pk = find(m, n, "PartitionKey");
-    rk = find(m, n, "RowKey");
-    ts = find(m, n, "Timestamp");
-    if (!pk || pk->kind != SC_STRING || !rk || rk->kind != SC_STRING ||
-        (ts && ts->kind != SC_STRING && ts->kind != SC_NULL))
+    f.pk = find(m, n, "PartitionKey");
+    f.rk = find(m, n, "RowKey");
+    f.ts = find(m, n, "Timestamp");
+    f.etag = find(m, n, "odata.etag");
+    if (!f.pk || f.pk->kind != SC_STRING || !f.rk || f.rk->kind != SC_STRING ||
+        (f.ts && f.ts->kind != SC_STRING && f.ts->kind != SC_NULL))
         return 1;
     if (collect(m, n, props, &count) != 0)
         return 1;
-    return entity_line_of(line, pk, rk, ts && ts->kind == SC_STRING ? ts : NULL, props,
-                          (size_t)count, err);
+    if (f.ts && f.ts->kind != SC_STRING)
+        f.ts = NULL;
+    if (f.etag && f.etag->kind != SC_STRING)
+        f.etag = NULL;
+    f.props = props;
+    f.n = (size_t)count;
+    return fn(&f, ctx, err);
 }
 
-/* TEXT's line through a tree, as entity_render_line renders it. */
-static int render_tree(const char *text, size_t len, struct buf *line, struct entity_error *err)
-{
-    json_error_t jerr;
-    json_t *wire = json_loadb(text, len, 0, &jerr);
-    int rc;
-
-    if (!wire)
-        return entity_set_err(err, -EINVAL, NULL, "the entity is not JSON: %s", jerr.text);
-    rc = entity_render_line(wire, line, err);
-    json_decref(wire);
-    return rc;
-}
-
-/* See entity.h. */
-int entity_render_line_text(const char *text, size_t len, struct buf *line,
-                            struct entity_error *err)
+/* read_text with room for the members of any entity it takes: FN's
+ * answer, 1 when the text is not taken here (FN not called), or -ENOMEM
+ * (ERR said). */
+static int from_text(const char *text, size_t len, found_fn fn, void *ctx, struct entity_error *err)
 {
     struct member mstack[TEXT_MEMBERS_STACK], *m = mstack;
     struct prop pstack[TEXT_MEMBERS_STACK], *props = pstack;
     char sstack[TEXT_SCRATCH_STACK], *scratch = sstack;
     int max = TEXT_MEMBERS_STACK, rc;
 
-    if (line->err)
-        return entity_set_err(err, line->err, NULL, "the output has failed");
     if (len >= sizeof(sstack) && !(scratch = malloc(len + 1)))
         return entity_set_err(err, -ENOMEM, NULL, "out of memory");
-    rc = render_text(text, len, line, m, props, max, scratch, err);
+    rc = read_text(text, len, m, props, max, scratch, fn, ctx, err);
     if (rc == 2) { /* more members than the stack holds */
         max = TEXT_MEMBERS_MAX;
         m = malloc(sizeof(*m) * (size_t)max);
         props = malloc(sizeof(*props) * (size_t)max);
-        rc = m && props ? render_text(text, len, line, m, props, max, scratch, err) :
+        rc = m && props ? read_text(text, len, m, props, max, scratch, fn, ctx, err) :
                           entity_set_err(err, -ENOMEM, NULL, "out of memory");
         free(m);
         free(props);
     }
     if (scratch != sstack)
         free(scratch);
-    return rc == 1 || rc == 2 ? render_tree(text, len, line, err) : rc;
+    return rc == 2 ? 1 : rc;
+}
+
+/* TEXT as a tree, or ERR saying it is not JSON (NULL). */
+static json_t *tree_of(const char *text, size_t len, struct entity_error *err)
+{
+    json_error_t jerr;
+    json_t *wire = json_loadb(text, len, 0, &jerr);
+
+    if (!wire)
+        entity_set_err(err, -EINVAL, NULL, "the entity is not JSON: %s", jerr.text);
+    return wire;
+}
+
+static int line_found(const struct found *f, void *ctx, struct entity_error *err)
+{
+    return entity_line_of(ctx, f->pk, f->rk, f->ts, f->props, f->n, err);
+}
+
+/* See entity.h. */
+int entity_render_line_text(const char *text, size_t len, struct buf *line,
+                            struct entity_error *err)
+{
+    json_t *wire;
+    int rc;
+
+    if (line->err)
+        return entity_set_err(err, line->err, NULL, "the output has failed");
+    if ((rc = from_text(text, len, line_found, line, err)) != 1)
+        return rc;
+    if (!(wire = tree_of(text, len, err)))
+        return -EINVAL;
+    rc = entity_render_line(wire, line, err);
+    json_decref(wire);
+    return rc;
+}
+
+/* Copy the system properties S (NULL: absent) into KEYS, one block.
+ * Returns 0, or -ENOMEM (ERR said; KEYS all NULL). */
+static int keys_fill(struct entity_keys *keys, const char *const s[4], struct entity_error *err)
+{
+    const char **slot[4] = { &keys->pk, &keys->rk, &keys->ts, &keys->etag };
+    size_t room = 0, at = 0;
+
+    memset(keys, 0, sizeof(*keys));
+    for (int k = 0; k < 4; k++)
+        room += s[k] ? strlen(s[k]) + 1 : 0;
+    if (room == 0)
+        return 0;
+    if (!(keys->block = malloc(room)))
+        return entity_set_err(err, -ENOMEM, NULL, "out of memory");
+    for (int k = 0; k < 4; k++) {
+        if (s[k]) {
+            size_t n = strlen(s[k]) + 1;
+
+            memcpy(keys->block + at, s[k], n);
+            *slot[k] = keys->block + at;
+            at += n;
+        }
+    }
+    return 0;
+}
+
+/* Where entity_render_text puts what it makes. */
+struct file_out {
+    char **out;
+    size_t *out_len;
+    unsigned char *digest;
+    int *has_digest;
+    struct entity_keys *keys;
+};
+
+static int file_found(const struct found *f, void *ctx, struct entity_error *err)
+{
+    struct file_out *o = ctx;
+    const char *s[4] = { f->pk->s, f->rk->s, f->ts ? f->ts->s : NULL, f->etag ? f->etag->s : NULL };
+    int rc;
+
+    if ((rc = keys_fill(o->keys, s, err)) < 0)
+        return rc;
+    return entity_file_of(f->pk, f->rk, f->ts, f->props, f->n, o->out, o->out_len, o->digest,
+                          o->has_digest, err);
+}
+
+/* See entity.h. */
+int entity_render_text(const char *text, size_t len, char **out, size_t *out_len,
+                       unsigned char digest[ENTITY_DIGEST_LEN], int *has_digest,
+                       struct entity_keys *keys, struct entity_error *err)
+{
+    struct file_out o = { out, out_len, digest, has_digest, keys };
+    const char *s[4];
+    json_t *wire;
+    int rc;
+
+    *out = NULL;
+    *out_len = 0;
+    memset(keys, 0, sizeof(*keys));
+    if ((rc = from_text(text, len, file_found, &o, err)) != 1)
+        return rc;
+    if (!(wire = tree_of(text, len, err)))
+        return -EINVAL;
+    s[0] = entity_wire_sys(wire, ENTITY_PK);
+    s[1] = entity_wire_sys(wire, ENTITY_RK);
+    s[2] = entity_wire_sys(wire, ENTITY_TIMESTAMP);
+    s[3] = entity_wire_sys(wire, ENTITY_ETAG);
+    if ((rc = keys_fill(keys, s, err)) == 0)
+        rc = entity_render_digest(wire, out, out_len, digest, has_digest, err);
+    json_decref(wire);
+    return rc;
 }

@@ -1,7 +1,9 @@
-/* test_textline.c - entity_render_line_text (entity/textline.c) against
- * json_loadb then entity_render_line, which it stands in for: for every
- * text, the same line after what the buffer held, or the same error (code,
- * property, reason) and the buffer as it was. Chosen texts (every type,
+/* test_textline.c - entity_render_line_text and entity_render_text
+ * (entity/textline.c) against json_loadb then entity_render_line or
+ * entity_render_digest, which they stand in for: for every text, the same
+ * line after what the buffer held, or the same error (code, property,
+ * reason) and the buffer as it was; the same file text, digest and system
+ * properties (entity_wire_sys), or the same error. Chosen texts (every type,
  * every way a value is refused, escapes, UTF-8, nesting, duplicates,
  * numbers at their edges), 20,000 random ones and the same damaged; and
  * that a service's entity is rendered without jansson making anything. */
@@ -72,8 +74,83 @@ static const char *printable(const char *text, size_t len)
     return out;
 }
 
-/* Do both readings of TEXT (LEN bytes) agree? Says how when they do not
- * and SHOW. */
+/* A file rendering (entity_render_text, or its tree's way): its answer,
+ * text, digest, system properties and error. */
+struct file_outcome {
+    int rc, has_digest;
+    char *text;
+    size_t len;
+    unsigned char digest[ENTITY_DIGEST_LEN];
+    const char *keys[4];
+    struct entity_keys own;
+    json_t *wire;
+    struct entity_error err;
+};
+
+static void file_by_text(const char *text, size_t len, struct file_outcome *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->rc = entity_render_text(text, len, &o->text, &o->len, o->digest, &o->has_digest, &o->own,
+                               &o->err);
+    o->keys[0] = o->own.pk;
+    o->keys[1] = o->own.rk;
+    o->keys[2] = o->own.ts;
+    o->keys[3] = o->own.etag;
+}
+
+static void file_by_tree(const char *text, size_t len, struct file_outcome *o)
+{
+    json_error_t jerr;
+
+    memset(o, 0, sizeof(*o));
+    if (!(o->wire = json_loadb(text, len, 0, &jerr))) {
+        o->rc = -EINVAL;
+        snprintf(o->err.text, sizeof(o->err.text), "the entity is not JSON: %s", jerr.text);
+        return;
+    }
+    for (int k = 0; k < 4; k++)
+        o->keys[k] = entity_wire_sys(o->wire, (enum entity_sys)k);
+    o->rc = entity_render_digest(o->wire, &o->text, &o->len, o->digest, &o->has_digest, &o->err);
+}
+
+static void file_clear(struct file_outcome *o)
+{
+    free(o->text);
+    free(o->own.block);
+    json_decref(o->wire);
+}
+
+static int same_str(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Do both file renderings of TEXT agree: answer, text, digest, keys and
+ * error? */
+static int agree_file(const char *text, size_t len, int show)
+{
+    struct file_outcome a, b;
+    int same;
+
+    file_by_text(text, len, &a);
+    file_by_tree(text, len, &b);
+    same = a.rc == b.rc && a.len == b.len && (!a.len || memcmp(a.text, b.text, a.len) == 0) &&
+        a.has_digest == b.has_digest && memcmp(a.digest, b.digest, sizeof(a.digest)) == 0 &&
+        strcmp(a.err.text, b.err.text) == 0 && strcmp(a.err.property, b.err.property) == 0;
+    for (int k = 0; k < 4; k++)
+        same = same && same_str(a.keys[k], b.keys[k]);
+    if (!same && show) {
+        printf("# file parted on %s\n", printable(text, len));
+        printf("#   text: %d '%s'\n", a.rc, printable(a.err.text, strlen(a.err.text)));
+        printf("#   tree: %d '%s'\n", b.rc, printable(b.err.text, strlen(b.err.text)));
+    }
+    file_clear(&a);
+    file_clear(&b);
+    return same;
+}
+
+/* Do both readings of TEXT (LEN bytes) agree, as a line and as a file?
+ * Says how when they do not and SHOW. */
 static int agree(const char *text, size_t len, int show)
 {
     struct outcome a, b;
@@ -91,7 +168,7 @@ static int agree(const char *text, size_t len, int show)
     }
     buf_free(&a.line);
     buf_free(&b.line);
-    return same;
+    return same && agree_file(text, len, show);
 }
 
 /* A service's entity: every type, the ETag's escapes, a Timestamp. */
@@ -240,6 +317,16 @@ static void test_no_tree(void)
     is_int(o.rc, 0, "the service's entity renders");
     is_int((int)jansson_allocs, 0, "without anything made by jansson");
     buf_free(&o.line);
+    {
+        struct file_outcome f;
+
+        jansson_allocs = 0;
+        file_by_text(SERVICE_ENTITY, strlen(SERVICE_ENTITY), &f);
+        ok(f.rc == 0 && f.has_digest && f.own.etag && strncmp(f.own.etag, "W/\"", 3) == 0,
+           "its file renders, with its digest and its ETag unescaped");
+        is_int((int)jansson_allocs, 0, "its file without anything made by jansson");
+        file_clear(&f);
+    }
     jansson_allocs = 0;
     by_tree(esc, strlen(esc), &o);
     tree = jansson_allocs;
@@ -341,7 +428,7 @@ static void test_random(void)
         if (!agree(text, at, dbad < 3))
             dbad++;
     }
-    is_int((int)bad, 0, "20,000 random entities: the text's line is the tree's");
+    is_int((int)bad, 0, "20,000 random entities: the text's line and file are the tree's");
     is_int((int)dbad, 0, "the same damaged: the same line or the same error");
 }
 
