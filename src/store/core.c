@@ -39,12 +39,32 @@ static int give_copy(struct cache_file *copy, char **text, size_t len, const cha
     return 0;
 }
 
-/* R: wire entity E's system properties (borrowed from E) and, when it has
- * a RowKey, its rendering (R->text to free; on failure R->rc, and R->why
- * pointing into ERR). */
+/* R: wire entity E's system properties (borrowed from E, or in R->own when
+ * E is the entity's text: a page read as text) and, when it has a RowKey,
+ * its rendering (R->text to free; on failure R->rc, and R->why pointing
+ * into ERR). */
 static void render_here(const json_t *e, struct store_rendered *r, struct entity_error *err)
 {
+    struct entity_keys k;
+
     memset(r, 0, sizeof(*r));
+    if (json_is_string(e)) {
+        r->rc = entity_render_text(json_string_value(e), json_string_length(e), &r->text, &r->len,
+                                   r->digest, &r->has_digest, &k, err);
+        r->own = k.block;
+        r->pk = k.pk;
+        r->rk = k.rk;
+        r->ts = k.ts;
+        r->etag = k.etag;
+        if (!r->rk) { /* as for a tree: nothing rendered without a RowKey */
+            free(r->text);
+            r->text = NULL;
+            r->rc = 0;
+        } else if (r->rc < 0) {
+            r->why = err->text;
+        }
+        return;
+    }
     r->pk = entity_wire_sys(e, ENTITY_PK);
     r->rk = entity_wire_sys(e, ENTITY_RK);
     r->ts = entity_wire_sys(e, ENTITY_TIMESTAMP);
@@ -110,9 +130,12 @@ int store_cache_entity(struct store *s, const char *dir, const json_t *e, unsign
 {
     struct entity_error err;
     struct store_rendered r;
+    int rc;
 
     render_here(e, &r, &err);
-    return cache_rendered(s, dir, &r, flags, shown, copy);
+    rc = cache_rendered(s, dir, &r, flags, shown, copy);
+    free(r.own);
+    return rc;
 }
 
 /* See store.h. */
@@ -153,6 +176,8 @@ void *store_render_page(const json_t *value)
                 at += len;
             }
         }
+        free(r->own);
+        r->own = NULL;
     }
     return pr;
 }
@@ -167,6 +192,7 @@ void store_render_page_free(void *prepared)
     for (size_t i = 0; i < pr->n; i++) {
         free(pr->e[i].text);
         free(pr->e[i].why);
+        free(pr->e[i].own);
     }
     free(pr->keys);
     free(pr);
@@ -186,17 +212,23 @@ int store_list_entity(struct store *s, const char *dir, const json_t *e, struct 
         r = &here;
     }
     if (!r || !r->pk || !r->rk) {
+        rc = 1;
         if (r == &here)
             free(here.text);
-        return 1;
+        goto out;
     }
     rc = cache_rendered(s, dir, r, CACHE_LISTED, &shown, NULL);
-    if (rc < 0)
-        return rc == -ENOMEM ? rc : 1; /* logged; an entity we cannot show is left out */
+    if (rc < 0) {
+        rc = rc == -ENOMEM ? rc : 1; /* logged; an entity we cannot show is left out */
+        goto out;
+    }
     rc = listing_add(l, shown.name, r->rk, 1, shown.len, shown.mtime);
     if (len)
         *len = shown.len;
     free(shown.name);
+out:
+    if (r == &here)
+        free(here.own);
     return rc;
 }
 

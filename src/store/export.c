@@ -157,7 +157,7 @@ static int on_page(void *ctx, json_t *value)
 /* (Re)start X's query from its first entity: nothing is sent yet. */
 static int start(struct export_stream *x)
 {
-    static const struct table_prep prep = { page_prep, page_prep_free, 1 };
+    static const struct table_prep prep = { page_prep, page_prep_free, 1, 1 };
     int rc;
 
     table_pager_free(x->cur);

@@ -104,13 +104,13 @@ fail:
  * by the workers that fetched them (store_render_page), so FUSE's thread
  * only caches and lists them. A fetch of the prefetch pool is not split:
  * the pool is already N fetches. Returns 0 or -ENOMEM. */
+static const struct table_prep scan_render = { store_render_page, store_render_page_free, 1, 1 };
+
 static int scan_split(struct scan *s)
 {
-    static const struct table_prep render = { store_render_page, store_render_page_free, 1 };
-
     if (s->kind == FSP_ROOT || !s->cur)
         return 0;
-    return table_pager_split(s->cur, s->st->scan_ways, s->kind == FSP_PARTITION, &render);
+    return table_pager_split(s->cur, s->st->scan_ways, s->kind == FSP_PARTITION, &scan_render);
 }
 
 static int on_tables_page(void *p, json_t *value)
@@ -199,12 +199,10 @@ static int near_budget(const struct scan *s)
     return s->charged + per * TABLE_PAGE > s->budget;
 }
 
-/* A page of entities: VALUE, or when VALUE is NULL (a split listing) the
- * page its worker rendered. */
-static int on_entities_page(void *p, json_t *value)
+/* Add the entities of page VALUE (when PRE is NULL: trees), or those PRE
+ * rendered, to the scan's listing. Returns 0, 1 to skip ahead, or -errno. */
+static int list_page(struct scan *s, json_t *value, struct store_page_render *pre)
 {
-    struct scan *s = p;
-    struct store_page_render *pre = value ? NULL : table_pager_page_prep(s->cur);
     size_t n = pre ? pre->n : json_array_size(value);
 
     for (size_t i = 0; i < n; i++) {
@@ -229,6 +227,23 @@ static int on_entities_page(void *p, json_t *value)
             return 1; /* skip ahead (table_scan_next) */
     }
     return 0;
+}
+
+/* A page of entities: VALUE, or when VALUE is NULL (a split listing) the
+ * page its worker rendered. */
+static int on_entities_page(void *p, json_t *value)
+{
+    struct scan *s = p;
+    struct store_page_render *pre = value ? NULL : table_pager_page_prep(s->cur), *own = NULL;
+    int rc;
+
+    /* a page read as text that its worker could not render: render it here */
+    if (value && json_is_string(json_array_get(value, 0)) &&
+        !(pre = own = store_render_page(value)))
+        return -ENOMEM;
+    rc = list_page(s, value, pre);
+    store_render_page_free(own);
+    return rc;
 }
 
 /* FSP_TABLE, skipping: the one entity of the query for the partitions
@@ -392,7 +407,14 @@ int scan_fetch_partition(struct store *s, const char *table, const char *pk, con
     if (rc < 0)
         return rc;
     sc->quiet = 1;
-    table_pager_prefetch(sc->cur, 0); /* one request in flight per fetch */
+    /* one request in flight per fetch (the pool is N fetches), its pages
+     * rendered ahead by the pipeline's workers: a partition of many pages,
+     * fetched alone when the budget holds one, is not a one-core job */
+    table_pager_prefetch(sc->cur, 0);
+    if (s->scan_ways > 1 && (rc = table_pager_pipeline(sc->cur, &scan_render)) < 0) {
+        scan_free(sc);
+        return rc;
+    }
     while (rc == 0 && !sc->done)
         rc = stop(ctx, sc->charged) ? -EINTR : scan_step(sc, &st);
     *bytes = sc->charged;

@@ -93,6 +93,8 @@ struct store_rendered {
     unsigned char digest[CACHE_DIGEST_LEN];
     /* its system properties, in the page's KEYS (NULL: absent) */
     const char *pk, *rk, *ts, *etag;
+    char *own; /* rendered from text: the block they point into until they
+                * are copied (free it); else NULL */
     int rc;    /* no text: the rendering's -errno */
     char *why; /* and why, when said (NULL: strerror of RC) */
 };

@@ -60,7 +60,20 @@ int table_pager_split(struct table_pager *p, int ways, int one_partition,
 {
     if (ways <= 1 || p->split || !table_cursor_fresh(p->c))
         return 0;
-    return table_split_new(&p->split, p->c, ways, one_partition, prep);
+    if (prep && prep->text)
+        table_cursor_text(p->c); /* before the split copies the cursor */
+    return table_split_new(&p->split, p->c, ways, one_partition ? SPLIT_CUT_ROWS : SPLIT_CUT_KEYS,
+                           prep);
+}
+
+/* See table.h. */
+int table_pager_pipeline(struct table_pager *p, const struct table_prep *prep)
+{
+    if (p->split || !table_cursor_fresh(p->c) || !prep)
+        return 0;
+    if (prep->text)
+        table_cursor_text(p->c);
+    return table_split_new(&p->split, p->c, TABLE_PIPELINE_WAYS, SPLIT_CUT_NONE, prep);
 }
 
 /* See table.h. */

@@ -80,6 +80,8 @@ struct table_split {
                                    * by table_split_free */
     int ways;                     /* set by table_split_new */
     int one_partition;            /* cut RowKeys only: set by table_split_new */
+    int no_cuts;                  /* cut nothing (SPLIT_CUT_NONE): set by
+                                   * table_split_new */
     int made, empty;              /* ranges made by cuts, ranges that held nothing;
                                    * guarded by lock */
     size_t held;                  /* pages fetched and not yet read, and fetches under
@@ -242,6 +244,8 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
     int big = 0;
 
     LOCK_HELD(&sp->lock);
+    if (sp->no_cuts)
+        return;
     room = SPLIT_OPEN_PER_WAY * sp->ways - open_ranges(sp) + 1; /* R's place too */
     if (room > SPLIT_MAX_RANGES - sp->made)
         room = SPLIT_MAX_RANGES - sp->made;
@@ -475,7 +479,7 @@ static void *worker_main(void *arg)
 
 /* See tableint.h. */
 int table_split_new(struct table_split **out, const struct table_cursor *c, int ways,
-                    int one_partition, const struct table_prep *prep)
+                    enum split_cuts cuts, const struct table_prep *prep)
 {
     struct table_split *sp = calloc(1, sizeof(*sp));
     struct split_range *r = calloc(1, sizeof(*r));
@@ -489,7 +493,8 @@ int table_split_new(struct table_split **out, const struct table_cursor *c, int 
     sp->c = c;
     sp->ranges = r;
     sp->ways = ways < 1 ? 1 : ways > SPLIT_MAX_WAYS ? SPLIT_MAX_WAYS : ways;
-    sp->one_partition = one_partition;
+    sp->one_partition = cuts == SPLIT_CUT_ROWS;
+    sp->no_cuts = cuts == SPLIT_CUT_NONE;
     if (prep && prep->prep && prep->free)
         sp->prep = *prep;
     lock_init(&sp->lock);

@@ -239,6 +239,9 @@ struct table_prep {
     void *(*prep)(const json_t *value);
     void (*free)(void *prepared);
     int replaces;
+    int text; /* PREP reads entities handed as texts (table_pager_text):
+               * the pager it splits reads its pages so (FN may get them
+               * so too, when PREP made nothing) */
 };
 
 /* From its first page on, read P (a query of entities) as disjoint key
@@ -254,6 +257,20 @@ struct table_prep {
  * WAYS <= 1, or pages already read: nothing changes. Returns 0 or -ENOMEM. */
 int table_pager_split(struct table_pager *p, int ways, int one_partition,
                       const struct table_prep *prep);
+
+/* The workers of a pipelined pager (table_pager_pipeline). */
+#define TABLE_PIPELINE_WAYS 2
+
+/* From its first page on, read P (a query of entities) as one range, one
+ * request in flight as without this call, with PREP applied to each page
+ * by TABLE_PIPELINE_WAYS workers ahead of the caller (the split's
+ * machinery, cutting nothing: table/split.c): while the caller's FN works
+ * on a page, the next is fetched and the one after it may be prepped, so
+ * a long listing's work is spread over the cores without a request more.
+ * Up to TABLE_PIPELINE_WAYS + 2 pages are held ahead of the caller (a
+ * caller that stops early has paid for them). PREP NULL, or pages already
+ * read: nothing changes. Returns 0 or -ENOMEM. */
+int table_pager_pipeline(struct table_pager *p, const struct table_prep *prep);
 
 /* During a page callback of split pager P: what its PREP made of the page
  * (FN may take parts of it: it is freed with PREP's FREE after FN returns).

@@ -237,13 +237,22 @@ const char *table_cursor_next_pk(const struct table_cursor *c);
  * with '-' for '='. Only a guess (tokens are opaque): 1 or 0. */
 int table_token_names(const char *tok, const char *pk);
 
+/* What a split cuts its query into (table_split_new). */
+enum split_cuts {
+    SPLIT_CUT_KEYS, /* PartitionKeys, and RowKeys within a partition */
+    SPLIT_CUT_ROWS, /* RowKeys only: the query is one partition's */
+    SPLIT_CUT_NONE  /* nothing: one range, one request in flight, and the
+                     * PREP of its pages done by the workers ahead of the
+                     * reader (table_pager_pipeline) */
+};
+
 /* The split of cursor C (borrowed: it must outlive the split) with up to
- * WAYS requests in flight; ONE_PARTITION: C's query is one partition's,
- * so only RowKeys are cut; PREP (copied; may be NULL): the workers' work on
- * each page (cursor.h). Nothing is sent yet. Returns 0 with *OUT or
- * -ENOMEM. */
+ * WAYS workers (as many requests in flight, with CUTS other than
+ * SPLIT_CUT_NONE); CUTS: what its query is cut into; PREP (copied; may be
+ * NULL): the workers' work on each page (cursor.h). Nothing is sent yet.
+ * Returns 0 with *OUT or -ENOMEM. */
 int table_split_new(struct table_split **out, const struct table_cursor *c, int ways,
-                    int one_partition, const struct table_prep *prep);
+                    enum split_cuts cuts, const struct table_prep *prep);
 
 /* What PREP made of the page table_split_next is handing to its FN (NULL:
  * none, or no page being handed). */

@@ -331,7 +331,7 @@ static int read_split_prep(const char *filter, int ways, int one_partition,
 
     if (table_client_new(&tc, &svc_account, NULL, &quiet, &stats) != 0 ||
         table_cursor_new(&c, "tbl", filter, NULL, 0) != 0 ||
-        table_split_new(&sp, c, ways, one_partition, prep) != 0)
+        table_split_new(&sp, c, ways, one_partition ? SPLIT_CUT_ROWS : SPLIT_CUT_KEYS, prep) != 0)
         abort();
     rd.sp = sp;
     while ((rc = table_split_next(tc, sp, on_page, &rd, &st)) == 1)
@@ -413,8 +413,8 @@ static void test_shapes(void)
     static const char *const filters[] = { NULL, "PartitionKey ge 'p3'",
                                            "RowKey lt 'r05' or PartitionKey eq 'p2'" };
     /* the workers' work on each page, keeping the page or replacing it */
-    static const struct table_prep preps[] = { { prep_keys, prep_free, 0 },
-                                               { prep_keys, prep_free, 1 } };
+    static const struct table_prep preps[] = { { prep_keys, prep_free, 0, 0 },
+                                               { prep_keys, prep_free, 1, 0 } };
     int rows[8], bad = 0, runs = 0;
     unsigned seed = 7;
 
