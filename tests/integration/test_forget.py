@@ -27,8 +27,18 @@ def table(sdk, seed):
     return t
 
 
+SHRINK = "/sys/kernel/slab/fuse_inode/shrink"
+
+
 def fuse_inodes():
-    """Active fuse_inode objects, kernel-wide."""
+    """Active fuse_inode objects, kernel-wide. The slab is shrunk first:
+    objects freed into a CPU's cache count as active until then (measured
+    here: 217 "active" with no mount alive, 37 after the shrink)."""
+    try:
+        with open(SHRINK, "w") as f:
+            f.write("1")
+    except OSError:
+        pass                            # not SLUB, or not root: read as it is
     try:
         with open("/proc/slabinfo") as f:
             for line in f:
