@@ -210,7 +210,7 @@ def main():
                 peaks.setdefault((w, g), []).append((n, r.rss))
                 within = ("%.1f / %.1f" % (r.half, r.late), "%.1f" % (
                     (r.late - r.half) * 1048576 / (n / 2))) if r.half else ("-", "-")
-                out.append("| %s | %d | %d | %d | %.1f | %.1f | %.1f | %d | %d | %.1f | %s | %s "
+                out.append("| %s | %d | %d | %d | %.2f | %.2f | %.1f | %d | %d | %.1f | %s | %s "
                            "| %d |" % (w, n, parts, g, r.wall, r.cpu, r.steal, r.reqs,
                                        -(-n // 1000) + parts, r.rss, within[0], within[1],
                                        r.inodes - base))

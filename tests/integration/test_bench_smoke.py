@@ -275,7 +275,8 @@ def test_abphases_smoke():
 def test_scale_smoke(tmp_path):
     """bench/scale.py, tiny (3,000 entities in 6 partitions, two rounds):
     a row per walk and round with the files every walk saw (it fails when a
-    walk misses one), the daemon's CPU, requests within ceil(N/1000) + P +
+    walk misses one), the daemon's CPU (more than a clock tick for the walks
+    that open every file), requests within ceil(N/1000) + P +
     12, a peak RSS, and the table of medians with their ratios."""
     out = tmp_path / "scale.md"
     p = subprocess.run([sys.executable, str(ROOT / "bench" / "scale.py"), "--sizes", "3000:6",
@@ -290,7 +291,10 @@ def test_scale_smoke(tmp_path):
     assert sorted(r[0] for r in runs) == sorted(["find", "grep", "tar", "rsync"] * 2), text
     for r in runs:
         assert 0 < int(r[7]) <= int(r[8]) + 12, r       # requests within the bound
-        assert float(r[4]) > 0 and float(r[5]) > 0 and float(r[9]) > 0, r
+        assert float(r[4]) > 0 and float(r[5]) >= 0 and float(r[9]) > 0, r
+        # a find of 3,000 names may cost the daemon less than a clock tick
+        # (10 ms); a walk that opens every file does not
+        assert r[0] == "find" or float(r[5]) > 0, r
     medians = [r for r in rows if len(r) == 8]
     assert sorted(r[0] for r in medians) == ["find", "grep", "rsync", "tar"], text
     assert all(float(r[5]) == 1.0 for r in medians), medians    # one size: its own ratio
