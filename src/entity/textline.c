@@ -15,8 +15,8 @@
  * every value good. Anything else (an escape in a name, nesting, a
  * duplicate name, a value its type refuses) is read by json_loadb and
  * rendered from the tree: the line or file text, or the error, is
- * entity_render_line's or entity_render_digest's in every case (tests/unit/test_textline.c and the render_text fuzz
- * target compare). */
+ * entity_render_line's or entity_render_digest's in every case
+ * (tests/unit/test_textline.c and the render_text fuzz target compare). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>

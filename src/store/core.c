@@ -147,8 +147,9 @@ void *store_render_page(const json_t *value)
     if (!pr)
         return NULL;
     pr->n = n;
-    /* each entity rendered, its system properties borrowed from the page,
-     * then copied into one block (the page is freed after this) */
+    /* each entity rendered; the system properties of one rendered from its
+     * tree, borrowed from the page, are then copied into one block (the
+     * page is freed after this); one rendered from its text owns them */
     for (i = 0; i < n; i++) {
         struct store_rendered *r = &pr->e[i];
         struct entity_error err;
@@ -156,8 +157,9 @@ void *store_render_page(const json_t *value)
         render_here(json_array_get(value, i), r, &err);
         if (r->rc < 0)
             r->why = r->rc == -ENOMEM ? NULL : strdup(err.text); /* NULL: ENOMEM said */
-        room += (r->pk ? strlen(r->pk) + 1 : 0) + (r->rk ? strlen(r->rk) + 1 : 0) +
-            (r->ts ? strlen(r->ts) + 1 : 0) + (r->etag ? strlen(r->etag) + 1 : 0);
+        if (!r->own)
+            room += (r->pk ? strlen(r->pk) + 1 : 0) + (r->rk ? strlen(r->rk) + 1 : 0) +
+                (r->ts ? strlen(r->ts) + 1 : 0) + (r->etag ? strlen(r->etag) + 1 : 0);
     }
     if (!(pr->keys = malloc(room))) {
         store_render_page_free(pr);
@@ -167,6 +169,8 @@ void *store_render_page(const json_t *value)
         struct store_rendered *r = &pr->e[i];
         const char **slot[] = { &r->pk, &r->rk, &r->ts, &r->etag };
 
+        if (r->own)
+            continue;
         for (k = 0; k < sizeof(slot) / sizeof(slot[0]); k++) {
             if (*slot[k]) {
                 size_t len = strlen(*slot[k]) + 1;
@@ -176,8 +180,6 @@ void *store_render_page(const json_t *value)
                 at += len;
             }
         }
-        free(r->own);
-        r->own = NULL;
     }
     return pr;
 }

@@ -99,13 +99,16 @@ fail:
     return rc;
 }
 
+/* The store's work on a listing's pages, read as entity texts, in the
+ * workers of a split or pipelined pager. */
+static const struct table_prep scan_render = { store_render_page, store_render_page_free, 1, 1 };
+
 /* A walker's listing of a table or partition: its pages fetched as key
  * ranges in parallel (-o scan_parallel; table_pager_split), and rendered
  * by the workers that fetched them (store_render_page), so FUSE's thread
- * only caches and lists them. A fetch of the prefetch pool is not split:
- * the pool is already N fetches. Returns 0 or -ENOMEM. */
-static const struct table_prep scan_render = { store_render_page, store_render_page_free, 1, 1 };
-
+ * only caches and lists them. A fetch of the prefetch pool is not split
+ * (the pool is already N fetches) but pipelined (scan_fetch_partition).
+ * Returns 0 or -ENOMEM. */
 static int scan_split(struct scan *s)
 {
     if (s->kind == FSP_ROOT || !s->cur)

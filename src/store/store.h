@@ -91,10 +91,10 @@ struct store_rendered {
     size_t len;
     int has_digest;
     unsigned char digest[CACHE_DIGEST_LEN];
-    /* its system properties, in the page's KEYS (NULL: absent) */
+    /* its system properties, in the page's KEYS or in OWN (NULL: absent) */
     const char *pk, *rk, *ts, *etag;
-    char *own; /* rendered from text: the block they point into until they
-                * are copied (free it); else NULL */
+    char *own; /* rendered from text: the block they point into (free
+                * it); else NULL */
     int rc;    /* no text: the rendering's -errno */
     char *why; /* and why, when said (NULL: strerror of RC) */
 };
@@ -102,7 +102,8 @@ struct store_rendered {
 /* A listing page's entities rendered ahead: E[i] is the page's entity i. */
 struct store_page_render {
     size_t n;
-    char *keys; /* the strings E's system properties point into */
+    char *keys; /* the strings the system properties of E's entities
+                 * rendered from trees point into */
     struct store_rendered e[];
 };
 

@@ -54,26 +54,32 @@ void table_pager_prefetch(struct table_pager *p, int on)
     table_cursor_prefetch(p->c, on);
 }
 
+/* Read P through a split of WAYS workers cutting CUTS, with PREP (may be
+ * NULL), unless it is split already or pages were read (0, nothing
+ * changes). Returns 0 or -ENOMEM. */
+static int split_start(struct table_pager *p, int ways, enum split_cuts cuts,
+                       const struct table_prep *prep)
+{
+    if (p->split || !table_cursor_fresh(p->c))
+        return 0;
+    if (prep && prep->text)
+        table_cursor_text(p->c); /* before the split copies the cursor */
+    return table_split_new(&p->split, p->c, ways, cuts, prep);
+}
+
 /* See table.h. */
 int table_pager_split(struct table_pager *p, int ways, int one_partition,
                       const struct table_prep *prep)
 {
-    if (ways <= 1 || p->split || !table_cursor_fresh(p->c))
+    if (ways <= 1)
         return 0;
-    if (prep && prep->text)
-        table_cursor_text(p->c); /* before the split copies the cursor */
-    return table_split_new(&p->split, p->c, ways, one_partition ? SPLIT_CUT_ROWS : SPLIT_CUT_KEYS,
-                           prep);
+    return split_start(p, ways, one_partition ? SPLIT_CUT_ROWS : SPLIT_CUT_KEYS, prep);
 }
 
 /* See table.h. */
 int table_pager_pipeline(struct table_pager *p, const struct table_prep *prep)
 {
-    if (p->split || !table_cursor_fresh(p->c) || !prep)
-        return 0;
-    if (prep->text)
-        table_cursor_text(p->c);
-    return table_split_new(&p->split, p->c, TABLE_PIPELINE_WAYS, SPLIT_CUT_NONE, prep);
+    return prep ? split_start(p, TABLE_PIPELINE_WAYS, SPLIT_CUT_NONE, prep) : 0;
 }
 
 /* See table.h. */
