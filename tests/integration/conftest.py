@@ -372,3 +372,26 @@ class WriteHelpers:
 @pytest.fixture(scope="session")
 def wh(sdk):
     return WriteHelpers(sdk)
+
+
+# --------------------------------------------------------------------------
+# results as they come, for scripts/run_pytest.py: a killed pytest leaves no
+# JUnit report, so each test's start and each phase's outcome are appended to
+# $AZTFS_TEST_RESULTS as they happen (one line each, flushed)
+# --------------------------------------------------------------------------
+def _record(line):
+    path = os.environ.get("AZTFS_TEST_RESULTS")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(line.replace("\n", " ") + "\n")
+
+
+def pytest_runtest_logstart(nodeid, location):
+    _record("start " + nodeid)
+
+
+def pytest_runtest_logreport(report):
+    outcome = report.outcome
+    if report.when == "call" and hasattr(report, "wasxfail"):
+        outcome = "failed"          # test.sh counts xfail and xpass as failures
+    _record("%s %s %s" % (report.when, outcome, report.nodeid))

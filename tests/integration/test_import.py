@@ -282,6 +282,7 @@ def expected(text):
     return out
 
 
+@pytest.mark.heavy
 def test_round_trip_100000(sdk, seed, mnt, tmp_path):
     """A file of 100,000 entities (every type, odd keys, 100 partitions,
     their lines interleaved) imported; that table exported and imported

@@ -139,6 +139,7 @@ def installed(tmp_path_factory):
     return prefix
 
 
+@pytest.mark.source_build
 def test_make_install_puts_binary_and_man_page(installed):
     binary = installed / "bin" / "aztfs"
     man = installed / "share" / "man" / "man1" / "aztfs.1"
@@ -157,6 +158,7 @@ def test_make_install_puts_binary_and_man_page(installed):
 # --------------------------------------------------------------------------
 # mount(8), fstab and mount.fuse3
 # --------------------------------------------------------------------------
+@pytest.mark.source_build
 def test_mount_t_fuse_aztfs(installed, azurite, sdk, seed, tmp_path):
     """mount -t fuse.aztfs CONFIGFILE MOUNTPOINT -o ...: list, read, write, umount."""
     t = seed_table(sdk, seed, "instMountT")
@@ -190,6 +192,7 @@ def test_mount_t_fuse_aztfs(installed, azurite, sdk, seed, tmp_path):
     assert not os.path.ismount(str(mnt))
 
 
+@pytest.mark.source_build
 def test_fstab_line(installed, azurite, sdk, seed, tmp_path):
     """The fstab line of doc/OPERATIONS.md, mounted with `mount MOUNTPOINT`
     (mount -T reads our fstab file instead of /etc/fstab)."""
@@ -218,6 +221,7 @@ def test_fstab_line(installed, azurite, sdk, seed, tmp_path):
     assert FSTAB_OPTS in text, "doc/OPERATIONS.md must show the tested fstab options"
 
 
+@pytest.mark.source_build
 def test_mount_t_with_fstab_only_options(installed, azurite, sdk, seed, tmp_path):
     seed_table(sdk, seed, "instFstabOpts")
     cfg = write_config(tmp_path / "prod.conf", azurite.port)
@@ -237,6 +241,7 @@ def test_mount_t_with_fstab_only_options(installed, azurite, sdk, seed, tmp_path
     wait_daemon_gone(str(mnt))
 
 
+@pytest.mark.source_build
 def test_mount_fuse3_helper_uses_callers_path(installed, azurite, sdk, seed, tmp_path):
     """mount.fuse3 run directly keeps PATH and passes x-systemd.* (and
     comment=) on to aztfs, which ignores them."""

@@ -22,6 +22,8 @@ import pytest
 
 from conftest import ACCOUNT, KEY, ROOT, unmount_path
 
+pytestmark = pytest.mark.source_build
+
 TOOLS = ("dpkg-buildpackage", "dh", "lintian", "fakeroot", "git")
 SHIPPED = ["/usr/bin/aztfs", "/usr/share/man/man1/aztfs.1.gz",
            "/lib/systemd/system/aztfs@.service",

@@ -150,3 +150,71 @@ def test_ci_log_shows_a_fuzz_report_whole(tmp_path):
     check = "fuzz_keycodec: check failed: rc == 0: x\n==9== ERROR: libFuzzer: deadly signal\n"
     log.write_text(progress + check + after)
     assert run_function("fuzz.sh", "show_report", log) == check + after
+
+
+# ---------------------------------------------------------------------------
+# scripts/run_pytest.py: a killed suite still names what passed and failed
+# ---------------------------------------------------------------------------
+DUMMY_TESTS = '''
+import os, signal, time
+
+def test_a_passes():
+    pass
+
+def test_b_fails():
+    assert False
+
+def test_c_kills_pytest():
+    # what conftest's hard limit (faulthandler, exit=True) or an OOM kill does
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def test_d_passes():
+    pass
+
+def test_e_hangs():
+    if os.environ.get("DUMMY_HANG"):
+        time.sleep(600)
+'''
+
+
+def dummy_suite(tmp_path):
+    """A pytest rootdir whose conftest is the integration suite's recorder."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+    hooks = (ROOT / "tests" / "integration" / "conftest.py").read_text()
+    recorder = hooks[hooks.index("def _record(line):"):]
+    (suite / "conftest.py").write_text("import os\n\n\n" + recorder)
+    (suite / "test_dummy.py").write_text(DUMMY_TESTS)
+    return suite
+
+
+def run_suite(tmp_path, suite, budget, env_extra=()):
+    env = dict(os.environ, **dict(env_extra))
+    env.pop("AZTFS_TEST_RESULTS", None)
+    return subprocess.run(["/usr/bin/python3", str(ROOT / "scripts" / "run_pytest.py"),
+                           "--budget", str(budget), "--results", str(tmp_path / "res.txt"),
+                           "--rootdir", str(suite), "--", str(suite), "-q"],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_a_killed_pytest_still_names_what_passed_and_failed(tmp_path):
+    suite = dummy_suite(tmp_path)
+    p = run_suite(tmp_path, suite, 120)
+    out = p.stdout
+    assert p.returncode == 1, out + p.stderr
+    # a, d and e ran although c killed the first pytest; b and c are named
+    assert out.splitlines()[-1] == "3 passed, 2 failed", out
+    assert "FAILED test_dummy.py::test_b_fails" in out, out
+    assert "FAILED (killed while running) test_dummy.py::test_c_kills_pytest" in out, out
+    assert "never ran" not in out, out
+
+
+def test_a_suite_past_its_budget_names_what_never_ran(tmp_path):
+    suite = dummy_suite(tmp_path)
+    p = run_suite(tmp_path, suite, 20, {"DUMMY_HANG": "1"})
+    out = p.stdout
+    assert p.returncode == 1, out + p.stderr
+    # a, d passed; b failed; c killed; e cut by the budget while running
+    assert out.splitlines()[-1] == "2 passed, 3 failed", out
+    assert "FAILED (killed while running) test_dummy.py::test_e_hangs" in out, out
