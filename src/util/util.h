@@ -323,6 +323,14 @@ void env_scrub(const char *name);
  * when TABLE cannot be read. */
 int mounts_type_at(const char *table, const char *dir, char *type, size_t len);
 
+/* Can DIR (absolute, as realpath gives it) take a mount without hiding
+ * anything? It must be a directory (a mount on a file would fail every
+ * access), and empty unless ALLOW_NONEMPTY (-o nonempty). Returns 0 (also
+ * when DIR cannot be read, or is "/dev/fd/N": the mount decides), or
+ * -ENOTDIR / -ENOTEMPTY with one sentence in WHY (LEN bytes) naming DIR,
+ * what it holds and the fix. */
+int mounts_check_place(const char *dir, int allow_nonempty, char *why, size_t len);
+
 /* ---- encoding.c: base64 and one UTF-8 character, by OpenSSL. */
 
 /* Base64 helpers (standard alphabet, with padding).
