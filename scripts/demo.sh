@@ -1,15 +1,29 @@
 #!/usr/bin/env bash
 # demo.sh - try aztfs locally: install deps, build, start Azurite on 127.0.0.1:10002,
-# load a sample dataset and mount it at ./mnt. Safe to rerun.
-# Stop with:  fusermount3 -u mnt; scripts/azurite.sh stop [PORT]
-# DEMO_PORT=N uses another port than 10002 (e.g. when 10002 is taken).
+# load a sample dataset and mount it at /mnt/aztfs-demo. Safe to rerun.
+# Stop with:  fusermount3 -u /mnt/aztfs-demo; scripts/azurite.sh stop [PORT]
+# DEMO_PORT=N uses another port than 10002 (e.g. when 10002 is taken);
+# DEMO_MNT=DIR another mount point, which may not be inside the clone: a
+# mount there is walked by every tool that walks the clone (git clean -fdx
+# deletes the account's entities through it; dpkg-buildpackage's dh_clean,
+# grep -r, find).
 # Installs only what builds and runs aztfs, Azurite and the seeding
 # (scripts/deps.sh; the test tools come with scripts/test.sh).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
-MNT="$ROOT/mnt"
+ROOT=$(pwd -P)
+MNT=${DEMO_MNT:-/mnt/aztfs-demo}
+case $MNT in /*) ;; *) MNT="$ROOT/$MNT" ;; esac
+MNT=$(realpath -m "$MNT")
+case $MNT/ in
+"$ROOT"/*)
+    echo "demo: $MNT is inside the clone ($ROOT): tools that walk the clone (git clean -fdx," >&2
+    echo "      dpkg-buildpackage, grep -r) would walk, and some delete, the account through" >&2
+    echo "      the mount; give DEMO_MNT a directory outside it" >&2
+    exit 2
+    ;;
+esac
 PORT=${DEMO_PORT:-10002}
 if [ "$PORT" = 10002 ]; then
     export AZURE_STORAGE_CONNECTION_STRING="UseDevelopmentStorage=true"
@@ -20,11 +34,14 @@ fi
 scripts/deps.sh
 scripts/build.sh
 
-# A mount left over from a previous run (possibly with a dead daemon).
-if mountpoint -q "$MNT" 2>/dev/null || grep -qs " $MNT fuse" /proc/mounts; then
-    echo "demo: unmounting the previous mount at $MNT"
-    fusermount3 -u "$MNT" 2>/dev/null || fusermount3 -uz "$MNT"
-fi
+# A mount left over from a previous run (possibly with a dead daemon), and
+# one at ./mnt, where the demo mounted before it moved out of the clone.
+for old in "$MNT" "$ROOT/mnt"; do
+    if grep -qs " $old fuse" /proc/mounts; then
+        echo "demo: unmounting the previous mount at $old"
+        fusermount3 -u "$old" 2>/dev/null || fusermount3 -uz "$old"
+    fi
+done
 
 scripts/azurite.sh start "$PORT" || {
     echo "demo: could not start Azurite on port $PORT; if another emulator holds it," >&2
@@ -54,23 +71,25 @@ mountpoint -q "$MNT" || { echo "demo: aztfs did not mount $MNT" >&2; exit 1; }
 
 cat <<MSG
 
-aztfs is mounted at ./mnt (Azurite on 127.0.0.1:$PORT, in memory).
+aztfs is mounted at $MNT (Azurite on 127.0.0.1:$PORT, in memory),
+outside the clone: tools that walk the clone do not walk the account.
 Try:
-  ls mnt                                  # tables
-  ls mnt/customers                        # one directory per PartitionKey
-  ls -l mnt/customers/US                  # one <RowKey>.json per entity
-  cat 'mnt/customers/US/ACME Corp.json'
-  cat mnt/customers/FR/café.json
-  cat mnt/customers/US/a%25b.json         # '%' in a key is written %25
-  cat mnt/customers/US/%2Ehidden.json     # a leading '.' is written %2E
-  grep -rl '"Paid": true' mnt/orders
-  find mnt/orders -type f | wc -l
-  du -sh mnt/orders
+  cd $MNT
+  ls                                      # tables
+  ls customers                            # one directory per PartitionKey
+  ls -l customers/US                      # one <RowKey>.json per entity
+  cat 'customers/US/ACME Corp.json'
+  cat customers/FR/café.json
+  cat customers/US/a%25b.json             # '%' in a key is written %25
+  cat customers/US/%2Ehidden.json         # a leading '.' is written %2E
+  grep -rl '"Paid": true' orders
+  find orders -type f | wc -l
+  du -sh orders
 
 Saves are checked at close: use cp or tee (a bare '>' hides a refused save).
-Why a save failed: tail aztfs-demo.log, or
-  getfattr -n user.aztfs.errors --only-values mnt
+Why a save or a mkdir failed: tail $LOG, or
+  getfattr -n user.aztfs.errors --only-values $MNT
 
-Stop:
-  fusermount3 -u mnt; scripts/azurite.sh stop $PORT
+Stop (leave $MNT first):
+  fusermount3 -u $MNT; scripts/azurite.sh stop $PORT
 MSG

@@ -48,19 +48,19 @@ c_files() {
 }
 
 format() {
-    command -v clang-format >/dev/null || { echo "clang-format not found"; return 1; }
+    command -v clang-format >/dev/null || { echo "clang-format not found (apt-get install clang-format, or scripts/deps.sh --test)"; return 1; }
     c_files | xargs clang-format --dry-run --Werror
 }
 
 run_cppcheck() {
-    command -v cppcheck >/dev/null || { echo "cppcheck not found"; return 1; }
+    command -v cppcheck >/dev/null || { echo "cppcheck not found (apt-get install cppcheck, or scripts/deps.sh --test)"; return 1; }
     cppcheck --quiet --std=c11 --enable=warning,portability,performance --inline-suppr \
         --error-exitcode=1 --library=scripts/cppcheck-jansson.cfg \
         -I src -I tests/unit -I tests/fuzz -j2 src tests/unit tests/fuzz
 }
 
 spelling() {
-    command -v codespell >/dev/null || { echo "codespell not found"; return 1; }
+    command -v codespell >/dev/null || { echo "codespell not found (apt-get install codespell, or scripts/deps.sh --test)"; return 1; }
     codespell -L "$SPELL_IGNORE" --skip='*/corpus/*,*/regressions/*' \
         README doc src tests scripts bench configure.ac Makefile.am
 }

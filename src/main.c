@@ -276,13 +276,19 @@ static void fuse_message(enum fuse_log_level level, const char *fmt, va_list ap)
 
 /* A mount point already in use is refused: a second aztfs would hide the
  * first, and its queue and journal with it. An automount point (autofs:
- * x-systemd.automount) is what the mount is for. Returns 0, or -1 after a
+ * x-systemd.automount) is what the mount is for, and is not looked into
+ * (that would wait for this mount). Anything else must be an empty
+ * directory unless NONEMPTY (mounts_check_place). Returns 0, or -1 after a
  * message. */
-static int refuse_mounted(const char *dir)
+static int refuse_mounted(const char *dir, int nonempty)
 {
-    char type[64] = "";
+    char type[64] = "", why[512];
     int rc = mounts_type_at("/proc/self/mountinfo", dir, type, sizeof(type));
 
+    if (rc == 0 && mounts_check_place(dir, nonempty, why, sizeof(why)) < 0) {
+        fprintf(stderr, "aztfs: %s\n", why);
+        return -1;
+    }
     if (rc <= 0 || strcmp(type, "autofs") == 0)
         return 0; /* -errno: no mount table to ask; the mount decides */
     fprintf(stderr,
@@ -614,12 +620,10 @@ int main(int argc, char *argv[])
         goto out;
     }
     if (!cmd.mountpoint) {
-        fprintf(stderr,
-                "aztfs: no mount point given (usage: aztfs [options] MOUNTPOINT; "
-                "see --help)\n");
+        fprintf(stderr, "aztfs: no mount point given\nusage: %s " AZTFS_USAGE "\n", argv[0]);
         goto out;
     }
-    if (refuse_mounted(cmd.mountpoint) < 0)
+    if (refuse_mounted(cmd.mountpoint, o.nonempty) < 0)
         goto out;
     if (o.loglevel && log_level_parse(o.loglevel, &a.store.log.level) < 0) {
         fprintf(stderr, "aztfs: unknown loglevel '%s' (error, warn, info, debug)\n", o.loglevel);

@@ -26,7 +26,8 @@ enum {
     KEY_FILE_MODE,
     KEY_DIR_MODE,
     KEY_FSNAME,
-    KEY_SUBTYPE
+    KEY_SUBTYPE,
+    KEY_DEBUG
 };
 
 #define SCRATCH_SIZE_MAX_MB (1024UL * 1024) /* 1 TiB: any bigger is a typo */
@@ -46,7 +47,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("ino32", ino32), OPT("writeback", writeback), OPT("writeback=%u", writeback_ms),
     OPT("journal_dir=%s", journal_dir), OPT("writeback_queue=%lu", writeback_queue_mb),
     OPT("writeback_stop=%u", writeback_stop), OPT("max_rps=%lf", max_rps),
-    OPT("forget_after=%lu", forget_after),
+    OPT("forget_after=%lu", forget_after), OPT("nonempty", nonempty),
     /* libfuse's, but aztfs sets them itself (fs/ops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED), FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED), FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
@@ -59,7 +60,7 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
     FUSE_OPT_KEY("fsname=", KEY_FSNAME), FUSE_OPT_KEY("subtype=", KEY_SUBTYPE),
     FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP), FUSE_OPT_KEY("-V", KEY_VERSION),
-    FUSE_OPT_KEY("--version", KEY_VERSION),
+    FUSE_OPT_KEY("--version", KEY_VERSION), FUSE_OPT_KEY("--debug", KEY_DEBUG),
     /* fstab options that mean something to mount(8) or systemd only */
     FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
     FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
@@ -109,6 +110,9 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
     case KEY_SUBTYPE:
         o->subtype_given = 1;
         return 1;
+    case KEY_DEBUG: /* libfuse's lowlevel layer takes --debug, but only -d
+                       keeps the process in the foreground: made one */
+        return fuse_opt_add_arg(outargs, "-d") == -1 ? -1 : 0;
     case KEY_UMASK:
         return parse_mode(arg, 0777, &o->umask);
     case KEY_FILE_MODE:
@@ -319,7 +323,7 @@ void options_free_tables(char **tables)
 
 void options_usage(const char *progname)
 {
-    printf("usage: %s [options] [CONFIGFILE] MOUNTPOINT\n\n"
+    printf("usage: %s " AZTFS_USAGE "\n\n"
            "Mounts an Azure Table Storage account: /TABLE/PARTITIONKEY/ROWKEY.json\n"
            "The account comes from -o config=FILE (or CONFIGFILE), else from\n"
            "the environment variable AZURE_STORAGE_CONNECTION_STRING.\n\n"
@@ -382,6 +386,8 @@ void options_usage(const char *progname)
            "    -o writeback_queue=MIB  queued changes at most; writers wait beyond (16)\n"
            "    -o writeback_stop=SECS  at unmount or SIGTERM, what is queued is sent for\n"
            "                            at most SECS (30); the rest stays in the journal\n"
+           "    -o nonempty             mount on a directory that holds files, hiding\n"
+           "                            them until the unmount (refused by default)\n"
            "    -o ino32                inode numbers below 2^32, for 32-bit programs\n"
            "                            (two files may then share one: doc/USAGE.md)\n"
            "    -o allow_other          let other users in; the kernel then checks the\n"
@@ -393,7 +399,7 @@ void options_usage(const char *progname)
            "    -h   --help             print this help\n"
            "    -V   --version          print the version\n"
            "    -f                      stay in the foreground (log to stderr)\n"
-           "    -d   -o debug           FUSE debug output (implies -f)\n"
+           "    -d   --debug  -o debug  FUSE debug output (implies -f)\n"
            "    -s                      serve one request at a time\n"
            "    -o max_threads=N        at most N threads serve requests (10)\n"
            "    -o max_idle_threads=N   idle threads kept (default: libfuse's)\n"

@@ -46,6 +46,7 @@ struct aztfs_opts {
     unsigned file_mode;            /* -o file_mode=OCTAL; after parsing, the mode of files */
     unsigned dir_mode;             /* -o dir_mode=OCTAL; after parsing, the mode of directories */
     int ino32;                     /* -o ino32: inode numbers below 2^32 */
+    int nonempty;                  /* -o nonempty: mount on a directory that holds files */
     int writeback;                 /* -o writeback[=MS]: write-behind */
     unsigned writeback_ms;         /* its delay (UINT_MAX until given) */
     char *journal_dir;             /* -o journal_dir=DIR */
@@ -93,6 +94,11 @@ void options_free(struct aztfs_opts *o);
  * -EINVAL with a message on stderr. */
 int options_split_tables(const char *spec, char ***out);
 void options_free_tables(char **tables);
+
+/* The arguments, as --help's first line, a call without a mount point and
+ * the man page's SYNOPSIS give them (tests/integration/test_docs.py keeps
+ * the three the same). */
+#define AZTFS_USAGE "[options] [CONFIGFILE] MOUNTPOINT"
 
 /* Print the usage: aztfs's options, then the FUSE options that apply. */
 void options_usage(const char *progname);

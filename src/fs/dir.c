@@ -7,6 +7,11 @@
 #include "fs/fs_i.h"
 #include "store/store.h"
 
+#ifndef AZTFS_DOCDIR /* set by Makefile.am: $(docdir) */
+#define AZTFS_DOCDIR "/usr/share/doc/aztfs"
+#endif
+#define ONE_NAME "NAMES.md in " AZTFS_DOCDIR ", \"One name per key\""
+
 /* An open directory. Offsets: 1 and 2 follow "." and "..", 3 + i follows
  * remote entry i, and local names (mkdir'd directories, scratch files)
  * come after the remote ones. The remote names only grow while the handle
@@ -239,12 +244,39 @@ out:
     return rc;
 }
 
-/* Refuse, with a log line, to put a directory where the tree has no place
- * for it. */
-static int misplaced(struct aztfs *a, const char *path, const char *what)
+/* See fs_i.h. */
+int fs_refused(struct aztfs *a, const char *op, const char *path, int rc, const char *why)
 {
-    log_error(&a->store.log, "%s: %s", path, what);
-    return -EPERM;
+    struct failure f = { op, path, -rc, 0, NULL, why };
+
+    log_error(&a->store.log, "%s: %s", path, why);
+    failring_add(a->store.log.failures, &f); /* user.aztfs.errors */
+    return rc;
+}
+
+/* See fs_i.h. */
+int fs_refuse_name(struct aztfs *a, const char *op, const char *path)
+{
+    const char *name = strrchr(path, '/') + 1, *sfx = ".json";
+    size_t len = strlen(name), sl = strlen(sfx);
+    int file = len > sl && strcmp(name + len - sl, sfx) == 0;
+    char *key = strndup(name, file ? len - sl : len), *right = NULL, *why = NULL;
+    int rc;
+
+    /* the name read as the key it spells literally ("50%" in "50%.json") */
+    if (key)
+        right = file ? keycodec_file_encode(key) : keycodec_encode(key);
+    if (!right ||
+        asprintf(&why,
+                 "not the name of a key: each key has one spelling, '%%' "
+                 "written %%25 and a leading '.' %%2E (" ONE_NAME "); the key '%s' is named '%s'",
+                 key, right) < 0)
+        why = NULL;
+    rc = fs_refused(a, op, path, -EINVAL, why ? why : "not the name of a key (" ONE_NAME ")");
+    free(why);
+    free(right);
+    free(key);
+    return rc;
 }
 
 /* See fsdir.h. */
@@ -255,20 +287,18 @@ int fs_mkdir(const char *path, mode_t mode)
     int rc;
 
     if ((rc = fspath_parse(path, &fp)) < 0) {
-        if (rc == -ENOENT && strchr(path + 1, '/') == NULL) {
-            log_error(&a->store.log,
-                      "%s: not a valid table name (a letter, then 2-62 "
-                      "letters or digits; 'Tables' is reserved)",
-                      path);
-            return -EINVAL;
-        }
-        if (rc == -ENOENT) {
-            log_error(&a->store.log,
-                      "%s: no directory can have this name here (see "
-                      "doc/NAMES.md)",
-                      path);
-            return -EINVAL;
-        }
+        if (rc == -ENOENT && strchr(path + 1, '/') == NULL)
+            return fs_refused(a, "mkdir", path, -EINVAL,
+                              "not a valid table name (a letter, then 2-62 "
+                              "letters or digits; 'Tables' is reserved)");
+        if (rc == -ENOENT && strchr(strchr(path + 1, '/') + 1, '/') == NULL)
+            return fs_refuse_name(a, "mkdir", path); /* a partition's */
+        if (rc == -ENOENT)
+            return fs_refused(a, "mkdir", path, -EPERM,
+                              "directories are tables (at the top) or partitions "
+                              "(inside a table), nothing deeper");
+        if ((rc == -EINVAL || rc == -ENAMETOOLONG) && fspath_invalid_reason(path))
+            return fs_refused(a, "mkdir", path, rc, fspath_invalid_reason(path));
         return rc;
     }
     switch (fp.kind) {
@@ -283,9 +313,9 @@ int fs_mkdir(const char *path, mode_t mode)
             rc = store_partition_made(&a->store, &fp);
         break;
     default:
-        rc = misplaced(a, path,
-                       "directories are tables (at the top) or partitions "
-                       "(inside a table), nothing deeper");
+        rc = fs_refused(a, "mkdir", path, -EPERM,
+                        "directories are tables (at the top) or partitions "
+                        "(inside a table), nothing deeper");
     }
     fspath_free(&fp);
     return rc;

@@ -217,6 +217,15 @@ int fs_releasedir(const char *path, struct fuse_file_info *fi);
  * partition that exists locally until a file is written in it; -EPERM
  * deeper. */
 int fs_mkdir(const char *path, mode_t mode);
+/* A change OP ("mkdir", "create", ...) of PATH refused with RC (-errno)
+ * for the reason WHY, a sentence: one log line "PATH: WHY", and the
+ * failure kept for user.aztfs.errors. Returns RC. */
+int fs_refused(struct aztfs *a, const char *op, const char *path, int rc, const char *why);
+/* OP of PATH refused with -EINVAL: its last component is not the one
+ * spelling of a key (doc/NAMES.md, "One name per key"); the reason names
+ * the key the component spells literally and that key's name
+ * ("50%.json": the key '50%' is named '50%25.json'). Returns -EINVAL. */
+int fs_refuse_name(struct aztfs *a, const char *op, const char *path);
 /* rmdir: a table or partition that holds no entity (-ENOTEMPTY). */
 int fs_rmdir(const char *path);
 

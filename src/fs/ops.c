@@ -189,8 +189,12 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
          * onto it: a name no key can have is refused here, once */
         const char *why = rc == -EINVAL || rc == -ENAMETOOLONG ? fspath_invalid_reason(path) : NULL;
 
-        if (why)
-            log_error(&a->store.log, "%s: not a valid name: %s", path, why);
+        char msg[256];
+
+        if (why) {
+            snprintf(msg, sizeof(msg), "not a valid name: %s", why);
+            fs_refused(a, "look up", path, rc, msg);
+        }
         return rc;
     }
     rc = path_attr(a, path, &fp, st);

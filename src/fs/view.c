@@ -37,8 +37,12 @@ static void view_dir_close(struct fs_open_link *l)
 /* See fs_i.h. */
 int fs_refuse(const char *op, const char *path)
 {
-    log_error(&fs_ctx()->store.log, "%s %s: %s is read-only", op, path,
-              fspath_is_stream(path) ? "an export stream" : "a query view");
+    const char *what =
+        fspath_is_stream(path) ? "an export stream is read-only" : "a query view is read-only";
+    struct failure f = { op, path, EROFS, 0, NULL, what };
+
+    log_error(&fs_ctx()->store.log, "%s %s: %s", op, path, what);
+    failring_add(fs_ctx()->store.log.failures, &f); /* user.aztfs.errors */
     return -EROFS;
 }
 

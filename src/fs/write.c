@@ -10,11 +10,25 @@
 
 static int is_scratch(const char *path);
 
-/* Refuse, with a log line, to put something where the tree has no place. */
-static int misplaced(struct aztfs *a, const char *path, const char *what)
+/* Refuse change OP, with a log line and in user.aztfs.errors, to put
+ * something where the tree has no place. */
+static int misplaced(struct aztfs *a, const char *op, const char *path, const char *what)
 {
-    log_error(&a->store.log, "%s: %s", path, what);
-    return -EPERM;
+    return fs_refused(a, op, path, -EPERM, what);
+}
+
+/* OP of PATH, a name fspath_parse does not know (-ENOENT): in a partition,
+ * a spelling no key has (EINVAL, as doc/NAMES.md's other refusals); else
+ * no place for a file. */
+static int unknown_name(struct aztfs *a, const char *op, const char *path)
+{
+    const char *p = strchr(path + 1, '/');
+
+    if (p && (p = strchr(p + 1, '/')) && !strchr(p + 1, '/'))
+        return fs_refuse_name(a, op, path);
+    return misplaced(a, op, path,
+                     "files live inside partition directories "
+                     "(/TABLE/PARTITION/ROWKEY.json)");
 }
 
 /* An entity was saved at PATH: its partition is in the table now, so the
@@ -95,13 +109,10 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     int rc;
 
     if ((rc = fspath_parse(path, &fp)) < 0)
-        return rc == -ENOENT ? misplaced(a, path,
-                                         "no file can have this name here "
-                                         "(see doc/NAMES.md)") :
-                               rc;
+        return rc == -ENOENT ? unknown_name(a, "create", path) : rc;
     if (fp.kind != FSP_ENTITY && fp.kind != FSP_SCRATCH) {
         fspath_free(&fp);
-        return misplaced(a, path,
+        return misplaced(a, "create", path,
                          "files live inside partition directories "
                          "(/TABLE/PARTITION/ROWKEY.json)");
     }
@@ -179,8 +190,11 @@ int fs_write(const char *path, const char *buf, size_t size, off_t off, struct f
         of->written = of->ever_written = 1;
         rc = (int)size;
     } else if (rc == -EFBIG) {
-        log_error(&fs_ctx()->store.log, "%s: larger than %d bytes: no entity can be that big", path,
-                  OPEN_FILE_MAX);
+        char why[80];
+
+        snprintf(why, sizeof(why), "larger than %d bytes: no entity can be that big",
+                 OPEN_FILE_MAX);
+        fs_refused(fs_ctx(), "write", path, rc, why);
     }
     pthread_mutex_unlock(&of->lock);
     return rc;
@@ -429,7 +443,8 @@ static int rename_parsed(struct aztfs *a, const char *from, struct fspath *ff, c
             fs_conflict_take(a->handles, from)  ? -ESTALE :
                                                   rename_entity(a, from, ff, to, tf);
     if (ff->kind == FSP_SCRATCH)
-        return misplaced(a, to, "scratch files can only become entities inside a partition");
+        return misplaced(a, "rename", to,
+                         "scratch files can only become entities inside a partition");
     if (ff->kind == FSP_ENTITY && tf->kind == FSP_ENTITY &&
         (rc = store_move_check(&a->store, from, ff, to, tf, fs_pending_is_new(a->handles, from))) <
             0)
@@ -450,10 +465,7 @@ int fs_rename(const char *from, const char *to, unsigned int flags)
         return rc;
     if ((rc = fspath_parse(to, &tf)) < 0) {
         fspath_free(&ff);
-        return rc == -ENOENT ? misplaced(a, to,
-                                         "no file can have this name here "
-                                         "(see doc/NAMES.md)") :
-                               rc;
+        return rc == -ENOENT ? unknown_name(a, "rename", to) : rc;
     }
     rc = rename_parsed(a, from, &ff, to, &tf);
     fspath_free(&ff);

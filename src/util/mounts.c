@@ -1,9 +1,13 @@
 /* mounts.c - what is mounted where: the kernel's mount table
- * (/proc/self/mountinfo) asked whether a directory is a mount point. */
+ * (/proc/self/mountinfo) asked whether a directory is a mount point, and
+ * whether a directory can take a mount (a directory, empty). */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/util.h"
 
@@ -73,4 +77,40 @@ int mounts_type_at(const char *table, const char *dir, char *type, size_t len)
     }
     fclose(f);
     return found;
+}
+
+/* See util.h. */
+int mounts_check_place(const char *dir, int allow_nonempty, char *why, size_t len)
+{
+    char first[256] = "", more[48] = "";
+    struct dirent *e;
+    struct stat st;
+    unsigned long n = 0;
+    DIR *d;
+
+    if (strncmp(dir, "/dev/fd/", 8) == 0 || stat(dir, &st) < 0)
+        return 0; /* a descriptor mount.fuse3 opened, or the mount decides */
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, len,
+                 "%s is not a directory: the mount would hide it and every access "
+                 "through it would fail; mount on an empty directory",
+                 dir);
+        return -ENOTDIR;
+    }
+    if (allow_nonempty || !(d = opendir(dir)))
+        return 0;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && n++ == 0)
+            snprintf(first, sizeof(first), "%s", e->d_name);
+    closedir(d);
+    if (n == 0)
+        return 0;
+    if (n > 1)
+        snprintf(more, sizeof(more), " and %lu more", n - 1);
+    snprintf(why, len,
+             "%s is not empty (it holds '%s'%s): the mount would hide what it holds "
+             "until the unmount; mount on an empty directory, or add -o nonempty "
+             "if you mean it",
+             dir, first, more);
+    return -ENOTEMPTY;
 }

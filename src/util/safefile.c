@@ -133,6 +133,17 @@ out:
     return rc;
 }
 
+/* The fix WHY offers for a directory (status ST) others may write: chmod
+ * only for a directory of the user's own, group included (root's
+ * /var/mail, root:mail 2775, is the system's: its mode is not the mount's
+ * to change); else another directory. */
+static const char *shared_fix(const struct stat *st)
+{
+    return st->st_uid == geteuid() && (geteuid() != 0 || st->st_gid == 0) ?
+        "run chmod go-w " :
+        "use a directory only you can write instead of ";
+}
+
 /* The directory rules of safe_dir_open for PATH, whose status is ST: FINAL
  * for the directory itself, else an ancestor. Returns 0 or -EACCES with WHY. */
 static int check_dir(const struct stat *st, const char *path, int final, char *why, size_t whylen)
@@ -146,17 +157,16 @@ static int check_dir(const struct stat *st, const char *path, int final, char *w
                        "own, " SHARED_FIX,
                        path, (unsigned)st->st_uid, (unsigned)geteuid(),
                        final ? "files" : "directories");
-    if (others_write && final)
-        return why_set(-EACCES, why, whylen,
-                       "%s is writable by group or others (mode "
-                       "%04o), who could replace the files in it: run chmod go-w %s, " SHARED_FIX,
-                       path, (unsigned)(st->st_mode & 07777), path);
+    /* sticky (/tmp): no other user can remove or rename what is ours, and
+     * what they made first is refused by safe_open (owner, one link, no
+     * symlink) */
     if (others_write && !(st->st_mode & S_ISVTX))
         return why_set(-EACCES, why, whylen,
                        "%s is writable by group or others without "
-                       "the sticky bit (mode %04o), so the directories in it can be "
-                       "replaced: run chmod go-w %s, " SHARED_FIX,
-                       path, (unsigned)(st->st_mode & 07777), path);
+                       "the sticky bit (mode %04o), so the %s in it can be "
+                       "replaced: %s%s, " SHARED_FIX,
+                       path, (unsigned)(st->st_mode & 07777), final ? "files" : "directories",
+                       shared_fix(st), path);
     return 0;
 }
 

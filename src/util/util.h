@@ -151,12 +151,13 @@ struct safe_dir {
  *  - a symlink on the way (in PATH as given) must belong to root or the
  *    effective user (the rule fs.protected_symlinks keeps in sticky
  *    directories, kept here everywhere);
- *  - every ancestor must belong to root or the effective user and be
- *    writable by no one else unless it has the sticky bit (/tmp is fine as
- *    an ancestor);
- *  - the directory itself must belong to the effective user or root and be
- *    writable by no one else (the sticky bit does not help: another user
- *    could still make a name first).
+ *  - the directory and every ancestor must belong to root or the effective
+ *    user and be writable by no one else unless it has the sticky bit
+ *    (/tmp is fine, as an ancestor and as the directory: no other user can
+ *    remove or rename a file of ours there, and a name they made first is
+ *    refused by safe_open's rules on the file);
+ *  - the fix WHY offers for a shared directory is chmod only for one of
+ *    the user's own (root's: of group 0), never for the system's.
  * Returns 0 with *OUT, or -errno with WHY (one sentence naming the path,
  * what is wrong and the fix, e.g. "chmod go-w DIR", or "-o
  * allow_shared_dirs if you mean it"): -ENOENT, -ENOTDIR, -ELOOP (a symlink
@@ -322,6 +323,14 @@ void env_scrub(const char *name);
  * "fuse.aztfs", "autofs"), 0 when nothing is mounted on DIR, or -errno
  * when TABLE cannot be read. */
 int mounts_type_at(const char *table, const char *dir, char *type, size_t len);
+
+/* Can DIR (absolute, as realpath gives it) take a mount without hiding
+ * anything? It must be a directory (a mount on a file would fail every
+ * access), and empty unless ALLOW_NONEMPTY (-o nonempty). Returns 0 (also
+ * when DIR cannot be read, or is "/dev/fd/N": the mount decides), or
+ * -ENOTDIR / -ENOTEMPTY with one sentence in WHY (LEN bytes) naming DIR,
+ * what it holds and the fix. */
+int mounts_check_place(const char *dir, int allow_nonempty, char *why, size_t len);
 
 /* ---- encoding.c: base64 and one UTF-8 character, by OpenSSL. */
 

@@ -6,6 +6,7 @@ names at the edge of the rules still work."""
 import errno
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -145,3 +146,53 @@ def test_mount_keeps_serving(mnt):
     with open(os.path.join(str(mnt), TABLE, "p", "r.json")) as f:
         assert json.loads(f.read())["v"] == 1
     assert "r.json" in os.listdir(os.path.join(str(mnt), TABLE, "p"))
+
+
+# -- refusals a user meets with shell tools: errno and user.aztfs.errors -------
+def errors_of(mnt):
+    return json.loads(os.getxattr(str(mnt), "user.aztfs.errors"))["recent"]
+
+
+def shell(mnt, *argv, stdin=""):
+    return subprocess.run(list(argv), input=stdin, capture_output=True, text=True,
+                          cwd=str(mnt), timeout=60)
+
+
+@pytest.mark.parametrize("argv, path, errno_name, op, why", [
+    (["mkdir", "ab"], "/ab", "EINVAL", "mkdir", "not a valid table name"),
+    (["mkdir", "bad name"], "/bad name", "EINVAL", "mkdir", "not a valid table name"),
+    (["touch", TABLE + "/file.json"], "/%s/file.json" % TABLE, "EPERM", "create",
+     "files live inside partition directories"),
+    (["mkdir", TABLE + "/p/sub"], "/%s/p/sub" % TABLE, "EPERM", "mkdir", "nothing deeper"),
+    (["mkdir", TABLE + "/50%"], "/%s/50%%" % TABLE, "EINVAL", "mkdir",
+     "the key '50%' is named '50%25'"),
+    (["tee", TABLE + "/p/50%.json"], "/%s/p/50%%.json" % TABLE, "EINVAL", "create",
+     "the key '50%' is named '50%25.json'"),
+    (["cat", TABLE + "/p/a#b.json"], "/%s/p/a#b.json" % TABLE, "EINVAL", "look up",
+     "a key cannot hold"),
+    (["rm", TABLE + "/.ndjson"], "/%s/.ndjson" % TABLE, "EROFS", "unlink",
+     "an export stream is read-only"),
+], ids=["short-table", "table-with-space", "file-in-table", "dir-in-partition",
+        "partition-50%", "file-50%", "lookup-#", "rm-stream"])
+def test_a_refusal_says_why_in_user_aztfs_errors(mnt, sdk, argv, path, errno_name, op, why):
+    """The reason of a refusal was in the log only, and the tool said just
+    "Invalid argument" or "Operation not permitted"; user.aztfs.errors,
+    where the mount's warning sends people without syslog, now holds it.
+    A name that is not a key's spelling (50%.json) is EINVAL, as NAMES.md's
+    other refusals, not EPERM, and the reason names the right name."""
+    p = shell(mnt, *argv, stdin='{"v": 1}\n')
+    assert p.returncode != 0, p
+    assert os.strerror(getattr(errno, errno_name)) in p.stderr, p.stderr
+    mine = [e for e in errors_of(mnt) if e["path"] == path]
+    assert mine, errors_of(mnt)
+    e = mine[-1]
+    assert (e["op"], e["error"]) == (op, errno_name), e
+    assert why in e["message"], e
+    assert path in mnt.stderr() and why in mnt.stderr()
+
+
+def test_the_name_a_refusal_gives_is_the_right_one(mnt, sdk):
+    p = shell(mnt, "tee", TABLE + "/p/50%25.json", stdin='{"v": 50}\n')
+    assert p.returncode == 0, p
+    e = sdk.get_table_client(TABLE).get_entity("p", "50%")
+    assert e["v"] == 50

@@ -156,3 +156,61 @@ def test_shared_directory_is_refused_unless_allow_shared_dirs(option, azurite, a
     wait_for(lambda: path.exists() and path.read_text(), what="the %s" % option)
     assert os.stat(path).st_uid == 0
     assert os.path.ismount(str(m))
+
+
+# -- a sticky directory (/tmp) --------------------------------------------------
+@pytest.mark.parametrize("where", ["tmp", "sticky"])
+def test_a_log_file_in_a_sticky_directory_is_accepted(where, azurite, mounter, tmp_path):
+    """-o logfile=/tmp/aztfs.log was refused with the advice "run chmod go-w
+    /tmp", which would break the machine. In a sticky directory no one else
+    can remove or rename the file, and a name taken first is refused by the
+    file rules: it is accepted, and the file is the mounter's own, 0600."""
+    if where == "tmp":
+        d = "/tmp"
+        assert os.stat(d).st_mode & 0o1777 == 0o1777, oct(os.stat(d).st_mode)
+    else:
+        d = str(tmp_path / "sticky")
+        os.mkdir(d)
+        os.chmod(d, 0o1777)
+    log = os.path.join(d, "aztfs-sticky-%d.log" % os.getpid())
+    try:
+        m = mounter.mount(options=["-o", "logfile=%s" % log])
+        os.listdir(str(m))
+        wait_for(lambda: os.path.exists(log) and "mounted" in open(log).read(),
+                 what="the log file")
+        st = os.lstat(log)
+        assert stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid(), st
+        assert st.st_mode & 0o777 == 0o600, oct(st.st_mode)
+        m.unmount()
+    finally:
+        if os.path.exists(log):
+            os.unlink(log)
+
+
+def test_a_name_taken_first_in_a_sticky_directory_is_refused(azurite, aztfs_run, tmp_path):
+    """What makes a sticky directory safe: a log name another user took
+    first (their file, or their symlink to a victim) is refused, never
+    written through."""
+    d = tmp_path / "sticky"
+    d.mkdir()
+    os.chmod(str(d), 0o1777)
+    victim = victim_file(tmp_path)
+    theirs = d / "theirs.log"
+    theirs.write_text("theirs\n")
+    os.chown(str(theirs), 65534, 65534)
+    link = d / "link.log"
+    link.symlink_to(victim)
+    os.lchown(str(link), 65534, 65534)
+    # the symlink: aztfs's O_NOFOLLOW, or before it the kernel's
+    # fs.protected_symlinks (EACCES) in a sticky directory
+    for name, why in (("theirs.log", "belongs to uid 65534"),
+                      ("link.log", ("is a symlink", "Permission denied"))):
+        mp = tmp_path / ("mp-" + name)
+        mp.mkdir()
+        res = refused_mount(aztfs_run, aztfs_env(azurite.conn_str), mp,
+                            ["-o", "logfile=%s" % (d / name)])
+        assert res.returncode != 0, res
+        assert any(w in res.stderr for w in ((why,) if isinstance(why, str) else why)), res
+        assert "chmod go-w %s " % d not in res.stderr, res.stderr
+    assert theirs.read_text() == "theirs\n"
+    assert victim.read_text() == "secret\n"

@@ -183,3 +183,75 @@ def test_an_unknown_option_is_refused_in_aztfs_words(azurite, aztfs_run, tmp_pat
                for l in lines), res.stderr
     assert "aztfs --help lists the options" in res.stderr, res.stderr
     assert not any(l.startswith("fuse:") for l in lines), res.stderr
+
+
+def mounted_at(path):
+    return any(l.split()[4] == str(path) for l in open("/proc/self/mountinfo"))
+
+
+def test_a_regular_file_is_refused_as_a_mount_point(azurite, aztfs_run, tmp_path):
+    """Mounting on a file exited 0 and every access then failed with EIO:
+    now exit 1, with a message, and nothing mounted."""
+    f = tmp_path / "notes.txt"
+    f.write_text("mine\n")
+    try:
+        res = aztfs_run([str(f)], aztfs_env(azurite.conn_str))
+    finally:
+        if mounted_at(f):
+            subprocess.run(["fusermount3", "-uz", str(f)], capture_output=True)
+    assert res.returncode == 1, res
+    assert "%s is not a directory" % f in res.stderr, res.stderr
+    assert "mount on an empty directory" in res.stderr, res.stderr
+    assert not mounted_at(f)
+    assert f.read_text() == "mine\n"
+
+
+def test_a_directory_holding_files_is_refused_unless_nonempty(table, azurite, aztfs_run,
+                                                              tmp_path):
+    """A mount over files hid them silently; now refused, naming the files
+    and the option that allows it, -o nonempty, with which it mounts."""
+    d = tmp_path / "busy"
+    d.mkdir()
+    (d / "keep.txt").write_text("kept\n")
+    try:
+        res = aztfs_run([str(d)], aztfs_env(azurite.conn_str))
+        assert res.returncode == 1, res
+        assert "%s is not empty (it holds 'keep.txt')" % d in res.stderr, res.stderr
+        assert "-o nonempty" in res.stderr, res.stderr
+        assert not mounted_at(d)
+        assert os.listdir(str(d)) == ["keep.txt"]
+
+        res = aztfs_run(["-o", "nonempty", str(d)], aztfs_env(azurite.conn_str))
+        assert res.returncode == 0, res
+        assert mounted_at(d)
+        assert "r00.json" in os.listdir(str(d / T / "p"))
+    finally:
+        if mounted_at(d):
+            subprocess.run(["fusermount3", "-u", str(d)], capture_output=True)
+    assert (d / "keep.txt").read_text() == "kept\n"
+
+
+@pytest.mark.parametrize("flag", ["--debug", "-d"])
+def test_debug_keeps_aztfs_in_the_foreground(table, azurite, tmp_path, flag):
+    """--debug was taken by libfuse's lowlevel layer alone: FUSE's debug
+    output but a daemon, unlike -d. Now both stay in the foreground and log
+    to stderr: the process started is the one that serves, and its stderr
+    ends with the mount's exit line."""
+    mp = tmp_path / "mp"
+    mp.mkdir()
+    err_path = tmp_path / "stderr"
+    with open(str(err_path), "wb") as err:
+        p = subprocess.Popen([str(AZTFS), flag, str(mp)], stdin=subprocess.DEVNULL,
+                             stdout=err, stderr=err, env=aztfs_env(azurite.conn_str))
+    try:
+        for _ in range(300):
+            if mounted_at(mp) or p.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.1"])
+        assert mounted_at(mp), err_path.read_text(errors="replace")[-3000:]
+        assert "r00.json" in os.listdir(str(mp / T / "p"))
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mp)], capture_output=True)
+    assert p.wait(timeout=30) == 0
+    text = err_path.read_text(errors="replace")
+    assert "unmounted %s, exiting with status 0" % mp in text, text[-3000:]

@@ -218,3 +218,44 @@ def test_a_suite_past_its_budget_names_what_never_ran(tmp_path):
     # a, d passed; b failed; c killed; e cut by the budget while running
     assert out.splitlines()[-1] == "2 passed, 3 failed", out
     assert "FAILED (killed while running) test_dummy.py::test_e_hangs" in out, out
+
+
+def demo_mount_point():
+    """The demo's default mount point, as demo.sh spells it."""
+    m = re.search(r"^MNT=\$\{DEMO_MNT:-([^}]+)\}$", (ROOT / "scripts" / "demo.sh").read_text(),
+                  re.M)
+    assert m, "demo.sh: no MNT=${DEMO_MNT:-...} line"
+    return m.group(1)
+
+
+def test_the_demo_mounts_outside_the_clone():
+    """The demo mounted the account at ./mnt, inside the clone: git clean
+    -fdx deleted every entity and table through it, and dpkg-buildpackage
+    walked it. Its mount point is now outside, and README's commands (try,
+    stop) name it."""
+    mnt = demo_mount_point()
+    assert mnt.startswith("/"), mnt
+    real = os.path.realpath(mnt)
+    root = os.path.realpath(str(ROOT))
+    assert not (real + "/").startswith(root + "/"), (mnt, root)
+    readme = (ROOT / "README").read_text()
+    quick = readme.split("Quick start", 1)[1].split("A 15-line tour", 1)[0]
+    assert "fusermount3 -u\n%s" % mnt in quick or "fusermount3 -u %s" % mnt in quick, quick
+    assert "ls %s" % mnt in quick, quick
+    assert not re.search(r"(?<![\w/.-])\.?/?mnt\b(?!/)", quick.replace(mnt, "")), quick
+
+
+def test_the_demo_refuses_a_mount_point_inside_the_clone(tmp_path):
+    """DEMO_MNT inside the clone (relative, absolute, or through a symlink
+    outside that points in) is refused before anything is installed,
+    built or started."""
+    link = tmp_path / "into-clone"
+    link.symlink_to(ROOT)
+    for where in ("mnt", str(ROOT / "mnt"), str(link / "mnt")):
+        p = subprocess.run(["bash", str(ROOT / "scripts" / "demo.sh")], capture_output=True,
+                           text=True, timeout=60, stdin=subprocess.DEVNULL,
+                           env=dict(os.environ, DEMO_MNT=where, PATH="/usr/bin:/bin"))
+        assert p.returncode == 2, (where, p.stdout, p.stderr)
+        assert "inside the clone" in p.stderr and "git clean" in p.stderr, p.stderr
+        assert p.stdout == "", p.stdout                     # deps.sh never ran
+    assert not (ROOT / "mnt").exists() or not os.path.ismount(str(ROOT / "mnt"))

@@ -1,11 +1,14 @@
 /* test_mounts.c - util/mounts.c: mounts_type_at reads a mount table in
  * /proc/self/mountinfo's format: the mount on top of a directory, its
- * escaped names, lines it cannot read, and a table that is not there. */
+ * escaped names, lines it cannot read, and a table that is not there;
+ * mounts_check_place: a file and a directory holding files refused. */
+#include <fcntl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "tap.h"
 #include "util/util.h"
@@ -26,6 +29,39 @@ static int type_at(const char *dir, char *type, size_t len)
 {
     memset(type, 'x', len);
     return mounts_type_at(path, dir, type, len);
+}
+
+/* mounts_check_place: an empty directory takes a mount; a file never; a
+ * directory that holds files only when allowed; what it cannot see is the
+ * mount's to decide. */
+static void test_place(void)
+{
+    char dir[] = "/tmp/aztfs-test-place-XXXXXX", p[sizeof(dir) + 16], why[512];
+    int fd;
+
+    ok(mkdtemp(dir) != NULL, "a directory");
+    why[0] = '\0';
+    is_int(mounts_check_place(dir, 0, why, sizeof(why)), 0, "an empty directory is fine");
+    snprintf(p, sizeof(p), "%s/f", dir);
+    ok((fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600)) >= 0 && close(fd) == 0, "a file in it");
+    is_int(mounts_check_place(p, 0, why, sizeof(why)), -ENOTDIR, "a file is refused");
+    ok(strstr(why, p) && strstr(why, "not a directory"), "why: %s", why);
+    is_int(mounts_check_place(p, 1, why, sizeof(why)), -ENOTDIR, "even with nonempty");
+    is_int(mounts_check_place(dir, 0, why, sizeof(why)), -ENOTEMPTY, "a directory holding it");
+    ok(strstr(why, dir) && strstr(why, "'f'") && strstr(why, "-o nonempty") && !strstr(why, "more"),
+       "why names it, what it holds and the option: %s", why);
+    is_int(mounts_check_place(dir, 1, why, sizeof(why)), 0, "allowed with nonempty");
+    snprintf(p, sizeof(p), "%s/.hidden", dir);
+    ok(mkdir(p, 0700) == 0, "and a hidden directory");
+    is_int(mounts_check_place(dir, 0, why, sizeof(why)), -ENOTEMPTY, "refused");
+    ok(strstr(why, "and 1 more") != NULL, "counted: %s", why);
+    rmdir(p);
+    snprintf(p, sizeof(p), "%s/f", dir);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/gone", dir);
+    is_int(mounts_check_place(p, 0, why, sizeof(why)), 0, "a missing one: the mount decides");
+    is_int(mounts_check_place("/dev/fd/3", 0, why, sizeof(why)), 0, "mount.fuse3's /dev/fd/N");
+    rmdir(dir);
 }
 
 int main(void)
@@ -57,5 +93,6 @@ int main(void)
     is_int(mounts_type_at(path, "/mnt", type, sizeof(type)), -ENOENT, "a missing table: -ENOENT");
     is_int(mounts_type_at("/proc/self/mountinfo", "/", type, sizeof(type)), 1,
            "the kernel's own table has /");
+    test_place();
     return done_testing();
 }

@@ -155,13 +155,17 @@ static void test_files(void)
     safe_dir_close(&d); /* a zeroed struct: nothing */
 }
 
-/* The directory itself: writable by group or others (sticky or not) or
- * owned by another uid is refused, unless allow_shared. */
+/* The directory itself: writable by group or others without the sticky
+ * bit, or owned by another uid, is refused unless allow_shared; the fix
+ * offered is chmod for a directory of our own, never for the system's. A
+ * sticky one (/tmp) is accepted: no one else can remove or rename our
+ * file there, and what they made first is refused by safe_open. */
 static void test_dir_itself(void)
 {
-    static const mode_t modes[] = { 0770, 0707, 01777 };
+    static const mode_t modes[] = { 0770, 0707, 0777 };
     char p[PATH_MAX];
     struct safe_dir d;
+    int fd;
 
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         char name[32];
@@ -169,12 +173,31 @@ static void test_dir_itself(void)
         snprintf(name, sizeof(name), "shared%04o", (unsigned)modes[i]);
         ok(mkdir_as(at(p, "%s", name), modes[i], 0) == 0, "a directory %04o", (unsigned)modes[i]);
         is_int(dir_open(p, 0, &d), -EACCES, "%04o: refused", (unsigned)modes[i]);
-        ok(strstr(why, "writable by group or others") && strstr(why, "chmod go-w") &&
-               strstr(why, "allow_shared_dirs") && strstr(why, name),
+        ok(strstr(why, "writable by group or others without the sticky bit") &&
+               strstr(why, "chmod go-w") && strstr(why, "allow_shared_dirs") && strstr(why, name),
            "why: %s", why);
         is_int(dir_open(p, 1, &d), 0, "%04o: accepted with allow_shared", (unsigned)modes[i]);
         safe_dir_close(&d);
     }
+    ok(mkdir_as(at(p, "mailish"), 02775, 0) == 0 && chown(p, 0, 8) == 0,
+       "a root-owned directory of group 8 (/var/mail's mode)");
+    is_int(dir_open(p, 0, &d), -EACCES, "refused");
+    ok(strstr(why, "use a directory only you can write") && !strstr(why, "chmod"),
+       "a system directory's mode is never the advice: %s", why);
+
+    ok(mkdir_as(at(p, "tmpish"), 01777, 0) == 0, "a sticky world-writable directory (/tmp)");
+    is_int(dir_open(p, 0, &d), 0, "is accepted: %s", why);
+    fd = safe_open(&d, "log", O_WRONLY | O_APPEND | O_CREAT, 0600, why, sizeof(why));
+    ok(fd >= 0, "a file is created in it: %s", why);
+    if (fd >= 0)
+        close(fd);
+    ok(put(at(p, "tmpish/planted"), "theirs\n", 0600) == 0 && chown(p, NOBODY, 0) == 0,
+       "a file another uid made first");
+    is_int(try_open(&d, "planted", O_WRONLY | O_APPEND | O_CREAT), -EACCES, "is refused");
+    ok(symlink("/etc/passwd", at(p, "tmpish/link")) == 0, "a symlink planted there");
+    is_int(try_open(&d, "link", O_WRONLY | O_APPEND | O_CREAT), -ELOOP, "is refused");
+    safe_dir_close(&d);
+
     ok(mkdir_as(at(p, "nobodys"), 0755, NOBODY) == 0, "a directory of uid %d", NOBODY);
     is_int(dir_open(p, 0, &d), -EACCES, "refused");
     ok(strstr(why, "belongs to uid 65534") && strstr(why, "allow_shared_dirs"), "why: %s", why);
