@@ -53,6 +53,13 @@ struct open_file {
     int written;                  /* changed since the last commit; guarded by lock */
     int ever_written;             /* write/truncate happened at all; guarded by lock */
     int failed;                   /* the last commit failed; guarded by lock */
+    int refused;                  /* a write was refused (EFBIG): the text is not what
+                                 was written, so no commit sends it; guarded by lock */
+    char *placeholder;            /* the ETag of the empty entity this handle made
+                                 before any content of it was saved (an O_EXCL
+                                 create's under write-behind, or a flush before the
+                                 first write): removed if the content is refused;
+                                 guarded by lock */
     int replace;                  /* a new file renamed onto an entity: its saves
                                  replace it, even with -o merge; guarded by lock */
     int append;                   /* opened O_APPEND: writes go to the end of our copy;

@@ -48,6 +48,7 @@ void fs_open_file_free(struct open_file *of)
     import_free(of->import);
     buf_free(&of->data);
     free(of->etag);
+    free(of->placeholder);
     free(of->path);
     free(of);
 }
@@ -369,6 +370,8 @@ static int follow_one(struct open_file *of, void *ctx)
     free(of->path);
     of->path = path;
     of->ino = fspath_ino(f->to);
+    free(of->placeholder); /* it named the entity at FROM */
+    of->placeholder = NULL;
     if (take) {
         free(of->etag);
         of->etag = etag;
