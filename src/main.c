@@ -408,7 +408,7 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         log_info(&a->store.log,
                  "-o clone_fd: libfuse's loop serves the mount, and the kernel "
                  "is not told to drop names (-o forget_after)");
-    else if (fs_forget_start(a->forget, f) < 0)
+    else if (fs_forget_start(a->forget, f, cmd->mountpoint, a->handles, o->allow_other) < 0)
         log_warn(&a->store.log,
                  "the kernel will not be told to drop names: its memory and "
                  "libfuse's grow with every file named");

@@ -84,7 +84,7 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
         dir_handle_free(h);
         return rc;
     }
-    fs_dir_attach(fi, &h->link, dir_close);
+    fs_dir_attach(fi, &h->link, dir_close, path);
     return 0;
 }
 

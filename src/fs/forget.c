@@ -4,8 +4,11 @@
  * until the kernel forgets it. The names given are kept in order, with the
  * node id of their directory (the request's, from fs/loop.c); past KEEP of
  * them a thread of its own tells the kernel that the oldest are stale. The
- * kernel drops those it does not use, their inodes go, their FORGETs reach
- * libfuse, and libfuse frees their nodes (fs.h). */
+ * kernel drops them, their inodes go, their FORGETs reach libfuse, and
+ * libfuse frees their nodes (fs.h). Never a name in use (fs/inuse.c: a
+ * working directory, a mount point, an open directory, or a name above
+ * one): the kernel would unhash it (d_invalidate), and take the directory
+ * from the process, or detach the mount. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h> /* FUSE_NOTIFY_INVAL_ENTRY, FUSE_LOOKUP ... */
@@ -19,21 +22,34 @@
 #include <fuse_lowlevel.h> /* fuse_session_fd */
 
 #define FORGET_BATCH 1024 /* names past KEEP before the thread wakes, at most */
+/* Room past KEEP for the names given while a round runs: one readdirplus
+ * answer names hundreds at once, and a name there is no room for is never
+ * told stale (before, telling a directory's name stale swept its files; a
+ * directory in use is not told now) */
+#define FORGET_SLACK 4096
 
 struct named {
     uint64_t parent; /* the node id of the directory the name was given in */
-    char *name;      /* malloc'd */
+    char *path;      /* the name's path (malloc'd): its last component is the name */
 };
 
 struct fs_forget {
     unsigned long keep;  /* -o forget_after */
     unsigned long batch; /* names past KEEP before the thread wakes */
     int fd;              /* a dup of the session's /dev/fuse descriptor; -1: none */
-    pthread_mutex_t mu;  /* guards what follows */
-    pthread_cond_t cv;   /* stop, or the ring past KEEP + batch */
-    int stop;            /* end the thread */
-    struct named *ring;  /* the names given, oldest at head */
+    /* set by fs_forget_start, before the thread starts */
+    char *mountpoint;           /* absolute (malloc'd) */
+    struct fs_handles *handles; /* the mount's open directories (borrowed) */
+    int shared;                 /* -o allow_other: other users may be inside */
+    pthread_mutex_t mu;         /* guards what follows */
+    pthread_cond_t cv;          /* stop, or a batch of new names past KEEP */
+    int stop;                   /* end the thread */
+    struct named *ring;         /* the names given, oldest at head */
     size_t cap, head, n;
+    unsigned long lost;  /* names not kept since the last round (the ring full) */
+    unsigned long added; /* names given since the last round: a round waits for
+                            a batch of them (the names in use it put back do
+                            not start another) */
     struct workers thread;
     const struct logger *lg;
 };
@@ -49,7 +65,7 @@ struct fs_forget *fs_forget_new(unsigned long keep, const struct logger *lg)
     g->fd = -1;
     g->lg = lg;
     g->batch = keep / 8 > FORGET_BATCH ? FORGET_BATCH : keep / 8 ? keep / 8 : 1;
-    g->cap = keep ? keep + 4 * g->batch : 0;
+    g->cap = keep ? keep + (4 * g->batch > FORGET_SLACK ? 4 * g->batch : FORGET_SLACK) : 0;
     if ((g->cap && !(g->ring = calloc(g->cap, sizeof(*g->ring)))) ||
         pthread_mutex_init(&g->mu, NULL) != 0) {
         free(g->ring);
@@ -87,23 +103,25 @@ void fs_forget_named(struct fs_forget *g, const char *path)
 {
     struct fs_request req;
     const char *slash;
-    char *name;
+    char *copy;
     int wake;
 
     if (!g || !g->cap || !path || !fs_current_request(&req) || !names_an_entry(req.opcode) ||
         !(slash = strrchr(path, '/')) || !slash[1])
         return;
-    if (!(name = strdup(slash + 1)))
+    if (!(copy = strdup(path)))
         return; /* not kept: the kernel keeps that name until memory runs short */
     pthread_mutex_lock(&g->mu);
     if (g->n == g->cap) { /* the thread lags: this name is not kept */
+        g->lost++;
         pthread_mutex_unlock(&g->mu);
-        free(name);
+        free(copy);
         return;
     }
-    g->ring[(g->head + g->n) % g->cap] = (struct named){ req.nodeid, name };
+    g->ring[(g->head + g->n) % g->cap] = (struct named){ req.nodeid, copy };
     g->n++;
-    wake = g->n == g->keep + g->batch;
+    g->added++;
+    wake = g->added >= g->batch && g->n >= g->keep + g->batch;
     if (wake)
         pthread_cond_signal(&g->cv);
     pthread_mutex_unlock(&g->mu);
@@ -145,6 +163,58 @@ static size_t take_oldest(struct fs_forget *g, struct named **out)
     return k;
 }
 
+/* Put NAME back at the ring's end, to be asked about again in a later
+ * round (a name in use now may not be then); freed when the ring is full. */
+static void requeue(struct fs_forget *g, struct named name)
+{
+    pthread_mutex_lock(&g->mu);
+    if (g->n < g->cap) {
+        g->ring[(g->head + g->n) % g->cap] = name;
+        g->n++;
+        name.path = NULL;
+    }
+    pthread_mutex_unlock(&g->mu);
+    free(name.path);
+}
+
+/* Tell the kernel the K names of OLD are stale, but those in use, which go
+ * back to the ring: what is in use is asked once for the round
+ * (fs_inuse_collect; the processes' directories only when a name may be a
+ * directory). When that cannot be told (out of memory, no mount table),
+ * nothing is told this round. LOST: names the ring had no room for since
+ * the last round. */
+static void forget_round(struct fs_forget *g, struct named *old, size_t k, unsigned long lost)
+{
+    struct fs_inuse u;
+    unsigned long done = 0, kept = 0;
+    int dirs = 0, rc;
+
+    for (size_t i = 0; i < k && !dirs; i++)
+        dirs = fs_inuse_may_be_dir(old[i].path);
+    rc = fs_inuse_collect(&u, g->mountpoint, g->handles, g->shared, dirs);
+    for (size_t i = 0; i < k; i++) {
+        if (rc < 0 || fs_inuse_holds(&u, old[i].path) ||
+            (u.unknown && fs_inuse_may_be_dir(old[i].path))) {
+            kept++;
+            requeue(g, old[i]);
+            continue;
+        }
+        done += inval_entry(g, old[i].parent, strrchr(old[i].path, '/') + 1) == 0;
+        free(old[i].path);
+    }
+    fs_inuse_clear(&u);
+    if (rc < 0 && g->lg)
+        log_warn(g->lg,
+                 "the kernel was not told to drop %zu names: what it has in use cannot "
+                 "be told (%s)",
+                 k, strerror(-rc));
+    if (g->lg)
+        log_debug(g->lg,
+                  "the kernel holds more than %lu names: told to drop %lu of them "
+                  "(%lu it still had); %lu in use kept, %lu not kept (no room)",
+                  g->keep, k - kept, done, kept, lost);
+}
+
 static void *forget_main(void *arg)
 {
     struct fs_forget *g = arg;
@@ -152,24 +222,17 @@ static void *forget_main(void *arg)
     pthread_mutex_lock(&g->mu);
     while (!g->stop) {
         struct named *old = NULL;
-        size_t k = g->n >= g->keep + g->batch ? take_oldest(g, &old) : 0;
-        unsigned long done = 0;
+        size_t k = g->added >= g->batch && g->n >= g->keep + g->batch ? take_oldest(g, &old) : 0;
+        unsigned long lost = g->lost;
 
         if (!k) {
             pthread_cond_wait(&g->cv, &g->mu);
             continue;
         }
+        g->lost = g->added = 0;
         pthread_mutex_unlock(&g->mu);
-        for (size_t i = 0; i < k; i++) {
-            done += inval_entry(g, old[i].parent, old[i].name) == 0;
-            free(old[i].name);
-        }
+        forget_round(g, old, k, lost);
         free(old);
-        if (g->lg)
-            log_debug(g->lg,
-                      "the kernel holds more than %lu names: told to drop %zu of them "
-                      "(%lu it still had)",
-                      g->keep, k, done);
         pthread_mutex_lock(&g->mu);
     }
     pthread_mutex_unlock(&g->mu);
@@ -177,10 +240,16 @@ static void *forget_main(void *arg)
 }
 
 /* See fs.h. */
-int fs_forget_start(struct fs_forget *g, struct fuse *f)
+int fs_forget_start(struct fs_forget *g, struct fuse *f, const char *mountpoint,
+                    struct fs_handles *h, int shared)
 {
     if (!g || !g->cap)
         return 0;
+    free(g->mountpoint);
+    if (!(g->mountpoint = strdup(mountpoint)))
+        return -ENOMEM;
+    g->handles = h;
+    g->shared = shared;
     if ((g->fd = fcntl(fuse_session_fd(fuse_get_session(f)), F_DUPFD_CLOEXEC, 0)) < 0)
         return -errno;
     if (workers_add(&g->thread, "aztfs-forget", forget_main, g) < 0) {
@@ -213,8 +282,9 @@ void fs_forget_free(struct fs_forget *g)
         return;
     fs_forget_stop(g);
     for (size_t i = 0; i < g->n; i++)
-        free(g->ring[(g->head + i) % g->cap].name);
+        free(g->ring[(g->head + i) % g->cap].path);
     free(g->ring);
+    free(g->mountpoint);
     pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->mu);
     free(g);

@@ -85,11 +85,16 @@ struct fs_forget *fs_forget_new(unsigned long keep, const struct logger *lg);
  * Does nothing outside fs_loop's requests. G may be NULL. */
 void fs_forget_named(struct fs_forget *g, const char *path);
 
-/* Start G's thread for the mount F (after daemonizing). It writes to a
- * descriptor of its own (a dup of the session's), so that the unmount,
- * which closes libfuse's, cannot leave it writing to a reused number.
- * 0 or -errno. */
-int fs_forget_start(struct fs_forget *g, struct fuse *f);
+/* Start G's thread for the mount F at MOUNTPOINT (absolute, as realpath
+ * gives it; copied), after daemonizing. It writes to a descriptor of its
+ * own (a dup of the session's), so that the unmount, which closes
+ * libfuse's, cannot leave it writing to a reused number. It never tells
+ * the kernel to drop a name in use: a process's working or root directory
+ * (SHARED: with -o allow_other, a process it cannot look at may be inside,
+ * so then no directory's name), a mount point, a directory open through H
+ * (the mount's handles, borrowed), or a name above one. 0 or -errno. */
+int fs_forget_start(struct fs_forget *g, struct fuse *f, const char *mountpoint,
+                    struct fs_handles *h, int shared);
 
 /* Stop G's thread. Telling the kernel to drop a name waits for the lock of
  * its directory, which a request the loop no longer serves may hold until

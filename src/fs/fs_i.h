@@ -32,6 +32,8 @@ struct fs_open_link {
     struct fs_open_link *prev, *next;      /* guarded by fs_handles.lock */
     void (*close)(struct fs_open_link *l); /* frees the whole handle: set before
                                                  it joins the list */
+    char *dir_path;                        /* an open directory's path (malloc'd by fs_dir_attach;
+                       NULL for a file, or when out of memory) */
 };
 
 struct export_stream;
@@ -53,6 +55,13 @@ struct open_file {
     int written;                  /* changed since the last commit; guarded by lock */
     int ever_written;             /* write/truncate happened at all; guarded by lock */
     int failed;                   /* the last commit failed; guarded by lock */
+    int refused;                  /* a write was refused (EFBIG): the text is not what
+                                 was written, so no commit sends it; guarded by lock */
+    char *placeholder;            /* the ETag of the empty entity this handle made
+                                 before any content of it was saved (an O_EXCL
+                                 create's under write-behind, or a flush before the
+                                 first write): removed if the content is refused;
+                                 guarded by lock */
     int replace;                  /* a new file renamed onto an entity: its saves
                                  replace it, even with -o merge; guarded by lock */
     int append;                   /* opened O_APPEND: writes go to the end of our copy;
@@ -84,10 +93,16 @@ static inline struct open_file *fs_handle(const struct fuse_file_info *fi)
 
 /* --- handles ------------------------------------------------------------------- */
 
-/* Give the open directory L (CLOSE frees it) to the kernel as FI's handle,
- * and keep it in the list of the mount of the callback this runs in. */
+/* Give the open directory L at PATH (CLOSE frees it) to the kernel as FI's
+ * handle, and keep it in the list of the mount of the callback this runs
+ * in (with its path: fs_handles_each_dir). */
 void fs_dir_attach(struct fuse_file_info *fi, struct fs_open_link *l,
-                   void (*close)(struct fs_open_link *l));
+                   void (*close)(struct fs_open_link *l), const char *path);
+
+/* Call FN(CTX, PATH) for the path of each directory open through H (H's
+ * lock held: FN must not call back). Returns -ENOMEM when one's path is not
+ * known (out of memory at its open), else 0. */
+int fs_handles_each_dir(struct fs_handles *h, void (*fn)(void *ctx, const char *path), void *ctx);
 
 /* The kernel released directory handle L: out of the list, and closed. */
 void fs_dir_release(struct fs_handles *h, struct fs_open_link *l);
@@ -195,6 +210,34 @@ void fs_fill_scratch_stat(const struct aztfs *a, const char *path, const struct 
 /* The store's hook (store_set_hooks) for a path it dropped: the kernel
  * drops its attributes and entries for PATH too. CTX unused. */
 void fs_kernel_forget(void *ctx, const char *path);
+
+/* ---- inuse.c: the names under the mount the kernel has in use (a
+ * process's working or root directory, a mount point, an open directory),
+ * which fs/forget.c never tells it are stale. */
+
+struct fs_inuse {
+    char **paths; /* in use, below the mount point ("/T/P"); malloc'd */
+    size_t n, cap;
+    int unknown; /* a process's directories could not be read: any
+                       directory may be in use */
+};
+
+/* Gather into *U (cleared first) what is in use under MOUNTPOINT (absolute,
+ * as realpath gives it): the mount points inside it, the directories open
+ * through H (may be NULL), and with PROCS the working and root directory of
+ * every process (SHARED: other users may enter the mount, so a process
+ * whose links cannot be read sets u->unknown). 0 or -errno (*U then holds
+ * part of it: trust none of it). Release with fs_inuse_clear. */
+int fs_inuse_collect(struct fs_inuse *u, const char *mountpoint, struct fs_handles *h, int shared,
+                     int procs);
+
+/* Is PATH (below the mount point), or a name under it, in use? 1 or 0. */
+int fs_inuse_holds(const struct fs_inuse *u, const char *path);
+
+/* May PATH name a directory (by where it is in the tree)? 1 or 0. */
+int fs_inuse_may_be_dir(const char *path);
+
+void fs_inuse_clear(struct fs_inuse *u);
 
 /* ---- dir.c: FUSE directory callbacks: listings streamed page by page
  * through an open directory handle, mkdir and rmdir of tables and

@@ -48,6 +48,7 @@ void fs_open_file_free(struct open_file *of)
     import_free(of->import);
     buf_free(&of->data);
     free(of->etag);
+    free(of->placeholder);
     free(of->path);
     free(of);
 }
@@ -118,8 +119,9 @@ void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path
 
 /* See fscommon.h. */
 void fs_dir_attach(struct fuse_file_info *fi, struct fs_open_link *l,
-                   void (*close)(struct fs_open_link *l))
+                   void (*close)(struct fs_open_link *l), const char *path)
 {
+    l->dir_path = strdup(path); /* NULL: fs_handles_each_dir says ENOMEM */
     link_push(fs_ctx()->handles, l, close);
     fi->fh = (uint64_t)(uintptr_t)l;
 }
@@ -130,7 +132,23 @@ void fs_dir_release(struct fs_handles *h, struct fs_open_link *l)
     pthread_mutex_lock(&h->lock);
     link_unlink(h, l);
     pthread_mutex_unlock(&h->lock);
+    free(l->dir_path);
     l->close(l);
+}
+
+/* See fs_i.h. */
+int fs_handles_each_dir(struct fs_handles *h, void (*fn)(void *ctx, const char *path), void *ctx)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&h->lock);
+    for (struct fs_open_link *l = h->open; l; l = l->next)
+        if (l->dir_path)
+            fn(ctx, l->dir_path);
+        else if (l->close != file_close)
+            rc = -ENOMEM; /* a directory whose path is not known */
+    pthread_mutex_unlock(&h->lock);
+    return rc;
 }
 
 /* See fscommon.h. The pending list holds only handles of the open list. */
@@ -145,6 +163,7 @@ void fs_handles_close_all(struct fs_handles *h)
     while ((l = h->open) != NULL) {
         link_unlink(h, l);
         pthread_mutex_unlock(&h->lock);
+        free(l->dir_path);
         l->close(l);
         pthread_mutex_lock(&h->lock);
     }
@@ -369,6 +388,8 @@ static int follow_one(struct open_file *of, void *ctx)
     free(of->path);
     of->path = path;
     of->ino = fspath_ino(f->to);
+    free(of->placeholder); /* it named the entity at FROM */
+    of->placeholder = NULL;
     if (take) {
         free(of->etag);
         of->etag = etag;

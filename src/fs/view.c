@@ -131,7 +131,7 @@ int fs_view_opendir(const char *path, struct fuse_file_info *fi)
         if (fp.kind != FSP_WHERE)
             rc = view_reader_open(&a->store, a->views, &fp, path, &d->r);
         if (rc == 0)
-            fs_dir_attach(fi, &d->link, view_dir_close);
+            fs_dir_attach(fi, &d->link, view_dir_close, path);
         else
             view_dir_free(d);
     }

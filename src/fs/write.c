@@ -49,12 +49,15 @@ static int commit_handle(struct aztfs *a, const char *path, struct open_file *of
     struct cache_file f = { 0 };
     struct fspath fp;
     char *etag = NULL;
-    int rc;
+    int rc, empty;
 
     LOCK_HELD(&of->lock);
     if (!of->written)
         return 0;
-    if ((rc = fspath_parse(path, &fp)) == 0) {
+    empty = of->is_new && !of->ever_written; /* made before any content */
+    if (of->refused) {
+        rc = -EFBIG; /* logged at the write: the text is not what was written */
+    } else if ((rc = fspath_parse(path, &fp)) == 0) {
         rc = store_save(&a->store,
                         &(struct store_save){ path, &fp, of->data.ptr ? of->data.ptr : "",
                                               of->data.len,
@@ -71,21 +74,59 @@ static int commit_handle(struct aztfs *a, const char *path, struct open_file *of
         return rc;
     }
     partition_saved(a, path);
+    free(of->placeholder); /* content saved: the entity is the file's now */
+    of->placeholder = empty && etag ? strdup(etag) : NULL;
     free(of->etag);
     of->etag = etag;
     of->is_new = 0;
     of->written = 0;
     of->failed = 0;
-    /* the entity as stored (canonical text) replaces what was written */
-    if (store_peek(&a->store, path, &f) == 0)
+    /* the entity as stored (canonical text) replaces what was written;
+     * not the empty entity made before the content: its writer's next
+     * write at offset 0 (bash's noclobber '>' flushes before it writes)
+     * must make the file exactly what it wrote */
+    if (!empty && store_peek(&a->store, path, &f) == 0)
         fs_handle_take_text(of, &f.data, f.len);
     cache_file_clear(&f);
     return 0;
 }
 
+/* The content of OF at PATH was refused (its commit failed, or a write was
+ * too large): the empty entity the handle made before it (an O_EXCL
+ * create's, a flush before the first write) is removed, guarded by its own
+ * ETag (store_uncreate: one changed since by someone else stays), so that
+ * bad input leaves nothing behind; the handle is a new unsaved file again.
+ * A removal that failed is tried once more at the release (LAST). OF's
+ * lock held. */
+static void drop_placeholder(struct aztfs *a, const char *path, struct open_file *of, int last)
+{
+    struct fspath fp;
+    int rc;
+
+    LOCK_HELD(&of->lock);
+    if (!of->placeholder)
+        return;
+    if ((rc = fspath_parse(path, &fp)) == 0) {
+        rc = store_uncreate(&a->store, &fp, path, of->placeholder);
+        if (rc == 0)
+            scratch_mkdir(a->scratch, fp.parent); /* the directory stays until rmdir */
+        fspath_free(&fp);
+    }
+    if (rc == 0) {
+        free(of->etag);
+        of->etag = NULL;
+        of->is_new = 1;
+    }
+    if (rc == 0 || rc == -ESTALE || rc == -ENOENT || last) {
+        free(of->placeholder);
+        of->placeholder = NULL;
+    }
+}
+
 /* An O_EXCL create of entity PATH (FP) on handle OF: with write-behind the
  * service decides it now (store_create_exclusive), and the handle then
- * holds the empty entity made, which its content replaces. 0 or -errno. */
+ * holds the empty entity made, which its content replaces (or, refused,
+ * removes: drop_placeholder). 0 or -errno. */
 static int create_exclusive(struct aztfs *a, const char *path, struct fspath *fp,
                             struct open_file *of)
 {
@@ -94,6 +135,12 @@ static int create_exclusive(struct aztfs *a, const char *path, struct fspath *fp
 
     if (rc != 0)
         return rc > 0 ? 0 : rc;
+    if (!(of->placeholder = strdup(etag))) {
+        log_error(&a->store.log,
+                  "%s: out of memory: if its content is refused, the empty "
+                  "entity its create made stays",
+                  path);
+    }
     of->is_new = 0;
     of->etag = etag;
     partition_saved(a, path);
@@ -192,6 +239,7 @@ int fs_write(const char *path, const char *buf, size_t size, off_t off, struct f
     } else if (rc == -EFBIG) {
         char why[80];
 
+        of->refused = of->ever_written = 1; /* no commit sends a cut text */
         snprintf(why, sizeof(why), "larger than %d bytes: no entity can be that big",
                  OPEN_FILE_MAX);
         fs_refused(fs_ctx(), "write", path, rc, why);
@@ -215,6 +263,8 @@ int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
         rc = fs_handle_resize(of, (size_t)size);
         if (rc == 0)
             of->written = of->ever_written = 1;
+        if (rc == 0 && size == 0)
+            of->refused = 0; /* the writer starts over */
         pthread_mutex_unlock(&of->lock);
         return rc;
     }
@@ -275,6 +325,8 @@ int fs_flush(const char *path, struct fuse_file_info *fi)
     if (of->is_new && !of->ever_written && !of->trunc_open && !of->append && !of->failed)
         of->written = 1;
     rc = commit_handle(fs_ctx(), path, of);
+    if (rc < 0 || of->refused)
+        drop_placeholder(fs_ctx(), path, of, 0);
     pthread_mutex_unlock(&of->lock);
     return rc;
 }
@@ -307,6 +359,8 @@ int fs_release_write(const char *path, struct open_file *of)
     if (of->is_new && !of->ever_written && !of->failed) {
         of->written = 1;
         rc = commit_handle(fs_ctx(), path, of);
+    } else if (of->failed || of->refused) {
+        drop_placeholder(fs_ctx(), path, of, 1); /* one its flush could not remove */
     }
     pthread_mutex_unlock(&of->lock);
     return rc;

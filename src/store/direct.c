@@ -76,6 +76,13 @@ static int direct_create_exclusive(struct store *s, const char *path, const stru
     return 1;
 }
 
+/* At once, as the insert it undoes was made. */
+static int direct_uncreate(struct store *s, const char *path, const struct fspath *fp,
+                           const char *etag, struct az_status *st)
+{
+    return direct_remove(s, path, fp, etag, st);
+}
+
 /* Every change is on the service when its call returns. */
 static int direct_sync(struct store *s, const char *path)
 {
@@ -112,6 +119,7 @@ const struct store_changes store_direct = {
     .settle = direct_settle,
     .pending_in = direct_pending_in,
     .create_exclusive = direct_create_exclusive,
+    .uncreate = direct_uncreate,
     .sync = direct_sync,
     .report = direct_report,
     .counts = direct_counts,

@@ -146,6 +146,31 @@ static int queued_create_exclusive(struct store *s, const char *path, const stru
     return rc;
 }
 
+/* A change of PATH queued (the insert that made it, or one after it): the
+ * delete is queued after it, guarded by ETAG, so that a queued insert it
+ * names is undone (nothing sent) and another change refuses it (ESTALE).
+ * Nothing queued: the service holds the entity (an O_EXCL create inserts
+ * at once, or the queued insert was sent since: its token resolved), and
+ * it is deleted at once, so that no failed change is left to report. */
+static int queued_uncreate(struct store *s, const char *path, const struct fspath *fp,
+                           const char *etag, struct az_status *st)
+{
+    json_t *e = NULL;
+    char *real = NULL;
+    int rc = wb_lookup(s->wb, path, &e);
+
+    json_decref(e);
+    if (rc == 1)
+        return queued_remove(s, path, fp, etag, st);
+    if (rc < 0) /* -ENOENT: its delete is queued already */
+        return rc;
+    if ((rc = wb_resolve(s->wb, etag, &real)) < 0)
+        return rc;
+    rc = table_delete_entity(s->tc, fp->table, fp->pk, fp->rk, real ? real : etag, st);
+    free(real);
+    return rc;
+}
+
 /* writeback's applied hook: PATH shows the entity as the service now holds
  * it (with its ETag and Timestamp; a merge's result is read again when next
  * asked), unless a later change of it is queued: that one shows. */
@@ -271,6 +296,7 @@ const struct store_changes store_queued = {
     .settle = queued_settle,
     .pending_in = queued_pending_in,
     .create_exclusive = queued_create_exclusive,
+    .uncreate = queued_uncreate,
     .sync = queued_sync,
     .report = queued_report,
     .counts = queued_counts,

@@ -568,6 +568,40 @@ int store_create_exclusive(struct store *s, const char *path, struct fspath *fp,
     return s->changes->create_exclusive(s, path, fp, etag);
 }
 
+/* See store.h. The content of new file PATH (FP) was refused, so the empty
+ * entity its handle made before that content (an O_EXCL create's, or a
+ * flush before the first write; ETAG: what that insert answered) is
+ * removed, guarded by ETAG so that one another writer changed since stays;
+ * with write-behind a queued insert is undone, and one the service holds
+ * deleted at once (store_create_exclusive inserts at once too). Shown gone
+ * when removed; -ESTALE or -ENOENT (changed or removed by someone else:
+ * left as it is) logged; another failure logged and in user.aztfs.errors. */
+int store_uncreate(struct store *s, struct fspath *fp, const char *path, const char *etag)
+{
+    struct az_status st = { 0 };
+    int rc = fp->pk && fp->rk ? 0 : scan_resolve_keys(s, fp);
+
+    if (rc == 0)
+        rc = s->changes->uncreate(s, path, fp, etag, &st);
+    if (rc == 0) {
+        log_info(&s->log,
+                 "%s: its content was refused: the empty entity its create made is removed", path);
+        store_show_gone(s, path, fp);
+    } else if (rc == -ESTALE || rc == -ENOENT) {
+        log_info(&s->log,
+                 "%s: its content was refused; the empty entity its create made was %s "
+                 "by someone else since, so it stays as it is",
+                 path, rc == -ESTALE ? "changed" : "removed");
+        store_forget_entity(s, path, fp);
+    } else {
+        store_log_failure(s, "delete", path, rc, &st,
+                          "its content was refused, and the empty entity its create made "
+                          "could not be removed");
+        store_forget(s, path);
+    }
+    return rc;
+}
+
 /* See store.h. */
 int store_sync(struct store *s, const char *path)
 {

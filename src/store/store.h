@@ -457,6 +457,10 @@ int store_writeback_open(struct store *s, const struct wb_config *cfg, const str
  * a long-form name, whose keys are in its content). */
 int store_create_exclusive(struct store *s, const char *path, struct fspath *fp, char **etag);
 
+/* A new file's refused content: the empty entity its create made removed,
+ * guarded by ETAG (store.c says how). 0, -ESTALE/-ENOENT (left), -errno. */
+int store_uncreate(struct store *s, struct fspath *fp, const char *path, const char *etag);
+
 /* Start sending in the background (after daemonizing). 0 or -errno. */
 int store_writeback_start(struct store *s);
 

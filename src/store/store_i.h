@@ -93,6 +93,11 @@ struct store_changes {
     int (*report)(struct store *s, size_t limit, char **out);
     int (*counts)(struct store *s, struct store_pending_counts *out);
     int (*discard)(struct store *s, const char *path);
+    /* Remove the empty entity PATH a new file made before its refused
+     * content, guarded by ETAG (that insert's answer): store_uncreate's
+     * answers (the caller shows it gone). */
+    int (*uncreate)(struct store *s, const char *path, const struct fspath *fp, const char *etag,
+                    struct az_status *st);
 };
 
 extern const struct store_changes store_direct; /* store/direct.c */

@@ -114,3 +114,23 @@ int mounts_check_place(const char *dir, int allow_nonempty, char *why, size_t le
              dir, first, more);
     return -ENOTEMPTY;
 }
+
+/* See util.h. */
+int mounts_each(const char *table, int (*fn)(void *ctx, const char *dir), void *ctx)
+{
+    FILE *f = fopen(table, "re");
+    char *line = NULL, *d, *t;
+    size_t cap = 0;
+    int rc = 0;
+
+    if (!f)
+        return -errno;
+    while (rc == 0 && getline(&line, &cap, f) > 0)
+        if (parse_line(line, &d, &t) == 0)
+            rc = fn(ctx, d);
+    free(line);
+    if (rc == 0 && ferror(f))
+        rc = -EIO;
+    fclose(f);
+    return rc;
+}

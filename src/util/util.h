@@ -332,6 +332,11 @@ int mounts_type_at(const char *table, const char *dir, char *type, size_t len);
  * what it holds and the fix. */
 int mounts_check_place(const char *dir, int allow_nonempty, char *why, size_t len);
 
+/* Call FN(CTX, DIR) for each mount point DIR of the mount table TABLE
+ * (decoded), in its order, until FN returns other than 0. Returns what FN
+ * returned last, 0, or -errno when TABLE cannot be read. */
+int mounts_each(const char *table, int (*fn)(void *ctx, const char *dir), void *ctx);
+
 /* ---- encoding.c: base64 and one UTF-8 character, by OpenSSL. */
 
 /* Base64 helpers (standard alphabet, with padding).

@@ -441,6 +441,49 @@ class Runner:
         self.expect(s, 0, err[1] if err else 0)
         self.saved(pk, rk, s["props"])
 
+    EXCL_BAD = [b"not json", b'{"g": "x", "g@odata.type": "Edm.Guid"}']
+
+    def op_excl_refused(self, s):
+        """An O_CREAT|O_EXCL create whose content is refused (issue 46, item
+        1): the shell's noclobber '>' (HOW "noclobber") or os.open with a
+        flush before the write, as bash makes ("open"). On a name that
+        exists: EEXIST, nothing changes. Else the close fails with EINVAL,
+        and neither the mount nor the service holds the name afterwards (the
+        empty entity the create made is removed); its directory stays."""
+        pk, rk = s["pk"], s["rk"]
+        exists = self.model.get(pk, rk) is not None
+        if pk not in self.model.partitions():
+            os.makedirs(self.pdir(pk), exist_ok=True)
+            self.model.dirs.add(pk)
+        path, bad = self.path(pk, rk), self.EXCL_BAD[s["bad"] % len(self.EXCL_BAD)]
+        if s["how"] == "noclobber":
+            r = subprocess.run(["bash", "-o", "noclobber", "-c", 'printf "%s\\n" "$2" > "$1"',
+                                "bash", path, bad.decode()], capture_output=True, timeout=60)
+            said = r.stderr.decode(errors="replace").strip()
+            if exists != ("cannot overwrite existing file" in said):
+                raise StepFailed("%s: bash exited %d (%s), the name %s" % (
+                    s["op"], r.returncode, said, "exists" if exists else "is free"))
+        else:
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except OSError as e:
+                self.expect(s, errno.EEXIST if exists else 0, e.errno)
+                return
+            if exists:
+                os.close(fd)
+                self.expect(s, errno.EEXIST, 0)
+            try:
+                errno_of(lambda: os.close(os.dup(fd)))   # (a long-form name: EINVAL, no keys)
+                os.write(fd, bad)
+            finally:
+                err = errno_of(lambda: os.close(fd))
+            self.expect(s, errno.EINVAL, err)
+        if not exists:
+            self.check_remote_entity(pk, rk, None)
+            if os.path.exists(path):
+                raise StepFailed("%s: %s is still shown after its refused create" % (
+                    s["op"], file_name(rk)))
+
     def op_rename_onto_open(self, s):
         """open(b, O_TRUNC); rename(a, b); write; close: the handle wrote into
         the file the rename replaced, which is gone (sed -i, rsync and
@@ -897,7 +940,7 @@ OPS = [("create", 6), ("overwrite", 8), ("append_fix", 2), ("truncate0", 2), ("r
        ("move_across", 2), ("unlink", 4), ("mkdir", 2), ("rmdir", 2), ("cp", 2), ("sed", 2),
        ("scratch", 3), ("two_handles", 2), ("held_read", 2), ("ext_change", 4),
        ("bad_save", 1), ("rename_onto_open", 1), ("write_across_rename", 1),
-       ("new_open_listed", 1), ("rsync_copy", 1)]
+       ("new_open_listed", 1), ("rsync_copy", 1), ("excl_refused", 1)]
 
 
 WB_OPS = [("sync", 2), ("remount", 1)]    # with write-behind only
@@ -929,6 +972,9 @@ def gen_step(rng, depth=0, wb=False, crash=None):
     if op == "ext_change":
         s["how"] = rng.choice(["sdk_replace", "sdk_delete", "mount2", "rm_after_change"])
         s["same"] = rng.random() < 0.3
+    if op == "excl_refused":
+        s["how"] = rng.choice(["noclobber", "open"])
+        s["bad"] = rng.randrange(1 << 30)
     if op == "remount":
         s["how"] = rng.choice(["clean", "kill"])
         if s["how"] == "kill" and crash is not None:

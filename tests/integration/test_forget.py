@@ -135,3 +135,98 @@ def test_work_goes_on_while_the_kernel_forgets(table, mounter, sh, tmp_path):
     assert '"RowKey": "r0007"' in text
     lines = out.splitlines()
     assert lines[0] == str(PER) and '"RowKey": "r0003"' in out, out
+
+
+def mounted_at(path):
+    """Is PATH a mount point in /proc/self/mountinfo (field 5, with its
+    octal escapes)?"""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            where = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4])
+            if where == path:
+                return True
+    return False
+
+
+# What a shell whose working directory is inside the mount runs at each
+# line it reads: getcwd(3) first (coreutils' pwd, when it fails, finds the
+# path by walking "..", which looks the name up again), make (getcwd too),
+# a new bash (shell-init's getcwd), the builtin pwd, then /bin/pwd -P.
+CWD_CHECKS = r"""
+while read x; do
+    printf 'getcwd=%s\n' "$(python3 -c 'import os; print(os.getcwd())' 2>&1 | tail -n 1)"
+    printf 'make=%s\n' "$(make -s -f "$MK" 2>&1 | tr '\n' ' ')"
+    printf 'cd=%s\n' "$(bash -c 'cd . && pwd' 2>&1 | tr '\n' ' ')"
+    printf 'builtin=%s\n' "$(pwd 2>&1)"
+    printf 'pwd=%s\n' "$(/bin/pwd -P 2>&1)"
+done
+"""
+
+
+def cwd_report(proc):
+    """Run CWD_CHECKS in PROC (a shell waiting on its stdin): {what: output}."""
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    out = {}
+    while len(out) < 5:
+        k, _, v = proc.stdout.readline().rstrip("\n").partition("=")
+        out[k] = v
+    return out
+
+
+def test_names_in_use_are_never_forgotten(table, sdk, seed, mounter, sh, tmp_path):
+    """Issue 46, item 6: telling the kernel a directory's name is stale
+    (FUSE_NOTIFY_INVAL_ENTRY: d_invalidate) unhashed a shell's working
+    directory (getcwd: ENOENT, make: "getcwd: No such file or directory",
+    /proc/PID/cwd "(deleted)") and detached a file system mounted inside
+    the tree, while a walk of another table made the kernel forget. A cwd,
+    a mount point and an open directory are never forgotten now."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    u = seed.table(sdk, "forgetCwd")
+    seed.insert(u, [{"PartitionKey": pk, "RowKey": "r%d" % i, "v": i}
+                    for pk in ("p7", "m", "o") for i in range(3)])
+    mk = tmp_path / "Makefile"
+    mk.write_text("all:\n\t@echo \"made in $(CURDIR)\"\n")
+    mnt = mounter.mount(options=["-o", "forget_after=50,loglevel=debug"])
+    cwd = os.path.join(str(mnt), "forgetCwd", "p7")
+    inside = subprocess.Popen(
+        ["bash", "-c", CWD_CHECKS], cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True, env=dict(os.environ, MK=str(mk), LC_ALL="C"))
+    target = os.path.join(str(mnt), "forgetCwd", "m")
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "aztfs-test", target], check=True)
+    opened = os.open(os.path.join(str(mnt), "forgetCwd", "o"), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        want = {"getcwd": cwd, "make": "made in %s " % cwd, "cd": cwd + " ", "builtin": cwd,
+                "pwd": cwd}
+        assert cwd_report(inside) == want
+        with open(os.path.join(target, "f"), "w") as f:
+            f.write("on tmpfs")
+        assert walk(mnt, sh) == (PARTS * PER, PARTS * PER)     # another table
+        rounds = len(re.findall(r"told to drop \d+ of them", mnt.stderr()))
+        assert rounds >= 10, rounds
+        # what the kernel shows before anything looks the names up again
+        assert os.readlink("/proc/%d/cwd" % inside.pid) == cwd
+        assert cwd_report(inside) == want
+        assert mounted_at(target), "the tmpfs was detached"
+        assert os.listdir(target) == ["f"]
+        assert sorted(os.listdir("/proc/self/fd/%d" % opened)) == ["r0.json", "r1.json",
+                                                                   "r2.json"]
+        assert os.readlink("/proc/self/fd/%d" % opened).endswith("/forgetCwd/o")
+        again = subprocess.Popen(["find", os.path.join(str(mnt), T)],   # and during a walk
+                                 stdout=subprocess.DEVNULL)
+        assert cwd_report(inside) == want
+        assert again.wait(120) == 0
+        assert os.readlink("/proc/%d/cwd" % inside.pid) == cwd
+        assert cwd_report(inside) == want
+        assert mounted_at(target)
+        assert re.search(r"told to drop \d+ of them \(\d+ it still had\); [1-9]\d* in use kept",
+                         mnt.stderr())
+    finally:
+        os.close(opened)
+        inside.kill()
+        inside.wait(30)
+        r = subprocess.run(["umount", target], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert not mounted_at(target)
+    mnt.unmount()

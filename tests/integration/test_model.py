@@ -38,3 +38,23 @@ def test_model_seed(session, seed, tmp_path):
         shrunk, smsg = session.shrink(steps, budget=90)
         pytest.fail(model.report(seed, steps, msg, shrunk, smsg,
                                  os.path.join(os.getcwd(), ".run", "model")), pytrace=False)
+
+
+def excl_refused_steps():
+    """Each kind of model.Runner.op_excl_refused, whatever the seeds draw:
+    on free names (a new partition, a long-form name), then on a name that
+    exists."""
+    props = {"tok": ("Edm.String", "tok1")}
+    steps = [{"op": "excl_refused", "pk": pk, "rk": rk, "how": how, "bad": bad}
+             for pk, rk in (("p1", "r1"), ("a b", "x" * 300))
+             for how in ("noclobber", "open") for bad in (0, 1)]
+    steps.append({"op": "create", "pk": "p1", "rk": "r1", "props": props})
+    steps += [{"op": "excl_refused", "pk": "p1", "rk": "r1", "how": how, "bad": 0}
+              for how in ("noclobber", "open")]
+    return steps
+
+
+def test_model_excl_refused(session):
+    """Issue 46, item 1: a refused O_EXCL create leaves nothing behind."""
+    msg = session.attempt(excl_refused_steps())
+    assert msg is None, msg

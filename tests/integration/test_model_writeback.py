@@ -140,6 +140,15 @@ def test_model_writeback_steps_covered(long_session, default_session):
         assert done.get(kind, 0) >= 1, (kind, done)
 
 
+def test_model_writeback_excl_refused(long_session):
+    """Issue 46, item 1, with write-behind: the O_EXCL open inserts the
+    empty entity at once; its refused content removes it."""
+    from test_model import excl_refused_steps
+
+    msg = long_session.attempt(excl_refused_steps())
+    assert msg is None, msg
+
+
 def test_second_crash_replay_sends_nothing_already_applied(sdk, seed, mounter, tmp_path):
     """kill -9 with changes queued in several partitions; the next mount
     replays and sends them; someone else then deletes the entities; kill -9

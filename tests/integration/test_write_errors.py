@@ -6,6 +6,7 @@ import base64
 import errno
 import json
 import os
+import shlex
 
 import pytest
 
@@ -171,3 +172,55 @@ def test_failed_close_is_reported_once(mnt, wh):
     os.close(fd2)
     assert wh.writes(mnt, mark) == []
     assert wh.etag(T, PK, "victim") == etag
+
+
+# The shell's noclobber ('>' as O_CREAT|O_EXCL without O_TRUNC): bash's
+# flush before its write made the empty entity, which the refused content
+# then left behind (issue 46, item 1).
+NOCLOBBER_REFUSED = [
+    ("not-json", "echo 'not json' > {p}"),
+    ("bad-type", """echo '{{"g": "x", "g@odata.type": "Edm.Guid"}}' > {p}"""),
+    ("entity-over-1mib", "cat {big} > {p}"),                  # EFBIG at the close
+    ("over-handle-limit", "head -c 5242880 /dev/zero > {p}"),  # EFBIG at a write
+]
+
+
+@pytest.mark.parametrize("cmd", [c[1] for c in NOCLOBBER_REFUSED],
+                         ids=[c[0] for c in NOCLOBBER_REFUSED])
+def test_noclobber_refused_new_file_leaves_nothing(mnt, wh, sh, tmp_path, cmd):
+    big = tmp_path / "big.json"
+    big.write_bytes(CASES[[c[0] for c in CASES].index("entity-over-1mib")][1])
+    d = os.path.join(str(mnt), T, PK)
+    f = path(mnt, "nc")
+    sh("set -o noclobber; " + cmd.format(p=shlex.quote(f), big=big), check=False)
+    assert wh.get(T, PK, "nc") is None
+    assert "nc.json" not in sh.ls(d)
+    assert not os.path.exists(f)
+    # the name is free: the next noclobber '>' creates it
+    sh(["bash", "-o", "noclobber", "-c", """echo '{"v": 1}' > %s""" % shlex.quote(f)])
+    assert wh.get(T, PK, "nc")["v"] == 1
+    assert "nc.json" in sh.ls(d)
+    assert json.loads(open(f, "rb").read())["v"] == 1
+    os.unlink(f)
+    assert wh.get(T, PK, "nc") is None
+    assert_healthy(mnt, wh)
+
+
+def test_refused_create_never_removes_another_writers_entity(mnt, wh, sdk):
+    """The empty entity a refused create made is removed guarded by its own
+    ETag: one another writer has replaced meanwhile stays."""
+    f = path(mnt, "race")
+    fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        os.close(os.dup(fd))                    # a flush before the write: the empty entity
+        assert dict(wh.get(T, PK, "race")) == {"PartitionKey": PK, "RowKey": "race"}
+        with pytest.raises(FileExistsError):    # a second creator loses
+            os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        sdk.get_table_client(T).upsert_entity({"PartitionKey": PK, "RowKey": "race", "v": "sdk"})
+        os.write(fd, b"not json")
+    finally:
+        with pytest.raises(OSError) as ei:
+            os.close(fd)
+    assert ei.value.errno == errno.EINVAL
+    assert wh.get(T, PK, "race")["v"] == "sdk"
+    sdk.get_table_client(T).delete_entity(PK, "race")

@@ -595,6 +595,60 @@ def test_o_excl_create_has_one_winner_across_mounts(sdk, seed, mounter, tmp_path
     assert pending(m1)["failed"] == 0 and pending(m2)["failed"] == 0
 
 
+def test_refused_o_excl_create_leaves_nothing(sdk, seed, mounter, tmp_path):
+    """Issue 46, item 1: the empty entity an O_EXCL open inserts (so that a
+    second creator gets EEXIST) stayed on the service when the content was
+    refused. It is removed now, guarded by its own ETag."""
+    t = seed.table(sdk, "wbExclBad")
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "seed", "v": 0})
+    m1 = mounter.mount(options=wb_options(tmp_path / "1")[0])
+    m2 = mounter.mount(options=wb_options(tmp_path / "2")[0])
+    d = os.path.join(str(m1), "wbExclBad", "p")
+    f = os.path.join(d, "new.json")
+    fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        with pytest.raises(FileExistsError):    # a second creator still loses
+            os.open(os.path.join(str(m2), "wbExclBad", "p", "new.json"),
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, b"not json")
+    finally:
+        with pytest.raises(OSError) as ei:
+            os.close(fd)
+    assert ei.value.errno == errno.EINVAL
+    sync_all(m1)
+    assert entities(t) == {"seed": 0}
+    assert "new.json" not in os.listdir(d) and not os.path.exists(f)
+    for bad in ("not json", '{"g": "x", "g@odata.type": "Edm.Guid"}'):   # the shell's noclobber
+        subprocess.run(["bash", "-o", "noclobber", "-c", "echo '%s' > %s" % (bad, f)])
+        sync_all(m1)
+        assert entities(t) == {"seed": 0}
+        assert "new.json" not in os.listdir(d) and not os.path.exists(f)
+    # a plain O_CREAT flushed before its write queues the empty entity's
+    # insert: the refusal undoes it, nothing is sent
+    fd = os.open(f, os.O_WRONLY | os.O_CREAT, 0o644)
+    os.close(os.dup(fd))
+    assert pending(m1)["queued"] == 1
+    os.write(fd, b"not json")
+    with pytest.raises(OSError):
+        os.close(fd)
+    assert pending(m1)["queued"] == 0
+    assert "new.json" not in os.listdir(d) and not os.path.exists(f)
+    # the name is free: a valid noclobber create works
+    subprocess.run(["bash", "-o", "noclobber", "-c", "echo '{\"v\": 1}' > %s" % f], check=True)
+    sync_all(m1)
+    assert entities(t) == {"seed": 0, "new": 1}
+    # another writer's entity is never removed
+    g = os.path.join(d, "race.json")
+    fd = os.open(g, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    t.upsert_entity({"PartitionKey": "p", "RowKey": "race", "v": 7})
+    os.write(fd, b"not json")
+    with pytest.raises(OSError):
+        os.close(fd)
+    sync_all(m1)
+    assert entities(t) == {"seed": 0, "new": 1, "race": 7}
+    assert pending(m1)["failed"] == 0 and pending(m2)["failed"] == 0
+
+
 def test_a_rename_refused_whole_is_never_cut_in_two(sdk, seed, mounter, azurite, tmp_path):
     """Found after issue 29's items (a unit test of the batch split): a
     batch that is one rename, refused by the service as a whole (a 400 that

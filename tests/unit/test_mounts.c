@@ -1,7 +1,8 @@
 /* test_mounts.c - util/mounts.c: mounts_type_at reads a mount table in
  * /proc/self/mountinfo's format: the mount on top of a directory, its
  * escaped names, lines it cannot read, and a table that is not there;
- * mounts_check_place: a file and a directory holding files refused. */
+ * mounts_check_place: a file and a directory holding files refused;
+ * mounts_each gives every mount point in order, decoded. */
 #include <fcntl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -64,6 +65,22 @@ static void test_place(void)
     rmdir(dir);
 }
 
+/* What mounts_each gave: the mount points joined with '|'; STOP_AT: the
+ * call that answers 7 (0: none). */
+struct seen {
+    char all[512];
+    int stop_at;
+};
+
+static int on_mount(void *ctx, const char *dir)
+{
+    struct seen *s = ctx;
+    size_t n = strlen(s->all);
+
+    snprintf(s->all + n, sizeof(s->all) - n, "%s|", dir);
+    return s->stop_at && --s->stop_at == 0 ? 7 : 0;
+}
+
 int main(void)
 {
     char type[32];
@@ -89,7 +106,19 @@ int main(void)
     is_int(type_at("/mnt/tables", type, 5), 1, "a short TYPE buffer");
     is_str(type, "fuse", "is cut to fit, terminated");
 
+    {
+        struct seen s = { "", 0 };
+
+        is_int(mounts_each(path, on_mount, &s), 0, "mounts_each reads the whole table");
+        is_str(s.all, "/proc|/mnt|/mnt/tables|/mnt/tables|/srv/with space\\and\ttab|/opt/auto|",
+               "every mount point, in order, decoded; unreadable lines skipped");
+        s.stop_at = 2;
+        s.all[0] = '\0';
+        is_int(mounts_each(path, on_mount, &s), 7, "FN's answer other than 0 ends the walk");
+        is_str(s.all, "/proc|/mnt|", "after the line it came at");
+    }
     unlink(path);
+    is_int(mounts_each(path, on_mount, NULL), -ENOENT, "mounts_each of a missing table: -ENOENT");
     is_int(mounts_type_at(path, "/mnt", type, sizeof(type)), -ENOENT, "a missing table: -ENOENT");
     is_int(mounts_type_at("/proc/self/mountinfo", "/", type, sizeof(type)), 1,
            "the kernel's own table has /");

@@ -185,10 +185,17 @@ static int fake_discard(struct store *s, const char *path)
     return -ENOTSUP;
 }
 
+static int fake_uncreate(struct store *s, const char *path, const struct fspath *fp,
+                         const char *etag, struct az_status *st)
+{
+    (void)s, (void)path, (void)fp, (void)etag, (void)st;
+    return -ENOTSUP;
+}
+
 static const struct store_changes fake_changes = {
     "fake",        fake_pending, fake_write,      fake_remove,           fake_rename,
     fake_resolved, fake_settle,  fake_pending_in, fake_create_exclusive, fake_sync,
-    fake_report,   fake_counts,  fake_discard,
+    fake_report,   fake_counts,  fake_discard,    fake_uncreate,
 };
 
 /* --- a store whose partition /tbl/p was just listed ------------------------- */
