@@ -1,7 +1,7 @@
-/* entity/check.c - Edm types, error details, and a property's type and the
+/* entity/check.c - Edm types, error details, a property's type and the
  * check of its value (entity_i.h), on a scalar taken from jansson (a wire
  * or file object) or found in text (entity/textline.c): one set of rules
- * for both. */
+ * for both; and the service's limits on a whole entity (entity.h). */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,6 +12,7 @@
 
 #include "entity/entity.h"
 #include "entity/entity_i.h"
+#include "names/names.h"
 #include "util/util.h"
 
 static const char *const edm_names[] = {
@@ -20,6 +21,16 @@ static const char *const edm_names[] = {
     [EDM_GUID] = "Edm.Guid",     [EDM_BINARY] = "Edm.Binary",
 };
 #define EDM_COUNT (sizeof(edm_names) / sizeof(edm_names[0]))
+
+/* See entity.h. */
+const struct entity_limits entity_limits_storage = {
+    .key_bytes = 1024,
+    .entity_bytes = ENTITY_MAX_BYTES,
+    .properties = ENTITY_MAX_PROPERTIES,
+    .name_chars = ENTITY_MAX_PROPNAME,
+    .string_bytes = ENTITY_MAX_STRING_BYTES,
+    .binary_bytes = ENTITY_MAX_BINARY_BYTES,
+};
 
 /* edm_type_name: see entity.h. */
 const char *edm_type_name(enum edm_type t)
@@ -361,4 +372,106 @@ enum member_role entity_member_role(const char *name, size_t n)
         memcmp(name + n - TYPE_SUFFIX_LEN, TYPE_SUFFIX, TYPE_SUFFIX_LEN) == 0)
         return MEMBER_ANNOTATION;
     return MEMBER_PROP;
+}
+
+/* Check key KEY (which: "PartitionKey" or "RowKey") against LIM; add its
+ * size to *SIZE. */
+static int key_check(const struct entity_limits *lim, const char *which, const char *key,
+                     size_t *size, struct entity_error *err)
+{
+    size_t n = strlen(key), bytes = utf16_units(key, n) * 2;
+    const char *problem = keycodec_key_problem(key, n);
+
+    if (problem)
+        return entity_set_err(err, -EINVAL, which, "a key the service refuses: %s", problem);
+    if (bytes > lim->key_bytes)
+        return entity_set_err(err, -EINVAL, which,
+                              "a key the service refuses: the %s is %zu bytes in UTF-16 "
+                              "(%zu characters), more than the %zu it takes",
+                              which, bytes, bytes / 2, lim->key_bytes);
+    *size += bytes;
+    return 0;
+}
+
+/* What the value V of property NAME (type ANN, NULL: its JSON kind's)
+ * counts for in the service's entity size (entity.h); -1 (ERR filled) when
+ * it is over LIM's limit for its kind. */
+static long long value_size(const struct entity_limits *lim, const char *name, const json_t *v,
+                            const char *ann, struct entity_error *err)
+{
+    const char *s = json_string_value(v);
+    size_t n = s ? json_string_length(v) : 0, bytes;
+
+    if (!ann && json_is_string(v))
+        ann = "Edm.String";
+    if (!ann)
+        return json_is_boolean(v) ? 1 : json_is_real(v) ? 8 : 4;
+    if (strcmp(ann, "Edm.String") == 0) {
+        bytes = utf16_units(s ? s : "", n) * 2;
+        if (bytes > lim->string_bytes)
+            return entity_set_err(err, -1, name,
+                                  "property '%.60s': string is %zu bytes in UTF-16, more "
+                                  "than the %zu the service takes",
+                                  name, bytes, lim->string_bytes);
+        return (long long)bytes + 4;
+    }
+    if (strcmp(ann, "Edm.Binary") == 0) { /* canonical base64: 3 bytes in 4 */
+        bytes = n / 4 * 3 - (n > 0 && s[n - 1] == '=') - (n > 1 && s[n - 2] == '=');
+        if (bytes > lim->binary_bytes)
+            return entity_set_err(err, -1, name,
+                                  "property '%.60s': binary value is %zu bytes, more than "
+                                  "the %zu the service takes",
+                                  name, bytes, lim->binary_bytes);
+        return (long long)bytes + 4;
+    }
+    if (strcmp(ann, "Edm.Guid") == 0)
+        return 16;
+    if (strcmp(ann, "Edm.Boolean") == 0)
+        return 1;
+    if (strcmp(ann, "Edm.Int32") == 0)
+        return 4;
+    return 8; /* Int64, Double, DateTime */
+}
+
+/* See entity.h. */
+int entity_check_limits(const struct entity_limits *lim, const json_t *wire, const char *pk,
+                        const char *rk, struct entity_error *err)
+{
+    char ann_key[4 * ENTITY_MAX_PROPNAME + sizeof(TYPE_SUFFIX)]; /* a UTF-8 name's bytes */
+    size_t size = 4, props = 0;
+    const char *name;
+    json_t *v;
+    int rc;
+
+    entity_clear_err(err);
+    if ((pk && (rc = key_check(lim, "PartitionKey", pk, &size, err)) < 0) ||
+        (rk && (rc = key_check(lim, "RowKey", rk, &size, err)) < 0))
+        return rc;
+    json_object_foreach ((json_t *)wire, name, v) {
+        size_t len = strlen(name), chars = utf16_units(name, len);
+        long long value;
+
+        if (entity_member_role(name, len) != MEMBER_PROP || json_is_null(v))
+            continue;
+        if (chars > lim->name_chars)
+            return entity_set_err(err, -EINVAL, name,
+                                  "property name '%.40s...' is longer than %zu characters", name,
+                                  lim->name_chars);
+        snprintf(ann_key, sizeof(ann_key), "%s%s", name, TYPE_SUFFIX);
+        value = value_size(lim, name, v, json_string_value(json_object_get(wire, ann_key)), err);
+        if (value < 0)
+            return -EFBIG;
+        props++;
+        size += 8 + chars * 2 + (size_t)value;
+    }
+    if (props > lim->properties)
+        return entity_set_err(err, -EINVAL, NULL,
+                              "the entity has %zu properties, more than the %zu allowed", props,
+                              lim->properties);
+    if (size > lim->entity_bytes)
+        return entity_set_err(err, -EFBIG, NULL,
+                              "the entity is %zu bytes as the service counts it, more than "
+                              "the %zu it takes",
+                              size, lim->entity_bytes);
+    return 0;
 }

@@ -31,6 +31,24 @@ enum edm_type {
 #define ENTITY_MAX_STRING_BYTES (64 * 1024) /* UTF-16 code units * 2 */
 #define ENTITY_MAX_BINARY_BYTES (64 * 1024)
 
+/* The service's limits on an entity, in one place: the ones above as a
+ * value a mount can hold, since another service (Cosmos DB for Table) has
+ * others. Both a file's save and an import's line are checked against
+ * them (entity_check_limits) before anything is sent. */
+struct entity_limits {
+    size_t key_bytes;    /* a PartitionKey or RowKey, in UTF-16 bytes (2 a character) */
+    size_t entity_bytes; /* the entity as the service counts it (entity_check_limits) */
+    size_t properties;   /* custom properties, keys and Timestamp not counted */
+    size_t name_chars;   /* a property's name */
+    size_t string_bytes; /* a String's value, in UTF-16 bytes */
+    size_t binary_bytes; /* a Binary's value */
+};
+
+/* Azure Table storage's: keys 1 KiB, entity 1 MiB, 252 properties, names
+ * of 255 characters, String and Binary values of 64 KiB (the service's
+ * "Understanding the Table service data model"). */
+extern const struct entity_limits entity_limits_storage;
+
 /* Details of a parse/validation failure, like jansson's json_error_t. */
 struct entity_error {
     int line;           /* 1-based line in the input, 0 when unknown */
@@ -157,6 +175,20 @@ int entity_render_text(const char *text, size_t len, char **out, size_t *out_len
  * (else NULL); needed only for keys too long for a file name. */
 int entity_parse(const char *text, size_t len, json_t **wire_out, char **pk_out, char **rk_out,
                  struct entity_error *err);
+
+/* Can the service take wire entity WIRE (entity_parse's) under keys PK and
+ * RK, as LIM says? Each key: valid UTF-8 without '/', '\\', '#', '?' or a
+ * control character (keycodec_key_problem), at most LIM->key_bytes in
+ * UTF-16; at most LIM->properties properties, names of LIM->name_chars,
+ * String and Binary values of LIM->string_bytes and LIM->binary_bytes; and
+ * the entity, counted as the service does (4 bytes, the keys' characters
+ * at 2 bytes each, and for each property 8 bytes, its name's characters at
+ * 2 bytes, and its value: a String's characters at 2 bytes plus 4, a
+ * Binary's bytes plus 4, 8 for Int64, Double and DateTime, 4 for Int32, 16
+ * for a Guid, 1 for a Boolean), at most LIM->entity_bytes. Returns 0,
+ * -EINVAL (a key) or -EFBIG (a size), with ERR saying which and why. */
+int entity_check_limits(const struct entity_limits *lim, const json_t *wire, const char *pk,
+                        const char *rk, struct entity_error *err);
 
 /* Normalise the DateTime S to the canonical UTC form written to files and
  * sent to the service, "YYYY-MM-DDThh:mm:ss[.f]Z" (doc/FORMAT.md):

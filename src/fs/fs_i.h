@@ -340,8 +340,9 @@ int fs_stream_read(struct open_file *of, char *buf, size_t size, off_t off);
 /* write of stream handle OF (OF->import set): import_write. */
 int fs_stream_write(struct open_file *of, const char *buf, size_t size, off_t off);
 
-/* flush (close) or fsync of stream handle OF (OF->import set): every line
- * written so far applied, or the stream's failure (import_flush). */
+/* flush (a close of one copy of the descriptor) or fsync of stream handle
+ * OF (OF->import set): every line ended so far applied, or the stream's
+ * failure (import_flush); the release ends the stream (import_free). */
 int fs_stream_flush(struct open_file *of);
 
 /* ---- write.c: FUSE callbacks that change files: create, open for writing,

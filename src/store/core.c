@@ -260,8 +260,9 @@ void store_log_failure(struct store *s, const char *op, const char *path, int rc
 {
     const char *reason = why ? why : strerror(-rc), *name = strerrorname_np(-rc);
     struct failure f = { op, path, -rc, st ? st->http_status : 0, st ? st->code : NULL, reason };
-    char err[160]; /* "ESTALE (Stale file handle)", "ENOSPC: no room ...": the errno's
-                      name as user.aztfs.errors spells it, then why */
+    char err[1100]; /* "ESTALE (Stale file handle)", "ENOSPC: no room ...": the errno's
+                       name as user.aztfs.errors spells it, then why (an import's names a
+                       line, two keys and what was applied: under 1 KiB) */
 
     snprintf(err, sizeof(err), why ? "%s: %s" : "%s (%s)", name ? name : "?", reason);
     failring_add(s->log.failures, &f); /* user.aztfs.errors */

@@ -12,11 +12,15 @@
  * waits until everything before it is answered, so a stream that names an
  * entity twice leaves the later line's entity.
  *
- * The first failure stops the stream: a line we refuse (not an entity, a
- * key the service refuses, another partition's) after every line before it
- * has been applied; a transaction the service refuses with the lines of
- * every transaction not yet sent. The writes that follow and the close
- * return its -errno; the log line and user.aztfs.errors name the line. */
+ * The first failure stops the stream: a line we refuse (not an entity, one
+ * over the service's limits, another partition's) after every line before
+ * it has been applied; a transaction the service refuses with the lines of
+ * every transaction not yet sent, of any partition. The writes that follow
+ * and the close return its -errno; the log line and user.aztfs.errors name
+ * the line. A close of one copy of the descriptor (FLUSH) or an fsync is
+ * not the stream's end: it returns the outcome of the lines ended, and
+ * takes a line not yet ended only when it is whole JSON (only blanks may
+ * follow it); the last close (RELEASE: import_free) ends the stream. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -80,6 +84,9 @@ struct import_stream {
     /* a close's flush: its waits are not interrupted (a close cannot be
      * tried again, and its answer is the outcome); guarded by wlock */
     int closing;
+    /* line LINES was taken at a flush before its newline: only blanks may
+     * come until it; guarded by wlock */
+    int cut;
 
     /* shared with the senders */
     pthread_mutex_t lock;
@@ -316,14 +323,16 @@ static int drain(struct import_stream *m)
 
 /* --- lines ----------------------------------------------------------------------------- */
 
-/* Refuse line N of M for WHY (printf-style): every line before it is
- * applied first, so that the stream stops exactly there. Returns -EINVAL,
- * or the earlier failure that came first. */
-static int bad_line(struct import_stream *m, unsigned long long n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int bad_line(struct import_stream *m, unsigned long long n, const char *fmt, ...)
+/* Refuse line N of M, lines 1 to APPLIED being applied (N - 1, or N when
+ * text came after line N's entity), for WHY (printf-style): every line
+ * before is applied first, so that the stream stops exactly there.
+ * Returns -EINVAL, or the earlier failure that came first. */
+static int refuse(struct import_stream *m, unsigned long long n, unsigned long long applied,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int refuse(struct import_stream *m, unsigned long long n, unsigned long long applied,
+                  const char *fmt, ...)
 {
-    char why[400];
+    char why[800]; /* the line, an entity_error's text (200), what was applied */
     int len, rc = drain(m);
     va_list ap;
 
@@ -333,8 +342,12 @@ static int bad_line(struct import_stream *m, unsigned long long n, const char *f
     va_start(ap, fmt);
     vsnprintf(why + len, sizeof(why) - (size_t)len, fmt, ap);
     va_end(ap);
-    snprintf(why + strlen(why), sizeof(why) - strlen(why), "; lines 1 to %llu applied, none after",
-             n - 1);
+    len = (int)strlen(why);
+    if (applied == 0)
+        snprintf(why + len, sizeof(why) - (size_t)len, "; no line applied");
+    else
+        snprintf(why + len, sizeof(why) - (size_t)len, "; lines 1 to %llu applied, none after",
+                 applied);
     pthread_mutex_lock(&m->lock);
     import_fail(m, -EINVAL, NULL, why);
     rc = m->err;
@@ -400,14 +413,13 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
     struct import_batch *b;
     json_t *wire = NULL;
     char *pk = NULL, *rk = NULL;
-    const char *problem;
     uint64_t k;
     int rc, hit, i;
 
     if (len == strspn(text, " \t\r"))
         return 0; /* a blank line */
     if ((rc = entity_parse(text, len, &wire, &pk, &rk, &err)) < 0) {
-        rc = rc == -ENOMEM ? rc : bad_line(m, n, "%s", err.text);
+        rc = rc == -ENOMEM ? rc : refuse(m, n, n - 1, "%s", err.text);
         goto out;
     }
     if (!pk && m->pk && !(pk = strdup(m->pk))) { /* a partition's stream: its own */
@@ -415,16 +427,15 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
         goto out;
     }
     if (!pk || !rk) {
-        rc = bad_line(m, n, "no %s", !rk ? "RowKey" : "PartitionKey");
+        rc = refuse(m, n, n - 1, "no %s", !rk ? "RowKey" : "PartitionKey");
         goto out;
     }
     if (m->pk && strcmp(pk, m->pk) != 0) {
-        rc = bad_line(m, n, "PartitionKey '%.80s' is not this partition's", pk);
+        rc = refuse(m, n, n - 1, "PartitionKey '%.80s' is not this partition's", pk);
         goto out;
     }
-    if ((problem = keycodec_key_problem(pk, strlen(pk))) ||
-        (problem = keycodec_key_problem(rk, strlen(rk)))) {
-        rc = bad_line(m, n, "a key the service refuses: %s", problem);
+    if (entity_check_limits(m->s->limits, wire, pk, rk, &err) < 0) { /* what it takes */
+        rc = refuse(m, n, n - 1, "%s", err.text);
         goto out;
     }
     k = key_hash(pk, rk);
@@ -461,6 +472,26 @@ out:
     return rc;
 }
 
+/* After line M->lines was taken at a flush without its newline: the blanks
+ * of BUF (SIZE bytes) up to that newline, which ends it. Returns the bytes
+ * taken, or -errno when something else came (a bad line). */
+static long long take_cut(struct import_stream *m, const char *buf, size_t size)
+{
+    size_t i = 0;
+
+    while (i < size && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r'))
+        i++;
+    if (i < size && buf[i] != '\n')
+        return refuse(m, m->lines, m->lines,
+                      "text after its entity, which a close or fsync had taken as the "
+                      "whole line before this text came (a line holds one entity)");
+    if (i < size) {
+        m->cut = 0;
+        i++;
+    }
+    return (long long)i;
+}
+
 /* Take the lines of BUF (SIZE bytes) that end in it, keeping the rest in
  * M's partial line; *USED: the bytes taken (the lines taken and the
  * partial line's), SIZE unless it fails. Returns 0 or -errno (-EINTR: the
@@ -474,8 +505,16 @@ static int take(struct import_stream *m, const char *buf, size_t size, size_t *u
         const char *at = buf + *used, *nl = memchr(at, '\n', size - *used);
         size_t len = nl ? (size_t)(nl - at) : size - *used, had = m->partial.len;
 
+        if (m->cut) {
+            long long n = take_cut(m, at, size - *used);
+
+            if (n < 0)
+                return (int)n;
+            *used += (size_t)n;
+            continue;
+        }
         if (had + len > IMPORT_LINE_MAX)
-            return bad_line(m, m->lines + 1, "longer than %zu bytes", IMPORT_LINE_MAX);
+            return refuse(m, m->lines + 1, m->lines, "longer than %zu bytes", IMPORT_LINE_MAX);
         if (buf_add(&m->partial, at, len) < 0) { /* capped at IMPORT_LINE_MAX + 1 */
             buf_setlen(&m->partial, had);
             return -ENOMEM;
@@ -566,23 +605,47 @@ int import_write(struct import_stream *m, const char *buf, size_t size, unsigned
     return rc < 0 ? rc : (int)used;
 }
 
-/* See store.h. */
-int import_flush(struct import_stream *m)
+/* Is TEXT (LEN bytes) one whole JSON value, which no text that follows
+ * can continue into a longer one? (A leading byte order mark skipped, as
+ * entity_parse does.) */
+static int whole_json(const char *text, size_t len)
+{
+    size_t bom = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    json_error_t jerr;
+    json_t *v = json_loadb(text + bom, len - bom, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    int whole;
+
+    whole = json_is_object(v) || json_is_array(v) || json_is_string(v);
+    json_decref(v);
+    return whole;
+}
+
+/* Every line of M taken, and its line not yet ended too when LAST or when
+ * it is one whole JSON value (whole_json), answered. Returns 0 or the
+ * stream's failure. */
+static int settle(struct import_stream *m, int last)
 {
     int rc = 0;
 
     pthread_mutex_lock(&m->wlock);
     m->closing = 1;
-    if (m->partial.len > 0 && /* the last line, with no newline after it */
+    if (m->partial.len > 0 && (last || whole_json(m->partial.ptr, m->partial.len)) &&
         (rc = take_line(m, m->lines + 1, m->partial.ptr, m->partial.len)) >= 0) {
         m->lines++;
         buf_reset(&m->partial);
+        m->cut = !last; /* only blanks may follow it */
     }
     if (rc >= 0)
         rc = drain(m);
     m->closing = 0;
     pthread_mutex_unlock(&m->wlock);
     return rc;
+}
+
+/* See store.h. */
+int import_flush(struct import_stream *m)
+{
+    return settle(m, 0);
 }
 
 /* See store.h. */
@@ -593,7 +656,7 @@ void import_free(struct import_stream *m)
     if (!m)
         return;
     if (m->senders.n > 0) {
-        (void)import_flush(m);
+        (void)settle(m, 1); /* the stream's end: a failure is logged, as each is */
         pthread_mutex_lock(&m->lock);
         m->stopping = 1;
         pthread_cond_broadcast(&m->cond);

@@ -54,6 +54,8 @@ struct store {
      * (store_set_hooks; NULL: never) */
     int (*cancelled)(void *ctx);
     void *cancel_ctx;
+    /* What the service takes: saves and imports checked (NULL: Storage's) */
+    const struct entity_limits *limits;
 };
 
 /* Create S's cache (CACHE_BYTES, fresh for S->cache_timeout) and client
@@ -688,13 +690,14 @@ int import_open(struct store *s, struct fspath *fp, const char *path, int insert
  * user.aztfs.errors), or -EINTR (the request was interrupted). */
 int import_write(struct import_stream *m, const char *buf, size_t size, unsigned long long off);
 
-/* Every line M was given so far sent (a last line without its newline
- * taken as one), and answered. Returns 0 when each was applied, else as
- * import_write. */
+/* A close of a copy of M's descriptor, or an fsync: every line ended so
+ * far sent and answered (one not yet ended too when it is whole JSON).
+ * Returns 0 when each was applied, else as import_write. */
 int import_flush(struct import_stream *m);
 
-/* Free M (NULL: nothing): what it holds sent and answered first, unless it
- * failed or the mount is ending; one log line says what was applied. */
+/* The stream's end (RELEASE; NULL: nothing): a line not yet ended taken
+ * as the last, and all sent and answered, unless it failed or the mount is
+ * ending (a failure only logged); one log line says what was applied. */
 void import_free(struct import_stream *m);
 
 #endif

@@ -9,8 +9,11 @@
 
 #include "util/util.h"
 
-#define PATH_KEEP 512    /* bytes of an escaped path kept */
-#define MESSAGE_KEEP 256 /* bytes of an escaped message kept */
+#define PATH_KEEP 512 /* bytes of an escaped path kept */
+/* bytes of an escaped message kept: an import's failure names the line,
+ * why, its keys (80 bytes each) and what was applied, some 600 bytes; 32
+ * entries of 1 KiB and a path stay within an xattr's 64 KiB */
+#define MESSAGE_KEEP 1024
 
 struct entry {
     time_t when;

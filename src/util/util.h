@@ -92,8 +92,8 @@ struct failring *failring_new(void);
 void failring_free(struct failring *r);
 
 /* Record F with the current time (a copy: nothing of F is kept). The path
- * and message are escaped as log lines are (log_escape) and cut to a few
- * hundred bytes. R may be NULL (nothing happens). Never fails: when memory
+ * and message are escaped as log lines are (log_escape) and cut (the path
+ * at 512 bytes, the message at 1 KiB). R may be NULL (nothing happens). Never fails: when memory
  * runs out the entry is counted but not kept. */
 void failring_add(struct failring *r, const struct failure *f);
 

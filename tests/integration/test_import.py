@@ -408,3 +408,130 @@ def test_write_behind_changes_go_first(sdk, seed, mounter, tmp_path):
     assert got == {"a": 10, "b": 2}
     with open(m.join("importWb", "p", "a.json")) as f:
         assert json.load(f)["n"] == 10
+
+
+def bash(cmd):
+    """Run CMD with bash; (exit status, stderr)."""
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=600)
+    return p.returncode, p.stderr
+
+
+PIECES = r'''{ for i in 1 2 3 4 5; do
+    echo -n '{"PartitionKey":"p","RowKey":"%s'$i'","at":"'; date +%%s | tr -d '\n'; echo '"}'
+  done; } %s %s'''
+
+
+@pytest.mark.parametrize("redir", [">", ">>"])
+def test_a_shell_loop_writes_lines_in_pieces(sdk, seed, mnt, redir):
+    """Each line in three pieces from one descriptor the shell holds: the
+    exits of date and tr close copies of it (FLUSH) in the middle of a
+    line, which is not the stream's end."""
+    t = seed.table(sdk, "importPieces")
+    rc, err = bash(PIECES % (redir, redir, mnt.join("importPieces", ".ndjson")))
+    assert rc == 0, err + mnt.stderr()[-2000:]
+    got = {e["RowKey"]: e["at"] for e in t.list_entities()}
+    assert sorted(got) == ["%s%d" % (redir, i) for i in range(1, 6)], got
+    assert all(v.isdigit() for v in got.values()), got
+
+
+def test_fsync_and_a_copy_closed_mid_line(sdk, seed, mnt):
+    """os.fsync, and a dup of the descriptor closed, inside a line: both
+    return the outcome of the lines before it (0) and keep the line; a
+    last line without its newline is taken at close."""
+    t = seed.table(sdk, "importFsync")
+    rc, err = bash(r'''python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"{\"PartitionKey\":\"p\",\"RowKey\":\"a\",\"n\":1}\n{\"PartitionKey\":\"p\",\"Row")
+os.fsync(fd)
+os.write(fd, b"Key\":\"b\",\"n\":")
+os.close(os.dup(fd))
+os.write(fd, b"2}\n{\"PartitionKey\":\"p\",\"RowKey\":\"c\",\"n\":3}")
+os.fsync(fd)
+os.close(fd)
+' %s''' % mnt.join("importFsync", ".ndjson"))
+    assert rc == 0, err + mnt.stderr()[-2000:]
+    assert {e["RowKey"]: e["n"] for e in t.list_entities()} == {"a": 1, "b": 2, "c": 3}
+
+
+def test_a_key_over_1_kib_is_a_bad_line(sdk, seed, mnt, tmp_path):
+    """Line 151 of 300 has a RowKey of 1,100 characters (the service takes
+    1 KiB): lines 1-150 are applied and none after, the message is whole in
+    the log and user.aztfs.errors, and the documented recovery works."""
+    t = seed.table(sdk, "importLongKey")
+    rows = [line("p", "r%03d" % i, n=i) for i in range(300)]
+    rows[150] = line("p", "k" * 1100, n=150)
+    f = tmp_path / "t.ndjson"
+    f.write_text("\n".join(rows) + "\n")
+    rc, err = shell("cat %s > %s" % (f, mnt.join("importLongKey", ".ndjson")))
+    assert rc == 1 and "Invalid argument" in err, err
+    assert sorted(e["n"] for e in t.list_entities()) == list(range(150))
+    why = ("line 151: a key the service refuses: the RowKey is 2200 bytes in UTF-16 (1100 "
+           "characters), more than the 1024 it takes; lines 1 to 150 applied, none after")
+    assert "import /importLongKey/.ndjson failed: EINVAL: " + why in mnt.stderr()
+    assert '"message": "%s"' % why in errors_of(mnt)
+    rows[150] = line("p", "r150", n=150)
+    f.write_text("\n".join(rows) + "\n")
+    rc, err = shell("tail -n +151 %s >> %s" % (f, mnt.join("importLongKey", ".ndjson")))
+    assert rc == 0, err
+    assert sorted(e["n"] for e in t.list_entities()) == list(range(300))
+
+
+def test_failure_messages_are_whole(sdk, seed, mnt):
+    """A refused transaction's message names the entity (keys cut at 80
+    bytes) and its lines, whole in the log and user.aztfs.errors; a bad
+    first line says that no line was applied."""
+    pk, rk = "P" * 90, "R" * 90
+    t = seed.table(sdk, "importWhole")
+    seed.insert(t, [{"PartitionKey": pk, "RowKey": rk + "07"}])
+    data = "".join(line(pk, rk + "%02d" % i) + "\n" for i in range(10))
+    e = write_stream(mnt.join("importWhole", ".ndjson"), data, append=True)
+    assert e is not None and e.errno == errno.EEXIST, e
+    why = ("line 8 (RowKey '%s' of partition '%s'): refused by the service; its transaction "
+           "(lines 1 to 10, 10 entities) not applied" % (rk[:80], pk[:80]))
+    assert "failed: EEXIST: %s (HTTP 409 EntityAlreadyExists" % why in mnt.stderr()
+    assert '"message": "%s"' % why in errors_of(mnt)
+    e = write_stream(mnt.join("importWhole", ".ndjson"), '{"RowKey": "x"}\n' + data)
+    assert e is not None and e.errno == errno.EINVAL, e
+    assert "failed: EINVAL: line 1: no PartitionKey; no line applied" in mnt.stderr()
+    assert '"message": "line 1: no PartitionKey; no line applied"' in errors_of(mnt)
+    assert [x["RowKey"] for x in t.list_entities()] == [rk + "07"]
+
+
+# `>>` onto an entity that exists: which tools report the close's EEXIST
+# (doc/USAGE.md, "Import"); the line is in $L, the file $F, the stream $S
+APPEND_TOOLS = [
+    ("cat", 'cat "$F" >> "$S"', True),
+    ("gzip -dc", 'gzip -c "$F" | gzip -dc >> "$S"', True),
+    ("jq", 'jq -c . "$F" >> "$S"', True),
+    ("dd", 'dd if="$F" of="$S" oflag=append conv=notrunc status=none', True),
+    ("sed", 'sed -n p "$F" >> "$S"', True),
+    ("awk", 'awk 1 "$F" >> "$S"', True),
+    ("tee -a", 'tee -a "$S" < "$F" > /dev/null', True),
+    ("python with open()", 'python3 -c "import sys\nwith open(sys.argv[1], \'a\') as f: '
+                           'f.write(sys.argv[2])" "$S" "$L"', True),
+    ("python open() never closed", 'python3 -c "import sys; '
+                                   'open(sys.argv[1], \'a\').write(sys.argv[2])" "$S" "$L"',
+     False),
+    ("echo (shell builtin)", 'echo "$L" >> "$S"', False),
+    ("printf (shell builtin)", 'printf "%s\\n" "$L" >> "$S"', False),
+    ("python os.write, no close", 'python3 -c "import os, sys; '
+                                  'os.write(os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND), '
+                                  'sys.argv[2].encode())" "$S" "$L"', False),
+]
+
+
+def test_which_tools_report_a_failed_append(sdk, seed, mnt, tmp_path):
+    t = seed.table(sdk, "importTools2")
+    seed.insert(t, [{"PartitionKey": "p", "RowKey": "there"}])
+    f = tmp_path / "l.ndjson"
+    f.write_text(line("p", "there", n=1) + "\n")
+    env = dict(os.environ, F=str(f), S=mnt.join("importTools2", ".ndjson"),
+               L=line("p", "there", n=1) + "\n")
+    got = {}
+    for name, cmd, _ in APPEND_TOOLS:
+        p = subprocess.run(["bash", "-c", cmd], env=env, capture_output=True, text=True,
+                           timeout=60)
+        got[name] = p.returncode != 0
+    assert got == {name: reports for name, _, reports in APPEND_TOOLS}
+    assert [(e["RowKey"], "n" in e) for e in t.list_entities()] == [("there", False)]

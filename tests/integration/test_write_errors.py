@@ -51,6 +51,9 @@ CASES = [
      json.dumps({"p%03d" % i: i for i in range(253)}).encode(), errno.EINVAL),
     ("entity-over-1mib",
      json.dumps({"s%02d" % i: "x" * 30000 for i in range(40)}).encode(), errno.EFBIG),
+    # 600 KB of text, 1.2 MB as the service counts it (2 bytes a character)
+    ("entity-over-1mib-in-utf16",
+     json.dumps({"s%02d" % i: "x" * 30000 for i in range(20)}).encode(), errno.EFBIG),
     ("string-over-64kib", json.dumps({"s": "x" * 32769}).encode(), errno.EFBIG),
     ("string-non-bmp-over-64kib", json.dumps({"s": "\U0001F600" * 16385},
                                              ensure_ascii=False).encode(), errno.EFBIG),
@@ -66,6 +69,8 @@ OK_CASES = [
     ("binary-64kib", json.dumps({"b": base64.b64encode(b"\1" * 65536).decode(),
                                  "b@odata.type": "Edm.Binary"}).encode()),
     ("name-255", b'{"%s": 1}' % (b"a" * 255)),
+    # 16 Strings of 32,700 characters: some 1,046,700 bytes as the service counts them
+    ("entity-just-under-1mib", json.dumps({"s%02d" % i: "x" * 32700 for i in range(16)}).encode()),
     ("underscore-names", b'{"_a": 1, "a_1": 2}'),
 ]
 
@@ -224,3 +229,25 @@ def test_refused_create_never_removes_another_writers_entity(mnt, wh, sdk):
     assert ei.value.errno == errno.EINVAL
     assert wh.get(T, PK, "race")["v"] == "sdk"
     sdk.get_table_client(T).delete_entity(PK, "race")
+
+
+def test_long_form_key_over_1_kib(mnt, wh):
+    """A long-form name whose text carries a RowKey of 1,100 characters
+    (the service takes 1 KiB in UTF-16): refused at close with EINVAL and
+    the reason, nothing sent; one of 512 characters is saved."""
+    from aztfs_names import file_name
+    mark = wh.mark(mnt)
+    rk = "k" * 1100
+    data = json.dumps({"PartitionKey": PK, "RowKey": rk, "n": 1}).encode()
+    got = wh.write_fd(os.path.join(str(mnt), T, PK, file_name(rk)), data,
+                      os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    assert got == ("close", errno.EINVAL)
+    assert wh.writes(mnt, mark) == []
+    assert ("not saved: a key the service refuses: the RowKey is 2200 bytes in UTF-16 (1100 "
+            "characters), more than the 1024 it takes") in mnt.stderr()
+    rk = "k" * 512
+    data = json.dumps({"PartitionKey": PK, "RowKey": rk, "n": 1}).encode()
+    assert wh.write_fd(os.path.join(str(mnt), T, PK, file_name(rk)), data,
+                       os.O_WRONLY | os.O_CREAT | os.O_EXCL) is None
+    assert wh.get(T, PK, rk)["n"] == 1
+    assert_healthy(mnt, wh)

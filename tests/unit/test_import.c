@@ -4,7 +4,7 @@
  * stream after every line before it, a refused transaction's line, and
  * writes interrupted while they wait (short writes, nothing taken twice).
  * The server (httpd.h) answers every $batch with one 204 per operation,
- * or a 409 for the operation whose RowKey is "conflict", and records each
+ * or a 409 for the operation whose RowKey starts "conflict", and records each
  * transaction as "pk:rk,rk,...". */
 #include <errno.h>
 #include <stdatomic.h>
@@ -86,7 +86,7 @@ static size_t serve(const char *head, int n, char *out, size_t size, int *keep)
         if (parts == 0)
             buf_addf(&rec, "%s:", json_string_value(json_object_get(e, "PartitionKey")));
         buf_addf(&rec, "%s%s", parts ? "," : "", rk ? rk : "?");
-        if (rk && strcmp(rk, "conflict") == 0)
+        if (rk && strncmp(rk, "conflict", 8) == 0)
             bad = parts;
         parts++;
         json_decref(e);
@@ -392,6 +392,244 @@ static void test_interrupted_writes(void)
     free_store(s, ring);
 }
 
+/* Write TEXT to M at its end (*OFF, moved on); what import_write returned. */
+static int put_at(struct import_stream *m, const char *text, unsigned long long *off)
+{
+    int n = import_write(m, text, strlen(text), *off);
+
+    *off += n > 0 ? (unsigned long long)n : 0;
+    return n;
+}
+
+/* Does user.aztfs.errors of RING hold WANT? */
+static int errors_hold(struct failring *ring, const char *want)
+{
+    char *json = failring_json(ring, 65536);
+    int found = json && strstr(json, want);
+
+    if (!found)
+        printf("# errors: %s\n", json ? json : "(none)");
+    free(json);
+    return found;
+}
+
+static void test_flush_mid_line(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(2, &ring);
+    struct import_stream *m = open_import(s, NULL, 0);
+    unsigned long long off = 0;
+    char *got;
+
+    svc_reset(0);
+    /* a shell loop's line in pieces, a child's exit (FLUSH) or an fsync between them */
+    put_at(m, "{\"PartitionKey\":\"p\",\"RowKey\":\"a\",\"at\":\"", &off);
+    is_int(import_flush(m), 0, "a flush inside a line that is not yet JSON: 0");
+    got = seen();
+    is_str(got, "", "  and the line is kept, not taken");
+    free(got);
+    put_at(m, "1764", &off);
+    is_int(import_flush(m), 0, "another flush, still inside it: 0");
+    is_int(put_at(m, "000000\"}\n", &off), 9, "the rest of the line is taken");
+    is_int(import_flush(m), 0, "the flush after its newline sends it");
+    got = seen();
+    is_str(got, "p:a", "  the line written in three pieces, once");
+    free(got);
+
+    /* a last line without a newline, already whole JSON: a flush takes it */
+    put_at(m, "{\"PartitionKey\":\"p\",\"RowKey\":\"b\"}", &off);
+    is_int(import_flush(m), 0, "a whole line without its newline: taken at the flush");
+    got = seen();
+    is_str(got, "p:a p:b", "  and sent");
+    free(got);
+    is_int(put_at(m, " \r\n", &off), 3, "blanks and its newline after it are fine");
+    put_at(m, "{\"PartitionKey\":\"p\",\"RowKey\":\"c\"}", &off);
+    is_int(import_flush(m), 0, "the next line taken the same way");
+    is_int(put_at(m, " {\"PartitionKey\":\"p\",\"RowKey\":\"d\"}\n", &off), -EINVAL,
+           "text after a line taken at a flush: EINVAL");
+    ok(errors_hold(ring,
+                   "line 3: text after its entity, which a close or fsync had taken "
+                   "as the whole line") &&
+           errors_hold(ring, "(a line holds one entity); lines 1 to 3 applied, none after"),
+       "  named as that line's, with every line before it and itself applied");
+    got = seen();
+    is_str(got, "p:a p:b p:c", "  nothing after it sent");
+    free(got);
+    import_free(m);
+    free_store(s, ring);
+}
+
+static void test_release_ends_the_line(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(2, &ring);
+    struct import_stream *m = open_import(s, NULL, 0);
+    unsigned long long off = 0;
+    char *got;
+
+    svc_reset(0);
+    put_at(m,
+           "{\"PartitionKey\":\"p\",\"RowKey\":\"a\"}\n{\"PartitionKey\":\"p\",\"RowKey\":\"b\",",
+           &off);
+    is_int(import_flush(m), 0, "a flush with a line not yet whole: the lines before it applied");
+    is_int((int)failring_count(ring), 0, "  no failure");
+    import_free(m); /* the last close: the line is the last one */
+    got = seen();
+    is_str(got, "p:a", "the release takes the unfinished line as the last: not sent");
+    free(got);
+    ok(errors_hold(ring, "line 2: invalid JSON") &&
+           errors_hold(ring, "; lines 1 to 1 applied, none after"),
+       "  its failure reaches user.aztfs.errors");
+
+    m = open_import(s, NULL, 0);
+    off = 0;
+    svc_reset(0);
+    put_at(m, "{\"PartitionKey\":\"p\",\"RowKey\":\"z\",\"n\":1", &off);
+    put_at(m, "}", &off);
+    import_free(m); /* no flush: the release takes it */
+    got = seen();
+    is_str(got, "p:z", "a last line completed by a later write, taken at the release");
+    free(got);
+    free_store(s, ring);
+}
+
+/* A line of partition P, RowKey RK (LEN bytes of C) and number N. */
+static char *key_line(const char *p, char c, size_t len, int n)
+{
+    struct buf b = BUF_INIT(SIZE_MAX);
+    char *rk = malloc(len + 1);
+
+    if (!rk)
+        abort();
+    memset(rk, c, len);
+    rk[len] = '\0';
+    buf_addf(&b, "{\"PartitionKey\":\"%s\",\"RowKey\":\"%s\",\"n\":%d}\n", p, rk, n);
+    buf_add(&b, "", 1);
+    free(rk);
+    return buf_take(&b, NULL);
+}
+
+static void test_limits_make_a_bad_line(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(4, &ring);
+    struct import_stream *m = open_import(s, NULL, 0);
+    char *before = lines("p", "r", 3, 0, 150), *after = lines("p", "r", 3, 151, 149);
+    char *longkey = key_line("p", 'k', 1100, 150), *big;
+    struct buf all = BUF_INIT(SIZE_MAX);
+    unsigned long long off;
+    int sent = 0;
+
+    svc_reset(0);
+    buf_adds(&all, before);
+    buf_adds(&all, longkey);
+    buf_adds(&all, after);
+    is_int(import_write(m, all.ptr, all.len, 0), -EINVAL,
+           "a line whose RowKey is 1,100 characters: EINVAL");
+    for (int i = 0; i < 300; i++) {
+        char rk[8];
+
+        snprintf(rk, sizeof(rk), "r%03d", i);
+        sent += times_sent(rk) * (i < 150 ? 1 : 1000);
+    }
+    is_int(sent, 150, "lines 1-150 sent, none of 151-300");
+    ok(errors_hold(ring,
+                   "line 151: a key the service refuses: the RowKey is 2200 bytes in "
+                   "UTF-16 (1100 characters), more than the 1024 it takes; lines 1 to "
+                   "150 applied, none after"),
+       "  the whole reason in user.aztfs.errors");
+    import_free(m);
+    buf_free(&all);
+
+    /* 512 characters fit; 513 do not; the entity as the service counts it */
+    m = open_import(s, NULL, 0);
+    svc_reset(0);
+    free(longkey);
+    longkey = key_line("p", 'k', 512, 0);
+    is_int(put(m, longkey, 0), (int)strlen(longkey), "a RowKey of 512 characters (1 KiB) taken");
+    off = strlen(longkey);
+    free(longkey);
+    longkey = key_line("p", 'k', 513, 1);
+    is_int(put_at(m, longkey, &off), -EINVAL, "513: EINVAL");
+    import_free(m);
+
+    m = open_import(s, NULL, 0);
+    big = malloc(20 * 30020 + 100);
+    strcpy(big, "{\"PartitionKey\":\"p\",\"RowKey\":\"big\"");
+    for (int i = 0; i < 20; i++) { /* 600 KB of text, 1.2 MB of UTF-16 */
+        size_t at = strlen(big);
+
+        at += (size_t)sprintf(big + at, ",\"s%02d\":\"", i);
+        memset(big + at, 'x', 30000);
+        strcpy(big + at + 30000, "\"");
+    }
+    strcat(big, "}\n");
+    is_int(put(m, big, 0), -EINVAL, "an entity over 1 MiB as the service counts it: EINVAL");
+    ok(errors_hold(ring, "line 1: the entity is 1200") &&
+           errors_hold(ring,
+                       "as the service counts it, more than the 1048576 it takes; no "
+                       "line applied"),
+       "  named, and no line applied");
+    import_free(m);
+    free(big);
+    free(before);
+    free(after);
+    free(longkey);
+    free_store(s, ring);
+}
+
+static void test_bad_first_line(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(1, &ring);
+    struct import_stream *m = open_import(s, NULL, 0);
+
+    is_int(put(m, "{\"RowKey\":\"a\"}\n", 0), -EINVAL, "a bad first line: EINVAL");
+    ok(errors_hold(ring, "\"line 1: no PartitionKey; no line applied\""),
+       "  'no line applied', the whole message");
+    import_free(m);
+    free_store(s, ring);
+}
+
+static void test_refusal_stops_other_partitions(void)
+{
+    struct failring *ring;
+    struct store *s = new_store(1, &ring);
+    struct import_stream *m = open_import(s, NULL, 1);
+    char pk[90], rk[90], want[400], *q = lines("q", "s", 3, 0, 100),
+                                    *r = lines("r", "t", 3, 0, 100);
+    struct buf p = BUF_INIT(SIZE_MAX);
+    unsigned long long off = 0;
+    char *got;
+
+    memset(pk, 'P', 85);
+    pk[85] = '\0';
+    snprintf(rk, sizeof(rk), "conflict%077d", 7);
+    for (int i = 0; i < 100; i++)
+        buf_addf(&p, "{\"PartitionKey\":\"%s\",\"RowKey\":\"%s%02d\"}\n", pk, i == 41 ? rk : "r",
+                 i == 41 ? 0 : i);
+    buf_add(&p, "", 1);
+    svc_reset(100); /* one sender: the first transaction out, the others queued */
+    put_at(m, p.ptr, &off);
+    put_at(m, q, &off);
+    put_at(m, r, &off);
+    is_int(import_flush(m), -EEXIST, "a transaction refused: EEXIST");
+    got = seen();
+    ok(!strstr(got, "q:") && !strstr(got, "r:"),
+       "the transactions of other partitions queued after it are not sent");
+    free(got);
+    snprintf(want, sizeof(want),
+             "\"line 42 (RowKey '%.80s' of partition '%.80s'): refused by the service; its "
+             "transaction (lines 1 to 100, 100 entities) not applied\"",
+             rk, pk);
+    ok(errors_hold(ring, want), "the whole message, keys cut at 80 bytes, in user.aztfs.errors");
+    import_free(m);
+    buf_free(&p);
+    free(q);
+    free(r);
+    free_store(s, ring);
+}
+
 int main(void)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -406,6 +644,11 @@ int main(void)
     test_bad_line();
     test_refused_transaction();
     test_interrupted_writes();
+    test_flush_mid_line();
+    test_release_ends_the_line();
+    test_limits_make_a_bad_line();
+    test_bad_first_line();
+    test_refusal_stops_other_partitions();
     httpd_stop();
     svc_reset(0);
     free(httpd.body);
