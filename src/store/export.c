@@ -293,7 +293,7 @@ int export_read(struct export_stream *x, char *buf, size_t size, unsigned long l
             got += buf_read(&x->page.lines, (size_t)(at - x->start), buf + got, size - got);
             continue;
         }
-        if (x->done || got > 0) /* what is here now, rather than wait for more */
+        if (x->done) /* the stream's end: the one short read */
             break;
         x->start = end; /* past this page: the next one (a seek forward skips pages) */
         buf_reset(&x->page.lines);

@@ -5,15 +5,18 @@ name and value spelled byte for byte as in the file, no whitespace between
 tokens), in the service's order; complete over many pages; checked against
 the per-entity files and the official SDK; never listed; a view's
 read-only (EROFS), the others written only by imports; head stops the scan; a seek back starts it again; pandas reads it, and DuckDB
-through a pipe."""
+through a pipe; every read (dd, pread) is full and at its offset's
+bytes."""
 
 import base64
 import datetime
 import errno
 import json
 import os
+import random
 import stat
 import subprocess
+import threading
 import time
 import uuid
 
@@ -26,6 +29,8 @@ T = "exportT"            # every Edm type, odd keys
 BIG = "exportBig"        # many pages
 BIG_N = 5000
 BIG_PARTS = 10
+WIDE = "exportWide"      # several MiB of lines: 1 KiB a property
+WIDE_N = 6000
 ODD_PKS = ["EU", "", "%", " sp ace", ".dot", "p'q", "é日本😀", "x" * 300]
 ODD_RKS = ["", "%", "a b", ".hidden", "it's", "ü😀", "r" * 300, "zz"]
 
@@ -60,6 +65,15 @@ def seeded(sdk, seed):
     seed.insert(big, [{"PartitionKey": "p%02d" % (i % BIG_PARTS), "RowKey": "r%05d" % i,
                        "n": i, "v": "value %d" % i} for i in range(BIG_N)])
     return t, big
+
+
+@pytest.fixture(scope="module")
+def wide(sdk, seed):
+    """WIDE_N entities of some 1.1 KiB each in 6 partitions: 6.6 MB of lines."""
+    t = seed.table(sdk, WIDE)
+    seed.insert(t, [{"PartitionKey": "w%d" % (i % 6), "RowKey": "r%05d" % i,
+                     "v": ("%05d" % i) * 220} for i in range(WIDE_N)])
+    return t
 
 
 @pytest.fixture(scope="module")
@@ -300,6 +314,38 @@ def test_seeks(seeded, mnt):
     assert a == data[:1000] and tail == data[-500:] and again == data[10:1000]
 
 
+def test_reads_are_full_and_at_their_offset(wide, mnt, sh, tmp_path):
+    """A read returns all it asks for until the stream ends, at its
+    offset's bytes, as a regular file does: dd's blocks are whole, its
+    skip= lands where a local copy's does, and random preads (forward and
+    back) give the local copy's bytes."""
+    path = mnt.join(WIDE, ".ndjson")
+    local = tmp_path / "local.ndjson"
+    sh("cat '%s' > '%s'" % (path, local))
+    data = local.read_bytes()
+    assert len(data) > 6 * 10**6
+    mib = 1 << 20
+    out = sh(["dd", "if=%s" % path, "bs=1M", "count=3", "status=none"]).stdout_bytes
+    assert len(out) == 3 * mib and out == data[:3 * mib]
+    out = sh(["dd", "if=%s" % path, "bs=1M", "skip=2", "count=1", "status=none"]).stdout_bytes
+    assert len(out) == mib and out == data[2 * mib:3 * mib]
+    out = sh(["dd", "if=%s" % path, "bs=1M", "skip=6", "status=none"]).stdout_bytes
+    assert out == data[6 * mib:]
+    rnd = random.Random(46)
+    size = 200 * 1000
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        bad = []
+        for _ in range(40):
+            off = rnd.randrange(0, len(data) + 1000)
+            got = os.pread(fd, size, off)
+            if got != data[off:off + size]:
+                bad.append((off, len(got)))
+        assert not bad, bad
+    finally:
+        os.close(fd)
+
+
 def test_pandas_reads_it(seeded, mnt):
     """pandas.read_json(lines=True), which reads the file to its end (its
     size 0 is no obstacle), sees every entity."""
@@ -384,13 +430,16 @@ def test_killed_reader_stops_an_endless_stream(mounter):
     """A stream whose pages never end (a stub server): cat streams them;
     once cat is killed, no more pages are asked for, and the mount serves
     on. (A split would ask its ranges with filters the stub ignores: one
-    page at a time here.)"""
+    page at a time here. Each page holds some 130 kB of lines: a read is
+    answered in full, so cat's first 128 KiB read waits for that much.)"""
     from conftest import conn_str_for
     from stubtable import StubTable
 
     class Flood(StubTable):
         def page(self, n, query):
-            return [{"PartitionKey": "p", "RowKey": "r%08d" % n, "n": n}], True
+            pad = [{"PartitionKey": "p", "RowKey": "r%08d-%02d" % (n, j), "pad": "x" * 2000}
+                   for j in range(64)]
+            return [{"PartitionKey": "p", "RowKey": "r%08d" % n, "n": n}] + pad, True
 
     srv = Flood("flood", 0.02)
     try:
@@ -399,10 +448,13 @@ def test_killed_reader_stops_an_endless_stream(mounter):
                                stderr=subprocess.DEVNULL)
         first = cat.stdout.readline()
         assert json.loads(first) == {"PartitionKey": "p", "RowKey": "r00000001", "n": 1}
+        drain = threading.Thread(target=cat.stdout.read)  # cat reads on while it can write
+        drain.start()
         time.sleep(0.5)
         assert cat.poll() is None and srv.count() >= 5
         cat.kill()
         cat.wait(timeout=10)
+        drain.join(timeout=10)
         cat.stdout.close()
         time.sleep(0.5)                 # the page in flight may land
         before = srv.count()
