@@ -5,7 +5,8 @@ name and value spelled byte for byte as in the file, no whitespace between
 tokens), in the service's order; complete over many pages; checked against
 the per-entity files and the official SDK; never listed; a view's
 read-only (EROFS), the others written only by imports; head stops the scan; a seek back starts it again; pandas reads it, and DuckDB
-through a pipe; every read (dd, pread) is full and at its offset's
+through a pipe; sendfile (shutil.copyfile) copies it whole where the
+kernel lets it; every read (dd, pread) is full and at its offset's
 bytes."""
 
 import base64
@@ -14,6 +15,7 @@ import errno
 import json
 import os
 import random
+import shutil
 import stat
 import subprocess
 import threading
@@ -312,6 +314,59 @@ def test_seeks(seeded, mnt):
         again = f.read(990)
         assert os.pread(f.fileno(), 300, 400000) == data[400000:400300]
     assert a == data[:1000] and tail == data[-500:] and again == data[10:1000]
+
+
+def sendfile_all(src_fd, dst_path, offset=0):
+    """os.sendfile from SRC_FD at OFFSET (None: its position) to a new file
+    DST_PATH until it returns 0, as shutil.copyfile does; its bytes."""
+    with open(dst_path, "wb") as out:
+        while True:
+            n = os.sendfile(out.fileno(), src_fd, offset, 1 << 20)
+            if n == 0:
+                break
+            if offset is not None:
+                offset += n
+    with open(dst_path, "rb") as f:
+        return f.read()
+
+
+def test_sendfile_copies_it_whole(wide, mnt, tmp_path):
+    """shutil.copyfile and shutil.copy (os.sendfile underneath) and
+    os.sendfile itself copy all of the stream's bytes, once the kernel
+    splices a direct_io file through its reads (a fix posted for Linux in
+    May 2026). A kernel that splices it from the page cache instead, up to
+    the size 0 that stat shows (Linux 6.5 to 6.18 here), copies nothing:
+    the mount is never asked (xfail, USAGE "Export streams"), while the
+    same sendfile from a descriptor opened O_DIRECT, which the kernel
+    splices through reads, and shutil.copyfileobj copy it whole."""
+    path = mnt.join(WIDE, ".ndjson")
+    with open(path, "rb") as f:
+        data = f.read()
+    assert len(data) > 6 * 10**6 and data.count(b"\n") == WIDE_N
+    with open(path, "rb") as f, open(tmp_path / "o.ndjson", "wb") as out:
+        shutil.copyfileobj(f, out)
+    assert (tmp_path / "o.ndjson").read_bytes() == data
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        assert sendfile_all(fd, tmp_path / "direct.ndjson") == data
+    finally:
+        os.close(fd)
+    shutil.copyfile(path, tmp_path / "a.ndjson")
+    copied = (tmp_path / "a.ndjson").read_bytes()
+    if copied == b"":
+        pytest.xfail("this kernel splices a direct_io file from its page cache, "
+                     "up to its size 0: sendfile copies nothing")
+    assert copied == data
+    shutil.copy(path, tmp_path / "b.ndjson")
+    assert (tmp_path / "b.ndjson").read_bytes() == data
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert sendfile_all(fd, tmp_path / "c.ndjson") == data
+        os.lseek(fd, 0, os.SEEK_SET)         # from the descriptor's position, after a read
+        head = os.read(fd, 1000)
+        assert head + sendfile_all(fd, tmp_path / "d.ndjson", None) == data
+    finally:
+        os.close(fd)
 
 
 def test_reads_are_full_and_at_their_offset(wide, mnt, sh, tmp_path):
