@@ -335,7 +335,7 @@ def test_sendfile_copies_it_whole(wide, mnt, tmp_path):
     os.sendfile itself copy all of the stream's bytes, once the kernel
     splices a direct_io file through its reads (a fix posted for Linux in
     May 2026). A kernel that splices it from the page cache instead, up to
-    the size 0 that stat shows (Linux 6.5 to 6.18 here), copies nothing:
+    the size 0 that stat shows (Linux since 6.5; 6.18.44 here), copies nothing:
     the mount is never asked (xfail, USAGE "Export streams"), while the
     same sendfile from a descriptor opened O_DIRECT, which the kernel
     splices through reads, and shutil.copyfileobj copy it whole."""
