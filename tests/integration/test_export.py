@@ -4,10 +4,11 @@ entity's file text on one line (the same members in the same order, each
 name and value spelled byte for byte as in the file, no whitespace between
 tokens), in the service's order; complete over many pages; checked against
 the per-entity files and the official SDK; never listed; a view's
-read-only (EROFS), the others written only by imports; head stops the scan; a seek back starts it again; pandas reads it, and DuckDB
-through a pipe; sendfile (shutil.copyfile) copies it whole where the
-kernel lets it; every read (dd, pread) is full and at its offset's
-bytes."""
+read-only (EROFS), the others written only by imports; head stops the
+scan; read in order, as a pipe is (lseek, pread and sendfile at an offset
+fail with ESPIPE), so shutil.copyfile copies it whole and dd skip= reads
+past; pandas reads it, and DuckDB through a pipe (by name it fails
+loudly); every read is full."""
 
 import base64
 import datetime
@@ -300,80 +301,93 @@ def test_read_only(seeded, mnt, sh):
     assert len(list(t.list_entities())) == len(t_entities())
 
 
-def test_seeks(seeded, mnt):
-    """Reads in order; a seek forward skips; a seek back starts the query
-    again: the same bytes while the table does not change."""
-    path = mnt.join(BIG, ".ndjson")
-    with open(path, "rb") as f:
-        data = f.read()
-    with open(path, "rb", buffering=0) as f:
-        a = f.read(1000)
-        f.seek(len(data) - 500)
-        tail = f.read(10000)
-        f.seek(10)
-        again = f.read(990)
-        assert os.pread(f.fileno(), 300, 400000) == data[400000:400300]
-    assert a == data[:1000] and tail == data[-500:] and again == data[10:1000]
+STREAMS = ((BIG,), (BIG, "p03"), (BIG, ".where", "n ge 1000 and n lt 3000"))
 
 
-def sendfile_all(src_fd, dst_path, offset=0):
-    """os.sendfile from SRC_FD at OFFSET (None: its position) to a new file
-    DST_PATH until it returns 0, as shutil.copyfile does; its bytes."""
-    with open(dst_path, "wb") as out:
-        while True:
-            n = os.sendfile(out.fileno(), src_fd, offset, 1 << 20)
-            if n == 0:
-                break
-            if offset is not None:
-                offset += n
-    with open(dst_path, "rb") as f:
-        return f.read()
+def test_read_in_order_as_a_pipe(seeded, mnt, sh):
+    """A stream (a table's, a partition's, a view's) is read in order, as a
+    pipe is: reads of any size give the bytes one after another, exactly;
+    lseek, pread and seek fail with ESPIPE (Python sees a stream that is not
+    seekable) and the reads go on where they were; head -n gives its lines
+    (coreutils cannot seek back past them: it says so, and exits 0)."""
+    for parts in STREAMS:
+        path = mnt.join(*parts, ".ndjson")
+        with open(path, "rb") as f:
+            data = f.read()
+            assert not f.seekable()
+        assert data.count(b"\n") == {1: BIG_N, 2: BIG_N // BIG_PARTS, 3: 2000}[len(parts)]
+        rnd = random.Random(len(parts))
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            got = []
+            for call in (lambda: os.lseek(fd, 0, os.SEEK_SET), lambda: os.lseek(fd, 0, os.SEEK_CUR),
+                         lambda: os.pread(fd, 100, 0)):
+                with pytest.raises(OSError) as ei:
+                    call()
+                assert ei.value.errno == errno.ESPIPE, parts
+            while True:
+                b = os.read(fd, rnd.choice((1, 100, 4096, 70000, 1 << 20)))
+                if not b:
+                    break
+                got.append(b)
+                if len(got) == 3:
+                    with pytest.raises(OSError) as ei:
+                        os.pread(fd, 1000, 10)
+                    assert ei.value.errno == errno.ESPIPE
+            assert b"".join(got) == data, parts
+        finally:
+            os.close(fd)
+        with open(path, "rb", buffering=0) as f:
+            assert f.read(1000) == data[:1000]
+            with pytest.raises(OSError) as ei:
+                f.seek(10)
+            assert ei.value.errno == errno.ESPIPE
+            assert f.read(1000) == data[1000:2000]
+        r = sh(["head", "-n", "3", path])
+        assert r.stdout_bytes == b"".join(data.splitlines(True)[:3])
 
 
 def test_sendfile_copies_it_whole(wide, mnt, tmp_path):
-    """shutil.copyfile and shutil.copy (os.sendfile underneath) and
-    os.sendfile itself copy all of the stream's bytes, once the kernel
-    splices a direct_io file through its reads (a fix posted for Linux in
-    May 2026). A kernel that splices it from the page cache instead, up to
-    the size 0 that stat shows (Linux since 6.5; 6.18.44 here), copies nothing:
-    the mount is never asked (xfail, USAGE "Export streams"), while the
-    same sendfile from a descriptor opened O_DIRECT, which the kernel
-    splices through reads, and shutil.copyfileobj copy it whole."""
+    """shutil.copyfile and shutil.copy copy all of the stream's bytes, a
+    table's, a partition's and a view's. They try os.sendfile at offset 0
+    first, which the stream refuses with ESPIPE (it is not seekable), and
+    then copy by reads. (A seekable stream was copied empty, with success:
+    Linux since 6.5 splices a direct_io file from its page cache, up to the
+    size 0 that stat shows, and the mount was never asked.) os.sendfile
+    itself fails loudly: ESPIPE at an offset, EINVAL from the position
+    (the kernel splices only a seekable file there)."""
     path = mnt.join(WIDE, ".ndjson")
     with open(path, "rb") as f:
         data = f.read()
     assert len(data) > 6 * 10**6 and data.count(b"\n") == WIDE_N
+    shutil.copyfile(path, tmp_path / "a.ndjson")
+    assert (tmp_path / "a.ndjson").read_bytes() == data
+    shutil.copy(path, tmp_path / "b.ndjson")
+    assert (tmp_path / "b.ndjson").read_bytes() == data
     with open(path, "rb") as f, open(tmp_path / "o.ndjson", "wb") as out:
         shutil.copyfileobj(f, out)
     assert (tmp_path / "o.ndjson").read_bytes() == data
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-    try:
-        assert sendfile_all(fd, tmp_path / "direct.ndjson") == data
-    finally:
-        os.close(fd)
-    shutil.copyfile(path, tmp_path / "a.ndjson")
-    copied = (tmp_path / "a.ndjson").read_bytes()
-    if copied == b"":
-        pytest.xfail("this kernel splices a direct_io file from its page cache, "
-                     "up to its size 0: sendfile copies nothing")
-    assert copied == data
-    shutil.copy(path, tmp_path / "b.ndjson")
-    assert (tmp_path / "b.ndjson").read_bytes() == data
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        assert sendfile_all(fd, tmp_path / "c.ndjson") == data
-        os.lseek(fd, 0, os.SEEK_SET)         # from the descriptor's position, after a read
-        head = os.read(fd, 1000)
-        assert head + sendfile_all(fd, tmp_path / "d.ndjson", None) == data
-    finally:
-        os.close(fd)
+    rows = [(json.loads(l), l) for l in data.splitlines(True)]
+    for parts, keep in (((WIDE, "w2"), lambda e: e["PartitionKey"] == "w2"),
+                        ((WIDE, ".where", "RowKey lt 'r00100'"), lambda e: e["RowKey"] < "r00100")):
+        shutil.copyfile(mnt.join(*parts, ".ndjson"), tmp_path / "p.ndjson")
+        want = b"".join(l for e, l in rows if keep(e))
+        assert (tmp_path / "p.ndjson").read_bytes() == want and want, parts
+    for offset, code in ((0, errno.ESPIPE), (None, errno.EINVAL)):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            with open(tmp_path / "s.ndjson", "wb") as out, pytest.raises(OSError) as ei:
+                os.sendfile(out.fileno(), fd, offset, 1 << 20)
+            assert ei.value.errno == code, offset
+        finally:
+            os.close(fd)
 
 
 def test_reads_are_full_and_at_their_offset(wide, mnt, sh, tmp_path):
-    """A read returns all it asks for until the stream ends, at its
-    offset's bytes, as a regular file does: dd's blocks are whole, its
-    skip= lands where a local copy's does, and random preads (forward and
-    back) give the local copy's bytes."""
+    """A read returns all it asks for until the stream ends, as a regular
+    file's does: dd's blocks are whole; dd skip= (which reads and drops
+    what it skips of a stream it cannot seek) and tail -c give the bytes a
+    local copy has there."""
     path = mnt.join(WIDE, ".ndjson")
     local = tmp_path / "local.ndjson"
     sh("cat '%s' > '%s'" % (path, local))
@@ -386,19 +400,11 @@ def test_reads_are_full_and_at_their_offset(wide, mnt, sh, tmp_path):
     assert len(out) == mib and out == data[2 * mib:3 * mib]
     out = sh(["dd", "if=%s" % path, "bs=1M", "skip=6", "status=none"]).stdout_bytes
     assert out == data[6 * mib:]
-    rnd = random.Random(46)
-    size = 200 * 1000
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        bad = []
-        for _ in range(40):
-            off = rnd.randrange(0, len(data) + 1000)
-            got = os.pread(fd, size, off)
-            if got != data[off:off + size]:
-                bad.append((off, len(got)))
-        assert not bad, bad
-    finally:
-        os.close(fd)
+    out = sh(["dd", "if=%s" % path, "bs=1000", "iflag=skip_bytes", "skip=1234567", "count=2",
+              "status=none"]).stdout_bytes
+    assert out == data[1234567:1236567]
+    out = sh("tail -c 5000 '%s'" % path).stdout_bytes
+    assert out == data[-5000:]
 
 
 def test_pandas_reads_it(seeded, mnt):
@@ -433,10 +439,11 @@ def duckdb(sql, stdin_cmd=None):
 
 
 def test_duckdb_reads_it_through_a_pipe_not_by_its_size(seeded, mnt):
-    """DuckDB's read_json goes by the file's size, so it needs the stream
-    piped (USAGE, "Export streams"): from a pipe it reads every entity, the
-    keys and typed values as the SDK has them; by name it sees the size 0
-    that stat shows and reads no line (newline_delimited), or fails (auto)."""
+    """DuckDB's read_json goes by the file's size and seeks, so it needs the
+    stream piped (USAGE, "Export streams"): from a pipe it reads every
+    entity, the keys and typed values as the SDK has them; by name it fails
+    loudly (it cannot seek the stream), never reading the size 0 of stat
+    as an empty table."""
     _, big = seeded
     path = mnt.join(BIG, ".ndjson")
     sql = ("select count(*) as n, count(distinct PartitionKey) as p, sum(n) as s, "
@@ -452,11 +459,10 @@ def test_duckdb_reads_it_through_a_pipe_not_by_its_size(seeded, mnt):
                           "cat '%s'" % mnt.join(T, ".ndjson"))
     assert rc == 0, err
     assert json.loads(out) == [{"t": "Edm.Int64", "n": str(len(t_entities()))}]
-    # by its name: the size 0 of stat is all DuckDB reads
-    rc, out, err = duckdb(sql % path)
-    assert rc == 0 and json.loads(out)[0]["n"] == "0", (rc, out, err)
-    rc, out, err = duckdb("select count(*) as n from read_json('%s')" % path)
-    assert rc == 1 and "Could not read enough bytes" in err, (rc, out, err)
+    # by its name: an error, not an empty table
+    for q in (sql % path, "select count(*) as n from read_json('%s')" % path):
+        rc, out, err = duckdb(q)
+        assert rc != 0 and "Illegal seek" in err and out == "", (rc, out, err)
 
 
 def test_binary_round_trips_base64(seeded, mnt):
