@@ -57,6 +57,11 @@ int fs_stream_open(struct aztfs *a, const char *path, struct fspath *fp, struct 
     }
     fs_attach(fi, of, path);
     fi->noflush = mode == O_RDONLY; /* an export has nothing to commit at close */
+    /* An export is read in order, as a pipe is: lseek, pread and sendfile
+     * at an offset fail with ESPIPE, which makes shutil.copyfile fall back
+     * to reads (the kernel would splice it from the page cache, up to the
+     * size 0 stat shows: an empty copy) and dd skip= read and drop. */
+    fi->nonseekable = mode == O_RDONLY;
     return 0;
 }
 

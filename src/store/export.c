@@ -46,6 +46,7 @@ struct export_stream {
     struct table_pager *cur;  /* guarded by lock */
     struct export_page page;  /* the page being read; guarded by lock */
     unsigned long long start; /* the stream's offset of PAGE's first byte; guarded by lock */
+    unsigned long long pos;   /* the offset of the next byte to read; guarded by lock */
     int done;                 /* PAGE is the last; guarded by lock */
     int err;                  /* a page could not be made: every read fails so; guarded
                                * by lock */
@@ -154,17 +155,12 @@ static int on_page(void *ctx, json_t *value)
     return x->page.rc;
 }
 
-/* (Re)start X's query from its first entity: nothing is sent yet. */
+/* Start X's query from its first entity: nothing is sent yet. */
 static int start(struct export_stream *x)
 {
     static const struct table_prep prep = { page_prep, page_prep_free, 1, 1 };
     int rc;
 
-    table_pager_free(x->cur);
-    x->cur = NULL;
-    page_clear(&x->page);
-    x->start = 0;
-    x->done = 0;
     if ((rc = table_pager_new(&x->cur, x->table, x->filter, NULL, 0)) < 0)
         return rc;
     table_pager_text(x->cur); /* entities rendered from their text: no trees */
@@ -275,27 +271,27 @@ int export_open(struct store *s, struct fspath *fp, const char *path, struct exp
 int export_read(struct export_stream *x, char *buf, size_t size, unsigned long long off)
 {
     size_t got = 0;
-    int rc = 0;
+    int rc;
 
     pthread_mutex_lock(&x->lock);
-    if ((rc = x->err) == 0 && off < x->start) {
-        log_info(&x->s->log,
-                 "export %s: read at %llu, before the page held (%llu): "
-                 "the query starts again",
-                 x->path, off, x->start);
-        if ((rc = start(x)) == 0)
-            rc = next_page(x);
+    if ((rc = x->err) == 0 && off != x->pos) {
+        log_error(&x->s->log,
+                  "export %s: read at %llu, not where the stream is (%llu): "
+                  "a stream is read in order",
+                  x->path, off, x->pos);
+        rc = -ESPIPE;
     }
     while (rc == 0 && got < size) {
-        unsigned long long at = off + got, end = x->start + x->page.lines.len;
+        size_t at = (size_t)(x->pos - x->start);
 
-        if (at < end) {
-            got += buf_read(&x->page.lines, (size_t)(at - x->start), buf + got, size - got);
+        if (at < x->page.lines.len) {
+            got += buf_read(&x->page.lines, at, buf + got, size - got);
+            x->pos = off + got;
             continue;
         }
-        if (x->done || got > 0) /* what is here now, rather than wait for more */
+        if (x->done) /* the stream's end: the one short read */
             break;
-        x->start = end; /* past this page: the next one (a seek forward skips pages) */
+        x->start = x->pos; /* past this page: the next one */
         buf_reset(&x->page.lines);
         rc = next_page(x);
     }

@@ -644,14 +644,14 @@ struct export_stream;
  * service refused: logged), -EINTR, or -errno (logged). */
 int export_open(struct store *s, struct fspath *fp, const char *path, struct export_stream **out);
 
-/* Copy up to SIZE bytes of X's stream from offset OFF into BUF: what is
- * left of the page held, else the next page, fetched now (a read never
- * waits for a second page when it has bytes: a short read, and readers
- * read on). The pages before OFF are fetched and dropped (a seek forward);
- * OFF before the page held (a seek back) starts the query again from its
- * first page and goes on to OFF: the same bytes when the table did not
- * change meanwhile. Returns the bytes copied (0: the end), or -errno
- * (logged as for export_open). */
+/* Copy SIZE bytes of X's stream from offset OFF, where the last read
+ * ended (the stream is opened non-seekable: the kernel reads it in order),
+ * into BUF, as a regular file's read does: what is left of the page held,
+ * then the next pages, fetched now, until SIZE bytes are copied or the
+ * stream ends (the one short read; a failure after some bytes also ends the
+ * read there, the next read reporting it). Returns the bytes copied (0: the
+ * end), -ESPIPE (OFF is not where the stream is: logged, nothing read), or
+ * -errno (logged as for export_open). */
 int export_read(struct export_stream *x, char *buf, size_t size, unsigned long long off);
 
 /* Free X (NULL: nothing): its fetches under way are waited for (a split's

@@ -605,6 +605,112 @@ class Runner:
             self.expect(s, errno.ESTALE, got)
             self.model.put(pk, rk, theirs)
 
+    # streams (/T/.ndjson, /T/PK/.ndjson): import and export --------------------
+    def stream_path(self, pk=None):
+        """The table's stream, or partition PK's."""
+        return os.path.join(self.pdir(pk) if pk is not None else
+                            os.path.join(self.m, self.table), ".ndjson")
+
+    def ndjson_line(self, pk, rk, props, with_pk=True):
+        """Entity PK/RK with PROPS as an import line (its keys in it)."""
+        obj = json.loads(entity_text(props))
+        keys = {"PartitionKey": pk, "RowKey": rk} if with_pk else {"RowKey": rk}
+        return (json.dumps(dict(keys, **obj), ensure_ascii=False) + "\n").encode()
+
+    def shell_into(self, data, op, path):
+        """`cat lines OP PATH` (OP ">" or ">>"); cat's exit status and stderr."""
+        r = subprocess.run(["bash", "-c", 'cat %s "$1"' % op, "import", path], input=data,
+                           capture_output=True, timeout=120)
+        return r.returncode, r.stderr.decode(errors="replace")
+
+    def op_import(self, s):
+        """NDJSON written to the table's stream, or a partition's (its lines
+        without their PartitionKey, half the time): `>` is Insert Or Replace
+        (each line's entity whole, the last of one key wins), `>>` Insert
+        (only entities the table lacks; first, with CLASH, one line naming
+        an entity it holds alone fails the stream: cat exits 1, nothing
+        changes)."""
+        pk0 = s["pk"]
+        part = s["scope"] == "partition"
+        if part and pk0 not in self.model.partitions():
+            return
+        lines = [(pk0 if part else pk, rk, props) for pk, rk, props in s["lines"]]
+        if s["how"] == ">>":
+            held = sorted((pk, rk) for pk, rows in self.model.rows.items() for rk in rows
+                          if not part or pk == pk0)
+            if held and s["clash"]:
+                pk, rk = held[s["n"] % len(held)]
+                rc, err = self.shell_into(self.ndjson_line(pk, rk, {}), ">>",
+                                          self.stream_path(pk0 if part else None))
+                if rc == 0:
+                    raise StepFailed(">> of an entity the table holds succeeded")
+                self.check_view()
+            new = {}                       # Insert: entities the table lacks, one line a key
+            for pk, rk, props in lines:
+                if self.model.get(pk, rk) is None:
+                    new.setdefault((pk, rk), props)
+            lines = [(pk, rk, props) for (pk, rk), props in new.items()]
+        data = b"".join(self.ndjson_line(pk, rk, props, not (part and s["bare"]))
+                        for pk, rk, props in lines)
+        rc, err = self.shell_into(data, s["how"], self.stream_path(pk0 if part else None))
+        if rc != 0:
+            raise StepFailed("cat %s stream: exit %d: %s" % (s["how"], rc, err.strip()))
+        for pk, rk, props in lines:
+            self.saved(pk, rk, props)
+
+    def op_export(self, s):
+        """`cat` of the table's stream, or a partition's: one line per
+        entity of the model, each line its entity's properties with their
+        types, in key order; a pread fails (ESPIPE: the stream is read in
+        order), and reads in order give cat's bytes at any point."""
+        pk = s["pk"] if s["scope"] == "partition" else None
+        path = self.stream_path(pk)
+        r = subprocess.run(["cat", path], capture_output=True, timeout=120)
+        if pk is not None and pk not in self.model.partitions():
+            if r.returncode == 0 and r.stdout == b"" and pk in self.model.lingering():
+                return                     # the mount still lists it, empty
+            if r.returncode == 0 or b"No such file" not in r.stderr:
+                raise StepFailed("cat of a missing partition's stream: exit %d, %r" % (
+                    r.returncode, r.stderr[:200]))
+            return
+        if r.returncode != 0:
+            raise StepFailed("cat %s: %s" % (path, r.stderr.decode(errors="replace")))
+        data = r.stdout
+        if data and not data.endswith(b"\n"):
+            raise StepFailed("export: the last line has no newline")
+        got = []
+        for line in data.split(b"\n")[:-1]:
+            obj = json.loads(line.decode("utf-8"))
+            got.append((obj.get("PartitionKey"), obj.get("RowKey"), parse_file(line)))
+        want = {(p, r): props for p, part in self.model.rows.items() for r, props in part.items()
+                if pk is None or p == pk}
+        keys = [(p, r) for p, r, _ in got]
+        if sorted(keys) != sorted(want) or len(set(keys)) != len(keys):
+            raise StepFailed("export %s: keys %s, model %s" % (path, keys, sorted(want)))
+        utf16 = [(p.encode("utf-16-be"), r.encode("utf-16-be")) for p, r in keys]
+        if utf16 != sorted(utf16) and keys != sorted(keys):
+            raise StepFailed("export %s: keys out of order: %s" % (path, keys))
+        for p, r, props in got:
+            if not same_props(want[(p, r)], props):
+                raise StepFailed("export %s: %s/%s: %s, model %s" % (path, p, r, props,
+                                                                     want[(p, r)]))
+        if data:
+            at = int(len(data) * s["at"])
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                code = errno_of(lambda: os.pread(fd, 4096, at))
+                skipped = 0
+                while skipped < at and (chunk := os.read(fd, min(at - skipped, 65536))):
+                    skipped += len(chunk)
+                part = os.read(fd, 4096)
+            finally:
+                os.close(fd)
+            if code != errno.ESPIPE:
+                raise StepFailed("export %s: pread gave errno %s, not ESPIPE" % (path, code))
+            if part != data[at:at + 4096]:
+                raise StepFailed("export %s: read at %d in order: %r, cat has %r" % (
+                    path, at, part[:60], data[at:at + 60]))
+
     # write-behind (-o writeback): the steps that differ --------------------------
     def sync_root(self):
         """fsync of the mount's root (everything queued sent): 0 or the errno."""
@@ -941,6 +1047,7 @@ OPS = [("create", 6), ("overwrite", 8), ("append_fix", 2), ("truncate0", 2), ("r
        ("scratch", 3), ("two_handles", 2), ("held_read", 2), ("ext_change", 4),
        ("bad_save", 1), ("rename_onto_open", 1), ("write_across_rename", 1),
        ("new_open_listed", 1), ("rsync_copy", 1), ("excl_refused", 1)]
+STREAM_OPS = [("import", 2), ("export", 2)]   # not with write-behind (its sequences unchanged)
 
 
 WB_OPS = [("sync", 2), ("remount", 1)]    # with write-behind only
@@ -949,7 +1056,7 @@ WB_OPS = [("sync", 2), ("remount", 1)]    # with write-behind only
 def gen_step(rng, depth=0, wb=False, crash=None):
     """One step from RNG; with WB the write-behind steps too, and CRASH (a
     second Random) turns a kill -9 remount into one of CRASHES."""
-    ops = [o for o, w in OPS + (WB_OPS if wb else []) for _ in range(w)
+    ops = [o for o, w in OPS + (WB_OPS if wb else STREAM_OPS) for _ in range(w)
            if not (depth and o in ("held_read", "remount"))]
     op = rng.choice(ops)
     s = {"op": op, "pk": rng.choice(PARTITIONS), "rk": rng.choice(ROWS)}
@@ -982,8 +1089,24 @@ def gen_step(rng, depth=0, wb=False, crash=None):
             s["n"] = crash.randrange(1 << 30)
     if op == "held_read":
         s["inner"] = gen_step(rng, depth + 1, wb, crash)
+    if op in ("import", "export"):
+        gen_stream_step(rng, s)
     # JSON round trip: props values as tuples become lists; keep them tuples
     return s
+
+
+def gen_stream_step(rng, s):
+    """An import's or an export's arguments into step S."""
+    s["scope"] = rng.choice(["table", "partition"])
+    if s["op"] == "export":
+        s["at"] = rng.random()              # where its pread reads
+        return
+    s["how"] = rng.choice([">", ">", ">>"])
+    s["clash"] = rng.random() < 0.5
+    s["bare"] = rng.random() < 0.5
+    s["n"] = rng.randrange(1 << 30)         # which held entity a clash names
+    s["lines"] = [(rng.choice(PARTITIONS), rng.choice(ROWS), random_props(rng))
+                  for _ in range(rng.randrange(1, 6))]
 
 
 def normalise(step):
@@ -991,6 +1114,9 @@ def normalise(step):
     for key in ("props", "props2"):
         if key in step:
             step[key] = {k: tuple(v) for k, v in step[key].items()}
+    if "lines" in step:
+        step["lines"] = [(pk, rk, {k: tuple(v) for k, v in props.items()})
+                         for pk, rk, props in step["lines"]]
     if "inner" in step:
         normalise(step["inner"])
     return step

@@ -4,16 +4,22 @@ entity's file text on one line (the same members in the same order, each
 name and value spelled byte for byte as in the file, no whitespace between
 tokens), in the service's order; complete over many pages; checked against
 the per-entity files and the official SDK; never listed; a view's
-read-only (EROFS), the others written only by imports; head stops the scan; a seek back starts it again; pandas reads it, and DuckDB
-through a pipe."""
+read-only (EROFS), the others written only by imports; head stops the
+scan; read in order, as a pipe is (lseek, pread and sendfile at an offset
+fail with ESPIPE), so shutil.copyfile copies it whole and dd skip= reads
+past; pandas reads it, and DuckDB through a pipe (by name it fails
+loudly); every read is full."""
 
 import base64
 import datetime
 import errno
 import json
 import os
+import random
+import shutil
 import stat
 import subprocess
+import threading
 import time
 import uuid
 
@@ -26,6 +32,8 @@ T = "exportT"            # every Edm type, odd keys
 BIG = "exportBig"        # many pages
 BIG_N = 5000
 BIG_PARTS = 10
+WIDE = "exportWide"      # several MiB of lines: 1 KiB a property
+WIDE_N = 6000
 ODD_PKS = ["EU", "", "%", " sp ace", ".dot", "p'q", "é日本😀", "x" * 300]
 ODD_RKS = ["", "%", "a b", ".hidden", "it's", "ü😀", "r" * 300, "zz"]
 
@@ -60,6 +68,15 @@ def seeded(sdk, seed):
     seed.insert(big, [{"PartitionKey": "p%02d" % (i % BIG_PARTS), "RowKey": "r%05d" % i,
                        "n": i, "v": "value %d" % i} for i in range(BIG_N)])
     return t, big
+
+
+@pytest.fixture(scope="module")
+def wide(sdk, seed):
+    """WIDE_N entities of some 1.1 KiB each in 6 partitions: 6.6 MB of lines."""
+    t = seed.table(sdk, WIDE)
+    seed.insert(t, [{"PartitionKey": "w%d" % (i % 6), "RowKey": "r%05d" % i,
+                     "v": ("%05d" % i) * 220} for i in range(WIDE_N)])
+    return t
 
 
 @pytest.fixture(scope="module")
@@ -284,20 +301,110 @@ def test_read_only(seeded, mnt, sh):
     assert len(list(t.list_entities())) == len(t_entities())
 
 
-def test_seeks(seeded, mnt):
-    """Reads in order; a seek forward skips; a seek back starts the query
-    again: the same bytes while the table does not change."""
-    path = mnt.join(BIG, ".ndjson")
+STREAMS = ((BIG,), (BIG, "p03"), (BIG, ".where", "n ge 1000 and n lt 3000"))
+
+
+def test_read_in_order_as_a_pipe(seeded, mnt, sh):
+    """A stream (a table's, a partition's, a view's) is read in order, as a
+    pipe is: reads of any size give the bytes one after another, exactly;
+    lseek, pread and seek fail with ESPIPE (Python sees a stream that is not
+    seekable) and the reads go on where they were; head -n gives its lines
+    (coreutils cannot seek back past them: it says so, and exits 0)."""
+    for parts in STREAMS:
+        path = mnt.join(*parts, ".ndjson")
+        with open(path, "rb") as f:
+            data = f.read()
+            assert not f.seekable()
+        assert data.count(b"\n") == {1: BIG_N, 2: BIG_N // BIG_PARTS, 3: 2000}[len(parts)]
+        rnd = random.Random(len(parts))
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            got = []
+            for call in (lambda: os.lseek(fd, 0, os.SEEK_SET), lambda: os.lseek(fd, 0, os.SEEK_CUR),
+                         lambda: os.pread(fd, 100, 0)):
+                with pytest.raises(OSError) as ei:
+                    call()
+                assert ei.value.errno == errno.ESPIPE, parts
+            while True:
+                b = os.read(fd, rnd.choice((1, 100, 4096, 70000, 1 << 20)))
+                if not b:
+                    break
+                got.append(b)
+                if len(got) == 3:
+                    with pytest.raises(OSError) as ei:
+                        os.pread(fd, 1000, 10)
+                    assert ei.value.errno == errno.ESPIPE
+            assert b"".join(got) == data, parts
+        finally:
+            os.close(fd)
+        with open(path, "rb", buffering=0) as f:
+            assert f.read(1000) == data[:1000]
+            with pytest.raises(OSError) as ei:
+                f.seek(10)
+            assert ei.value.errno == errno.ESPIPE
+            assert f.read(1000) == data[1000:2000]
+        r = sh(["head", "-n", "3", path])
+        assert r.stdout_bytes == b"".join(data.splitlines(True)[:3])
+
+
+def test_sendfile_copies_it_whole(wide, mnt, tmp_path):
+    """shutil.copyfile and shutil.copy copy all of the stream's bytes, a
+    table's, a partition's and a view's. They try os.sendfile at offset 0
+    first, which the stream refuses with ESPIPE (it is not seekable), and
+    then copy by reads. (A seekable stream was copied empty, with success:
+    Linux since 6.5 splices a direct_io file from its page cache, up to the
+    size 0 that stat shows, and the mount was never asked.) os.sendfile
+    itself fails loudly: ESPIPE at an offset, EINVAL from the position
+    (the kernel splices only a seekable file there)."""
+    path = mnt.join(WIDE, ".ndjson")
     with open(path, "rb") as f:
         data = f.read()
-    with open(path, "rb", buffering=0) as f:
-        a = f.read(1000)
-        f.seek(len(data) - 500)
-        tail = f.read(10000)
-        f.seek(10)
-        again = f.read(990)
-        assert os.pread(f.fileno(), 300, 400000) == data[400000:400300]
-    assert a == data[:1000] and tail == data[-500:] and again == data[10:1000]
+    assert len(data) > 6 * 10**6 and data.count(b"\n") == WIDE_N
+    shutil.copyfile(path, tmp_path / "a.ndjson")
+    assert (tmp_path / "a.ndjson").read_bytes() == data
+    shutil.copy(path, tmp_path / "b.ndjson")
+    assert (tmp_path / "b.ndjson").read_bytes() == data
+    with open(path, "rb") as f, open(tmp_path / "o.ndjson", "wb") as out:
+        shutil.copyfileobj(f, out)
+    assert (tmp_path / "o.ndjson").read_bytes() == data
+    rows = [(json.loads(l), l) for l in data.splitlines(True)]
+    for parts, keep in (((WIDE, "w2"), lambda e: e["PartitionKey"] == "w2"),
+                        ((WIDE, ".where", "RowKey lt 'r00100'"), lambda e: e["RowKey"] < "r00100")):
+        shutil.copyfile(mnt.join(*parts, ".ndjson"), tmp_path / "p.ndjson")
+        want = b"".join(l for e, l in rows if keep(e))
+        assert (tmp_path / "p.ndjson").read_bytes() == want and want, parts
+    for offset, code in ((0, errno.ESPIPE), (None, errno.EINVAL)):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            with open(tmp_path / "s.ndjson", "wb") as out, pytest.raises(OSError) as ei:
+                os.sendfile(out.fileno(), fd, offset, 1 << 20)
+            assert ei.value.errno == code, offset
+        finally:
+            os.close(fd)
+
+
+def test_reads_are_full_and_at_their_offset(wide, mnt, sh, tmp_path):
+    """A read returns all it asks for until the stream ends, as a regular
+    file's does: dd's blocks are whole; dd skip= (which reads and drops
+    what it skips of a stream it cannot seek) and tail -c give the bytes a
+    local copy has there."""
+    path = mnt.join(WIDE, ".ndjson")
+    local = tmp_path / "local.ndjson"
+    sh("cat '%s' > '%s'" % (path, local))
+    data = local.read_bytes()
+    assert len(data) > 6 * 10**6
+    mib = 1 << 20
+    out = sh(["dd", "if=%s" % path, "bs=1M", "count=3", "status=none"]).stdout_bytes
+    assert len(out) == 3 * mib and out == data[:3 * mib]
+    out = sh(["dd", "if=%s" % path, "bs=1M", "skip=2", "count=1", "status=none"]).stdout_bytes
+    assert len(out) == mib and out == data[2 * mib:3 * mib]
+    out = sh(["dd", "if=%s" % path, "bs=1M", "skip=6", "status=none"]).stdout_bytes
+    assert out == data[6 * mib:]
+    out = sh(["dd", "if=%s" % path, "bs=1000", "iflag=skip_bytes", "skip=1234567", "count=2",
+              "status=none"]).stdout_bytes
+    assert out == data[1234567:1236567]
+    out = sh("tail -c 5000 '%s'" % path).stdout_bytes
+    assert out == data[-5000:]
 
 
 def test_pandas_reads_it(seeded, mnt):
@@ -332,10 +439,11 @@ def duckdb(sql, stdin_cmd=None):
 
 
 def test_duckdb_reads_it_through_a_pipe_not_by_its_size(seeded, mnt):
-    """DuckDB's read_json goes by the file's size, so it needs the stream
-    piped (USAGE, "Export streams"): from a pipe it reads every entity, the
-    keys and typed values as the SDK has them; by name it sees the size 0
-    that stat shows and reads no line (newline_delimited), or fails (auto)."""
+    """DuckDB's read_json goes by the file's size and seeks, so it needs the
+    stream piped (USAGE, "Export streams"): from a pipe it reads every
+    entity, the keys and typed values as the SDK has them; by name it fails
+    loudly (it cannot seek the stream), never reading the size 0 of stat
+    as an empty table."""
     _, big = seeded
     path = mnt.join(BIG, ".ndjson")
     sql = ("select count(*) as n, count(distinct PartitionKey) as p, sum(n) as s, "
@@ -351,11 +459,10 @@ def test_duckdb_reads_it_through_a_pipe_not_by_its_size(seeded, mnt):
                           "cat '%s'" % mnt.join(T, ".ndjson"))
     assert rc == 0, err
     assert json.loads(out) == [{"t": "Edm.Int64", "n": str(len(t_entities()))}]
-    # by its name: the size 0 of stat is all DuckDB reads
-    rc, out, err = duckdb(sql % path)
-    assert rc == 0 and json.loads(out)[0]["n"] == "0", (rc, out, err)
-    rc, out, err = duckdb("select count(*) as n from read_json('%s')" % path)
-    assert rc == 1 and "Could not read enough bytes" in err, (rc, out, err)
+    # by its name: an error, not an empty table
+    for q in (sql % path, "select count(*) as n from read_json('%s')" % path):
+        rc, out, err = duckdb(q)
+        assert rc != 0 and "Illegal seek" in err and out == "", (rc, out, err)
 
 
 def test_binary_round_trips_base64(seeded, mnt):
@@ -384,13 +491,16 @@ def test_killed_reader_stops_an_endless_stream(mounter):
     """A stream whose pages never end (a stub server): cat streams them;
     once cat is killed, no more pages are asked for, and the mount serves
     on. (A split would ask its ranges with filters the stub ignores: one
-    page at a time here.)"""
+    page at a time here. Each page holds some 130 kB of lines: a read is
+    answered in full, so cat's first 128 KiB read waits for that much.)"""
     from conftest import conn_str_for
     from stubtable import StubTable
 
     class Flood(StubTable):
         def page(self, n, query):
-            return [{"PartitionKey": "p", "RowKey": "r%08d" % n, "n": n}], True
+            pad = [{"PartitionKey": "p", "RowKey": "r%08d-%02d" % (n, j), "pad": "x" * 2000}
+                   for j in range(64)]
+            return [{"PartitionKey": "p", "RowKey": "r%08d" % n, "n": n}] + pad, True
 
     srv = Flood("flood", 0.02)
     try:
@@ -399,10 +509,13 @@ def test_killed_reader_stops_an_endless_stream(mounter):
                                stderr=subprocess.DEVNULL)
         first = cat.stdout.readline()
         assert json.loads(first) == {"PartitionKey": "p", "RowKey": "r00000001", "n": 1}
+        drain = threading.Thread(target=cat.stdout.read)  # cat reads on while it can write
+        drain.start()
         time.sleep(0.5)
         assert cat.poll() is None and srv.count() >= 5
         cat.kill()
         cat.wait(timeout=10)
+        drain.join(timeout=10)
         cat.stdout.close()
         time.sleep(0.5)                 # the page in flight may land
         before = srv.count()
