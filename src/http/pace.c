@@ -32,7 +32,8 @@
  * refusing a third or more is throttling whatever it does), slowing down
  * did not help - the 503s are a front end's now and then, not an answer
  * to the rate - and the cut is undone; the larger of the two shares is
- * then the mount's base for PACE_BASE_MS. */
+ * then the mount's base for PACE_BASE_MS. No cut follows one not judged
+ * yet: the answers counted before a cut do not bring another. */
 #define PACE_JUDGE_MIN 10
 #define PACE_STRONG (1.0 / 3)
 #define PACE_BASE_MS 60000
@@ -273,7 +274,7 @@ void http_pace_answered(struct http_pace *p, double now, int throttled, long ret
             retry_after_ms = PACE_HOLD_MAX; /* longer: the request's own retries end */
         if (retry_after_ms > 0 && now + retry_after_ms > p->hold_ms)
             p->hold_ms = now + retry_after_ms;
-        if (p->cut_ms < 0 || now - p->cut_ms >= PACE_CUT_GAP) {
+        if (p->cut_ms < 0 || (p->judged && now - p->cut_ms >= PACE_CUT_GAP)) {
             to = cut(p, now, recent);
             from = p->cut_from;
         }
