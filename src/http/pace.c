@@ -17,23 +17,25 @@
 #define PACE_WINDOW 1000    /* ms: the window the recent rate is counted over */
 #define PACE_HOLD_MAX 60000 /* ms: the longest Retry-After every request heeds */
 /* Throttling is sustained, and slows the whole mount, when at least
- * PACE_BUSY_MIN of the answers within the last two windows were throttled,
- * and a PACE_BUSY_SHARE more of them than the share that is no doing of
- * the mount's rate (below), or an answer asks for a wait over
- * PACE_HOLD_OWN ms. Short of that a throttled answer costs only its own
+ * PACE_BUSY_MIN of the answers within the last two windows (PACE_JUDGE_MIN
+ * or more) were throttled, and a PACE_BUSY_SHARE more of them than the
+ * share that is no doing of the mount's rate (below), or an answer asks
+ * for a wait over PACE_HOLD_OWN ms. Short of that a throttled answer costs only its own
  * request's backoff. */
 #define PACE_BUSY_MIN 4
 #define PACE_BUSY_SHARE 0.0625
 #define PACE_HOLD_OWN 2000
 /* A cut is judged PACE_CUT_GAP ms on, by PACE_JUDGE_MIN answers or more.
  * A service that throttles the mount's rate refuses next to nothing once
- * the rate is cut to what it served; when the share throttled since is
- * still half the share that brought the cut (and under PACE_STRONG:
- * refusing a third or more is throttling whatever it does), slowing down
- * did not help - the 503s are a front end's now and then, not an answer
- * to the rate - and the cut is undone; the larger of the two shares is
- * then the mount's base for PACE_BASE_MS. No cut follows one not judged
- * yet: the answers counted before a cut do not bring another. */
+ * the rate is cut to what it served. When a third or more are still
+ * refused (PACE_STRONG), it throttles harder: the cut stays. When
+ * PACE_BUSY_MIN or more are, and PACE_BUSY_SHARE of them or more,
+ * slowing down did not help - the 503s are a front end's now and then,
+ * not an answer to the rate - and the cut is undone; the larger of that
+ * share and the one that brought the cut is then the mount's base for
+ * PACE_BASE_MS. When fewer came in the answers that would have shown
+ * them (PACE_BUSY_MIN / PACE_BUSY_SHARE), the cut helped: it stays. No
+ * cut follows one not judged yet. */
 #define PACE_JUDGE_MIN 10
 #define PACE_STRONG (1.0 / 3)
 #define PACE_BASE_MS 60000
@@ -209,14 +211,12 @@ static void count_answer(struct http_pace *p, double now, int throttled)
 }
 
 /* The share of the answers within the last two windows that were
- * throttled, under p->mu; *REFUSED: how many. */
-static double recent_share(const struct http_pace *p, unsigned *refused)
+ * throttled, under p->mu; *REFUSED: how many, of *ALL. */
+static double recent_share(const struct http_pace *p, unsigned *refused, unsigned *all)
 {
-    unsigned all;
-
     *refused = p->ans_refused + p->prev_refused;
-    all = *refused + p->ans_good + p->prev_good;
-    return all ? (double)*refused / all : 0;
+    *all = *refused + p->ans_good + p->prev_good;
+    return *all ? (double)*refused / *all : 0;
 }
 
 /* Is the service throttling the mount, not one request now and then, at
@@ -225,11 +225,11 @@ static double recent_share(const struct http_pace *p, unsigned *refused)
 static int busy(const struct http_pace *p, double now, long retry_after_ms, double *recent)
 {
     double base = now - p->base_ms < PACE_BASE_MS ? p->base_share : 0;
-    unsigned refused;
+    unsigned refused, all;
 
-    *recent = recent_share(p, &refused);
+    *recent = recent_share(p, &refused, &all);
     return retry_after_ms > PACE_HOLD_OWN ||
-        (refused >= PACE_BUSY_MIN && *recent >= base + PACE_BUSY_SHARE);
+        (refused >= PACE_BUSY_MIN && all >= PACE_JUDGE_MIN && *recent >= base + PACE_BUSY_SHARE);
 }
 
 /* Judge the last cut at NOW, under p->mu (see PACE_JUDGE_MIN): returns
@@ -241,10 +241,13 @@ static double judge(struct http_pace *p, double now)
 
     if (p->cut_ms < 0 || p->judged || now - p->cut_ms < PACE_CUT_GAP || all < PACE_JUDGE_MIN)
         return 0;
-    p->judged = 1;
     after = (double)p->refused / (double)all;
-    if (after >= PACE_STRONG || after < 0.5 * p->cut_share)
+    if (after >= PACE_STRONG || (p->refused < PACE_BUSY_MIN || after < PACE_BUSY_SHARE)) {
+        /* throttled harder, or (with enough answers to tell) helped */
+        p->judged = after >= PACE_STRONG || (double)all >= PACE_BUSY_MIN / PACE_BUSY_SHARE;
         return 0;
+    }
+    p->judged = 1;
     p->rate = p->before;
     if (p->rate > 0 && (p->cap <= 0 || p->rate < p->cap)) { /* an earlier cut grows on */
         p->cut_to = p->rate;
