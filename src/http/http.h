@@ -30,7 +30,8 @@ struct http_config {
 /* A mount's request rate, shared by its pools (listings, prefetch, splits
  * and write-behind send through different pools): at most MAX_RPS requests
  * start per second (0: no cap), and when the service throttles (503, 429)
- * every request slows down, not only the one that was answered so. */
+ * for more than a request now and then, every request slows down, not only
+ * the ones that were answered so. */
 struct http_pace;
 
 /* A pace capped at MAX_RPS (0: none) in *OUT; LG (borrowed, may be NULL)
@@ -52,13 +53,17 @@ double http_pace_reserve(struct http_pace *p, double now);
 double http_pace_admit(struct http_pace *p, double now);
 
 /* An answer arrived at NOW: served, or THROTTLED (503, 429) with a wait
- * of RETRY_AFTER_MS (<= 0: not said; at most 60 s is heeded). A throttled
- * answer holds every request until then, and cuts the rate (once per
- * second of such answers): from the rate allowed, or sent when lower or
- * unlimited, to the share of it the service served since the last cut, at
- * most 0.7 of it and never below 1 per second. The rate grows back by a
- * twentieth of the cut rate per second: to the cap, or without a cap to
- * twice the rate cut, where the limit ends. Each cut is logged at info. */
+ * of RETRY_AFTER_MS (<= 0: not said). A throttled answer alone costs only
+ * its own request's retry (http_backoff_ms heeds its Retry-After). When
+ * throttling is sustained - at least 4 throttled answers and a third of
+ * all answers within the last two seconds, or a Retry-After over 2 s - it
+ * holds every request until its Retry-After (at most 60 s), and cuts the
+ * rate (once per second of such answers): from the rate allowed, or sent
+ * when lower or unlimited, to the share of it the service served since
+ * the last cut, at most 0.7 of it and never below 1 per second. The rate
+ * grows back by a twentieth of the cut rate per second: to the cap, or
+ * without a cap to twice the rate cut, where the limit ends. Each cut is
+ * logged at info. */
 void http_pace_answered(struct http_pace *p, double now, int throttled, long retry_after_ms);
 
 /* The rate allowed now (0: no limit) and, in *CUTS (may be NULL), the

@@ -103,14 +103,137 @@ struct batch_probe {
     const struct timespec *since; /* an earlier send's window start, or NULL */
 };
 
+/* Is every byte of S ASCII (its order the service's, whichever that is)? */
+static int ascii(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s >= 0x80)
+            return 0;
+    return 1;
+}
+
+/* The entities of one page of a batch's key range, kept by RowKey (at
+ * most BATCH_RANGE_MAX: a range with more is not read further). */
+#define BATCH_RANGE_MAX 1000
+struct range_found {
+    json_t *by_rk;
+    size_t n;
+    int whole; /* every entity of the range was read, and the range is the
+                * service's (ASCII keys: ordered alike): one not in it is absent */
+};
+
+/* table_page_fn of a batch's range query. */
+static int range_page(void *ctx, json_t *value)
+{
+    struct range_found *f = ctx;
+    size_t i;
+    json_t *e;
+
+    json_array_foreach (value, i, e) {
+        const char *rk = json_string_value(json_object_get(e, "RowKey"));
+
+        if (rk && json_object_set(f->by_rk, rk, e) < 0)
+            return -ENOMEM;
+        f->n++;
+    }
+    if (f->n >= BATCH_RANGE_MAX) {
+        f->whole = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* The batch B of inserts only: read its RowKeys' range with one query
+ * (not an entity at a time) into F. Returns 0, or -errno (F->by_rk NULL
+ * then: read entity by entity). */
+static int range_read(const struct batch_probe *b, struct range_found *f)
+{
+    const char *lo = b->ops[0].rk, *hi = b->ops[0].rk;
+    char *le, *range, *filter;
+    struct az_status st;
+    int rc = -ENOMEM;
+
+    memset(f, 0, sizeof(*f));
+    f->whole = ascii(lo);
+    for (size_t i = 1; i < b->n; i++) {
+        f->whole = f->whole && ascii(b->ops[i].rk);
+        if (strcmp(b->ops[i].rk, lo) < 0)
+            lo = b->ops[i].rk;
+        if (strcmp(b->ops[i].rk, hi) > 0)
+            hi = b->ops[i].rk;
+    }
+    le = table_filter_cmp("RowKey", "le", hi, NULL);
+    range = le ? table_filter_cmp("RowKey", "ge", lo, le) : NULL;
+    filter = range ? table_filter_cmp("PartitionKey", "eq", b->pk, range) : NULL;
+    if (filter && (f->by_rk = json_object()))
+        rc = table_query(b->tc, b->table, filter, NULL, BATCH_RANGE_MAX, range_page, f, &st);
+    free(le);
+    free(range);
+    free(filter);
+    if (rc < 0) {
+        json_decref(f->by_rk);
+        f->by_rk = NULL;
+    }
+    return rc;
+}
+
+/* Does the table hold the result of OP of batch B (written within the
+ * window from SINCE), read alone? 1, 0 or -errno. */
+static int applied_one(const struct batch_probe *b, const struct table_batch_op *op,
+                       const struct timespec *since, const struct http_response *resp)
+{
+    struct write_probe p = { b->tc,
+                             "batch",
+                             b->table,
+                             b->pk,
+                             op->rk,
+                             op->kind == TB_DELETE ? NULL : op->entity,
+                             op->kind == TB_MERGE,
+                             NULL,
+                             since };
+    int rc = table_write_applied(&p, resp);
+
+    if (op->new_etag && op->kind != TB_DELETE) {
+        free(*op->new_etag);
+        *op->new_etag = p.etag; /* the entity that holds our write */
+        p.etag = NULL;
+    }
+    free(p.etag);
+    return rc;
+}
+
+/* Does the table hold insert OP's entity, written within the window from
+ * SINCE, by what its range query F found? 1, 0, -errno, or 2 when F
+ * cannot tell (read the entity alone). */
+static int applied_in_range(const struct range_found *f, const struct table_batch_op *op,
+                            const struct timespec *since)
+{
+    const json_t *cur = f->by_rk ? json_object_get(f->by_rk, op->rk) : NULL;
+    const char *etag = json_string_value(json_object_get(cur, "odata.etag"));
+    int rc;
+
+    if (!cur)
+        return f->by_rk && f->whole ? 0 : 2;
+    rc = table_entity_holds(cur, op->entity, 0, since);
+    if (rc == 1 && op->new_etag) {
+        free(*op->new_etag);
+        if (etag && !(*op->new_etag = strdup(etag)))
+            rc = -ENOMEM;
+    }
+    return rc;
+}
+
 /* Does the table hold the result of the batch CTX (struct batch_probe):
  * every written entity exactly as sent, written within the window of the
  * sends RESP answers, and every deleted one gone? Returns 1, 0 or -errno.
- * (An http_request.settle hook.) */
+ * (An http_request.settle hook.) A batch of inserts is looked for with
+ * one query of its keys' range; other operations one entity at a time. */
 static int batch_applied(void *ctx, const struct http_response *resp)
 {
     const struct batch_probe *b = ctx;
+    struct range_found found = { NULL, 0, 0 };
     struct timespec since;
+    int inserts = b->n > 1, rc = 1;
 
     /* the window once, for every operation: without a Date header it ends
      * now, and a hundred reads take longer than its second of slack */
@@ -118,29 +241,15 @@ static int batch_applied(void *ctx, const struct http_response *resp)
         since = *b->since;
     else
         http_send_window(resp, &since);
-    for (size_t i = 0; i < b->n; i++) {
-        const struct table_batch_op *op = &b->ops[i];
-        struct write_probe p = { b->tc,
-                                 "batch",
-                                 b->table,
-                                 b->pk,
-                                 op->rk,
-                                 op->kind == TB_DELETE ? NULL : op->entity,
-                                 op->kind == TB_MERGE,
-                                 NULL,
-                                 &since };
-        int rc = table_write_applied(&p, resp);
-
-        if (op->new_etag && op->kind != TB_DELETE) {
-            free(*op->new_etag);
-            *op->new_etag = p.etag; /* the entity that holds our write */
-            p.etag = NULL;
-        }
-        free(p.etag);
-        if (rc != 1)
-            return rc;
-    }
-    return 1;
+    for (size_t i = 0; i < b->n && inserts; i++)
+        inserts = b->ops[i].kind == TB_INSERT;
+    if (inserts) /* an error: each entity read alone */
+        (void)range_read(b, &found);
+    for (size_t i = 0; i < b->n && rc == 1; i++)
+        if ((rc = applied_in_range(&found, &b->ops[i], &since)) == 2)
+            rc = applied_one(b, &b->ops[i], &since, resp);
+    json_decref(found.by_rk);
+    return rc;
 }
 
 /* Append OP, the changeset part of one operation on PK of TABLE, to B (a
@@ -234,6 +343,19 @@ static int batch_answer(struct batch_probe *probe, int rc, const struct http_res
     return rc;
 }
 
+/* Is sending the batch of OPS again harmless whether or not an earlier
+ * send was applied? Insert Or Replace is: it writes the same entity again.
+ * An Insert fails with 409 and an If-Match with 412 once the first send
+ * was applied, and a Delete with 404: their lost answers are settled by
+ * reading the entities back (batch_applied). */
+static int batch_idempotent(const struct table_batch_op *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ops[i].kind != TB_UPSERT)
+            return 0;
+    return 1;
+}
+
 /* Run an entity group transaction; see batch.h. */
 int table_batch(struct table_client *tc, const char *table, const char *pk,
                 const struct table_batch_op *ops, size_t n, struct az_status *st)
@@ -295,6 +417,8 @@ int table_batch_again(struct table_client *tc, const char *table, const char *pk
         ctype = NULL;
         goto out;
     }
+    if (batch_idempotent(ops, n))
+        rq.settle = NULL; /* a lost answer: sent again as it is, not read back */
     rq.content_type = ctype;
     rq.body = b.ptr;
     rq.body_len = b.len;

@@ -132,8 +132,7 @@ static int entity_holds(struct table_client *tc, const char *table, const char *
                         const json_t *entity, int merged, const struct timespec *since, char **etag)
 {
     struct az_status st;
-    json_t *cur = NULL, *want = NULL;
-    char *a = NULL, *b = NULL;
+    json_t *cur = NULL;
     int rc;
 
     rc = table_get_entity(tc, table, pk, rk, &cur, etag, &st);
@@ -141,15 +140,22 @@ static int entity_holds(struct table_client *tc, const char *table, const char *
         return 0;
     if (rc < 0)
         return rc;
-    if (merged)
-        want = merged_into(cur, entity);
-    a = canonical_props(cur);
-    b = canonical_props(merged ? want : entity);
+    rc = table_entity_holds(cur, entity, merged, since);
+    json_decref(cur);
+    return rc;
+}
+
+/* See table_i.h. */
+int table_entity_holds(const json_t *cur, const json_t *entity, int merged,
+                       const struct timespec *since)
+{
+    json_t *want = merged ? merged_into(cur, entity) : NULL;
+    char *a = canonical_props(cur), *b = canonical_props(merged ? want : entity);
+    int rc = (a && b) ? strcmp(a, b) == 0 && changed_since(cur, since) : -ENOMEM;
+
     json_decref(want);
-    rc = (a && b) ? strcmp(a, b) == 0 && changed_since(cur, since) : -ENOMEM;
     free(a);
     free(b);
-    json_decref(cur);
     return rc;
 }
 

@@ -129,7 +129,10 @@ struct table_batch_op {
  * or more than 100 operations. A 409/412 is settled like a single write's:
  * only after a send that may have been applied, and then when every entity
  * holds the batch's result (written within the window of our sends,
- * deleted ones gone), that is success.
+ * deleted ones gone), that is success. A batch whose answer was lost is
+ * settled the same way before it is sent again - unless every operation
+ * is TB_UPSERT: that one is sent again as it is (writing the same
+ * entities twice leaves what writing them once does).
  * On success each non-NULL new_etag of a write gets a malloc'd copy of the
  * ETag its changeset response carried (for a settled batch: the ETag of
  * the entity found to hold our write), or NULL when there was none; on

@@ -134,6 +134,12 @@ struct write_probe {
                                    * (else it is worked out from the answer) */
 };
 
+/* Does CUR (a stored wire entity) hold exactly ENTITY's properties (and
+ * types), or with MERGED, ENTITY's properties over whatever else it has,
+ * written at or after SINCE? Returns 1, 0 or -ENOMEM. */
+int table_entity_holds(const json_t *cur, const json_t *entity, int merged,
+                       const struct timespec *since);
+
 /* An http_request.settle hook (CTX a struct write_probe): was the write
  * applied by a send that RESP answers, or an earlier one? A written entity
  * must hold exactly what was sent with a Timestamp inside the window of

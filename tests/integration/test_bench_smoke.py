@@ -313,3 +313,17 @@ def test_import_benchmark_smoke(tmp_path):
         assert int(r["bound"]) == 3 + 3 + 5
         assert 3 <= int(r["aztfs requests"]) <= int(r["bound"]), r
         assert float(r["aztfs s"]) > 0 and float(r["aztfs / SDK"]) > 0, r
+
+
+def test_import_faults_benchmark_smoke(tmp_path):
+    """bench/import_faults.py on a tiny backup: a row per fault mix, each
+    table the same as the fault-free one (the bench fails otherwise), the
+    fault-free run at one request per transaction, and no mix past one
+    request per transaction and two per fault."""
+    rows = section(run_bench("import_faults.py", ["--entities", "500", "--partitions", "2"],
+                             tmp_path / "import_faults.md"), "Import under faults")
+    assert [r["faults"] for r in rows] == ["none", "503 10%", "503 20%", "503_after 10%"], rows
+    assert rows[0]["requests"] == rows[0]["transactions"] == "6", rows[0]  # 3 a partition
+    for r in rows:
+        assert int(r["requests"]) <= int(r["transactions"]) + 2 * int(r["injected"]), r
+        assert float(r["s"]) > 0 and float(r["time / fault-free"]) > 0, r

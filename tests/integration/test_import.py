@@ -392,6 +392,63 @@ def test_lost_answers_insert_each_entity_once(sdk, seed, mounter, azurite):
     assert "already holds" in m.stderr()
 
 
+FAULT_N, FAULT_PARTS = 8000, 4      # 80 transactions of 100
+
+
+def fault_pk(i):
+    return "p%d" % (i // (FAULT_N // FAULT_PARTS))
+
+
+@pytest.mark.parametrize("mode", [">", ">>"])
+@pytest.mark.parametrize("kinds", [["503"], ["503_after", "reset_after"]], ids=["503", "after"])
+def test_faults_cost_only_their_retries(sdk, seed, mounter, azurite, mode, kinds):
+    """A tenth of the requests refused with 503 before the service sees
+    them, or applied and their answer lost (503 or a reset after): every
+    entity ends exactly as its line says, each once (>>: no false EEXIST),
+    and each fault costs the request it spoiled one more send, not a
+    slowdown of every request nor a read of each entity of a transaction
+    (> is Insert Or Replace: sent again as it is). >> still checks what a
+    lost Insert did, with one query of the transaction's keys."""
+    name = "imp503%s%s" % ("I" if mode == ">>" else "U", kinds[0].replace("_", ""))
+    t = seed.table(sdk, name)
+    if mode == ">":     # old values of every other entity, for the import to replace
+        seed.insert(t, [{"PartitionKey": fault_pk(i), "RowKey": "r%05d" % i,
+                         "n": -1, "old": "x"} for i in range(0, FAULT_N, 2)])
+    px = FaultProxy(azurite.port, rate=0.0, seed=20261128)
+    px.start()
+    try:
+        m = mounter.mount(conn_str=conn_str_for(px.port))
+        os.stat(m.join(name))
+        data = "".join(line(fault_pk(i), "r%05d" % i, n=i,
+                            s="v%d" % i) + "\n" for i in range(FAULT_N))
+        before = px.counts()
+        px.set_faults(rate=0.1, kinds=kinds)
+        e = write_stream(m.join(name, ".ndjson"), data, append=mode == ">>")
+        after = px.counts()
+        px.set_faults(rate=0.0)
+    finally:
+        px.stop()
+    assert e is None, (e, m.stderr()[-3000:])
+    got = {}
+    for x in t.list_entities():
+        got.setdefault((x["PartitionKey"], x["RowKey"]), []).append(typed(x))
+    assert len(got) == FAULT_N
+    for i in range(FAULT_N):
+        key = (fault_pk(i), "r%05d" % i)
+        (x,) = got.pop(key)
+        x.pop("Timestamp", None)
+        assert x == typed(dict(PartitionKey=key[0], RowKey=key[1], n=i, s="v%d" % i)), x
+    sent = after.get("requests", 0) - before.get("requests", 0)
+    faults = sum(after.get(k, 0) - before.get(k, 0) for k in kinds)
+    tx = FAULT_N // 100
+    assert faults >= 4, "too few faults to show anything: %s" % after
+    # each fault: its request sent again; a lost Insert's check: one query
+    # (and a fault of that query, one more)
+    bound = tx + faults + 5 if mode == ">" else tx + 2 * faults + 5
+    assert sent <= bound, "%d requests for %d transactions and %d faults" % (sent, tx, faults)
+    print("%s %s: %d requests, %d transactions, %d faults" % (mode, kinds, sent, tx, faults))
+
+
 def test_write_behind_changes_go_first(sdk, seed, mounter, tmp_path):
     """With -o writeback (changes held up to a minute), an import sends the
     table's queued changes before its own lines: a file saved a moment

@@ -1,9 +1,11 @@
 /* test_pace.c - http/pace.c on a clock of the test's own: the cap spaces
  * starts 1000/rate ms apart in the order asked, and admits at most N
- * starts within any second however late they come; a throttled answer
- * holds every request until its Retry-After and cuts the rate, once per
- * second of such answers, to the share the service served (at most 0.7,
- * from the rate sent when there was no cap, never below 1/s); the rate
+ * starts within any second however late they come; a 503 now and then
+ * costs only its own request's retry; sustained throttling (a third of the
+ * answers of two seconds, at least 4) holds every request until its
+ * Retry-After and cuts the rate, once per second of such answers, to the
+ * share the service served (at most 0.7, from the rate sent when there was
+ * no cap, never below 1/s); the rate
  * grows back by a twentieth of the cut rate per second, to the cap, or
  * without one to twice the rate cut, where the limit ends. */
 #include <errno.h>
@@ -55,18 +57,27 @@ static void test_throttled_with_cap(void)
     answers(p, T0 + 990, 30, 0);
     ok(near(http_pace_rate(p, &cuts), 40) && cuts == 0, "served answers change nothing");
     http_pace_answered(p, T0 + 1000, 1, 2000);
+    ok(near(http_pace_rate(p, &cuts), 40) && cuts == 0,
+       "one 503 after 30 served: no cut (its own retry waits)");
+    /* (asked at T0 + 999: the window of starts, 40 in a second, stays whole) */
+    ok(http_pace_reserve(p, T0 + 999) < T0 + 1100, "and nobody else waits for its Retry-After");
+    answers(p, T0 + 1000, 2, 1);
+    ok(near(http_pace_rate(p, &cuts), 40) && cuts == 0, "3 throttled: no cut yet");
+    http_pace_answered(p, T0 + 1000, 1, 2000);
     ok(near(http_pace_rate(p, &cuts), 28) && cuts == 1,
-       "a 503 after 30 served: 40 -> 28/s (at most 0.7 of it; %.1f)", http_pace_rate(p, NULL));
-    ok(http_pace_reserve(p, T0 + 1001) >= T0 + 3000, "nobody starts before its Retry-After");
+       "4 of 34 throttled: 40 -> 28/s (at most 0.7 of it; %.1f)", http_pace_rate(p, NULL));
+    ok(http_pace_reserve(p, T0 + 1001) >= T0 + 3000,
+       "throttled for good: nobody starts before its Retry-After");
     http_pace_answered(p, T0 + 1500, 1, 0);
-    ok(near(http_pace_rate(p, &cuts), 28) && cuts == 1, "a second 503 within a second: no cut");
+    ok(near(http_pace_rate(p, &cuts), 28) && cuts == 1, "another 503 within a second: no cut");
     answers(p, T0 + 1600, 2, 0);
-    answers(p, T0 + 1600, 5, 1);
+    answers(p, T0 + 1600, 6, 1);
     http_pace_answered(p, T0 + 2000, 1, 0);
-    ok(near(http_pace_rate(p, &cuts), 28.0 * 2 / 9) && cuts == 2,
-       "a second later, 2 of 9 served since the cut: 28 -> 6.2/s (%.2f)", http_pace_rate(p, NULL));
-    http_pace_reserve(p, T0 + 3000); /* a twentieth of 6.2 is less than 1 */
-    ok(near(http_pace_rate(p, NULL), 28.0 * 2 / 9 + 1), "one quiet second: +1/s (%.2f)",
+    ok(near(http_pace_rate(p, &cuts), 28.0 * 2 / 10) && cuts == 2,
+       "a second later, 2 of 10 served since the cut (judged: it stays): 28 -> 5.6/s (%.2f)",
+       http_pace_rate(p, NULL));
+    http_pace_reserve(p, T0 + 3000); /* a twentieth of 5.6 is less than 1 */
+    ok(near(http_pace_rate(p, NULL), 28.0 * 2 / 10 + 1), "one quiet second: +1/s (%.2f)",
        http_pace_rate(p, NULL));
     http_pace_reserve(p, T0 + 60000);
     ok(near(http_pace_rate(p, NULL), 40), "a minute on: back to the cap, not past it");
@@ -89,9 +100,9 @@ static void test_throttled_without_cap(void)
         is_int(at_once, 50, "no limit: fifty asking at once all start at once");
     }
     answers(p, T0 + 1050, 40, 0);
-    http_pace_answered(p, T0 + 1050, 1, -1000);
-    ok(near(http_pace_rate(p, NULL), 70), "a first 503: what was sent (100/s) cut to 0.7 (%.1f)",
-       http_pace_rate(p, NULL));
+    answers(p, T0 + 1050, 4, 1);
+    ok(near(http_pace_rate(p, NULL), 70),
+       "4 of 44 throttled: what was sent (100/s) cut to 0.7 (%.1f)", http_pace_rate(p, NULL));
     {
         double a = http_pace_reserve(p, T0 + 1200), b = http_pace_reserve(p, T0 + 1200);
 
@@ -108,6 +119,36 @@ static void test_throttled_without_cap(void)
     http_pace_reserve(p, T0 + 2060 + 200000);
     ok(near(http_pace_rate(p, NULL), 0), "past twice the rate cut (140/s): no limit again");
     http_pace_free(p);
+}
+
+/* A service that refuses a tenth or a fifth of the requests at random
+ * (without a Retry-After, or one of a second in twenty), 100 answers a
+ * second for a minute: the first few may cut the rate, but slowing down
+ * does not lower the share refused, so the cut is undone a second on and
+ * that share becomes the base; each refused request waits its own backoff. */
+static void test_503_now_and_then(void)
+{
+    struct http_pace *p;
+    unsigned int seed = 12345;
+
+    for (int pct = 10; pct <= 20; pct += 10) {
+        int limited = 0;
+
+        http_pace_new(&p, 0, NULL);
+        for (int i = 0; i < 6000; i++) {
+            double now = T0 + i * 10.0;
+
+            seed = seed * 1103515245u + 12345u;
+            http_pace_reserve(p, now);
+            http_pace_answered(p, now, (int)((seed >> 16) % 100) < pct,
+                               i % 20 == 19 ? 1000 : -1000);
+            limited += http_pace_rate(p, NULL) > 0;
+        }
+        ok(limited < 300, "%d%% throttled at random: limited for %.1f s of 60", pct,
+           limited / 100.0);
+        ok(near(http_pace_rate(p, NULL), 0), "and no limit at the end");
+        http_pace_free(p);
+    }
 }
 
 static void test_admit(void)
@@ -150,6 +191,7 @@ int main(void)
     test_throttled_with_cap();
     test_throttled_without_cap();
     test_floor_and_long_hold();
+    test_503_now_and_then();
     test_admit();
     return done_testing();
 }
