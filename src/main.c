@@ -23,6 +23,7 @@
 #include "monitor/monitor.h"
 #include "options.h"
 #include "store/store.h"
+#include "table/table.h"
 #include "writeback/writeback.h"
 
 /* Remove the secret environment variable NAME, name and value, from the
@@ -87,6 +88,20 @@ static int load_account(const struct aztfs_opts *o, struct account *acct, struct
     return rc;
 }
 
+/* The service behind ACCT's endpoint: -o service= (over the config's
+ * Service=) put on ACCT, and checked. 0, or -1 after printing why. */
+static int pick_service(const struct aztfs_opts *o, struct account *acct)
+{
+    const struct table_profile *prof;
+
+    if (o->service && (free(acct->service), !(acct->service = strdup(o->service))))
+        return fprintf(stderr, "aztfs: out of memory\n"), -1;
+    if (table_profile_pick(acct->host, acct->service, &prof) == 0)
+        return 0;
+    fprintf(stderr, "aztfs: unknown service=%s (storage or cosmos)\n", acct->service);
+    return -1;
+}
+
 /* Drop the key and SAS of ACCT, wiped: requests carry a bearer token. */
 static void drop_shared_secrets(struct account *acct)
 {
@@ -111,7 +126,10 @@ static void drop_shared_secrets(struct account *acct)
 static int sign_in(struct account *acct, const char *auth, const struct cred_settings *cs,
                    const struct http_config *hc, const struct logger *lg)
 {
-    const char *scope = cred_scope_for_host(acct->host);
+    const struct table_profile *prof = NULL;
+    const char *scope = table_profile_pick(acct->host, acct->service, &prof) == 0 ?
+        prof->scope :
+        "https://storage.azure.com/.default";
     struct credential *cred = NULL;
     struct cred_error e = { 0 };
     enum cred_kind kind = CRED_SECRET;
@@ -630,7 +648,7 @@ int main(int argc, char *argv[])
         (o.metrics_file && !(metrics = metrics_new(o.metrics_file, o.allow_shared_dirs))) ||
         !(a.store.log.failures = failring_new()))
         goto out;
-    if (load_account(&o, &acct, &cs) < 0)
+    if (load_account(&o, &acct, &cs) < 0 || pick_service(&o, &acct) < 0)
         goto out;
     if (name_the_mount(&args, &o, &acct) < 0) {
         fprintf(stderr, "aztfs: out of memory\n");

@@ -276,6 +276,19 @@ void store_log_failure(struct store *s, const char *op, const char *path, int rc
                   st->message, st->attempts);
 }
 
+/* See store.h. */
+int store_fits_service(struct store *s, const char *op, const char *path, const char *pk,
+                       const char *rk, const json_t *wire, size_t text_len)
+{
+    char why[200];
+    int rc =
+        table_entity_fits(table_client_profile(s->tc), pk, rk, wire, text_len, why, sizeof(why));
+
+    if (rc < 0 && rc != -ENOMEM)
+        store_log_failure(s, op, path, rc, NULL, why);
+    return rc;
+}
+
 static int on_first_entity(void *p, json_t *value)
 {
     int *found = p;

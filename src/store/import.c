@@ -401,6 +401,7 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
     json_t *wire = NULL;
     char *pk = NULL, *rk = NULL;
     const char *problem;
+    char why[200];
     uint64_t k;
     int rc, hit, i;
 
@@ -425,6 +426,11 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
     if ((problem = keycodec_key_problem(pk, strlen(pk))) ||
         (problem = keycodec_key_problem(rk, strlen(rk)))) {
         rc = bad_line(m, n, "a key the service refuses: %s", problem);
+        goto out;
+    }
+    if ((rc = table_entity_fits(table_client_profile(m->s->tc), pk, rk, wire, len, why,
+                                sizeof(why))) < 0) {
+        rc = rc == -ENOMEM ? rc : bad_line(m, n, "%s", why);
         goto out;
     }
     k = key_hash(pk, rk);

@@ -411,7 +411,8 @@ int store_save(struct store *s, const struct store_save *sv, char **new_etag)
                                             TW_REPLACE;
 
     if ((rc = parse_text(s, sv->path, text, len, &wire, &pk_in, &rk_in)) < 0 ||
-        (rc = write_keys(s, sv->fp, sv->path, is_new, &pk_in, &rk_in)) < 0)
+        (rc = write_keys(s, sv->fp, sv->path, is_new, &pk_in, &rk_in)) < 0 ||
+        (rc = store_fits_service(s, "save", sv->path, sv->fp->pk, sv->fp->rk, wire, len)) < 0)
         goto out;
     if (!is_new && unchanged(s, sv->path, sv->fp, wire, sv->etag)) {
         /* the entity holds this already: nothing to send, and a failed
@@ -535,6 +536,8 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
         log_error(&s->log, "%s: cannot be moved: %s", from, err.text);
         goto out;
     }
+    if ((rc = store_fits_service(s, "rename", to, tf->pk, tf->rk, wire, src.len)) < 0)
+        goto out;
     rc = s->changes->rename(
         s, &(struct store_move){ from, ff, src.etag, to, tf, exists ? dst.etag : NULL, wire },
         &new_etag, &st);

@@ -98,4 +98,12 @@ struct store_changes {
 extern const struct store_changes store_direct; /* store/direct.c */
 extern const struct store_changes store_queued; /* store/queued.c */
 
+/* Does WIRE (keys PK, RK; parsed from TEXT_LEN bytes) fit the limits of
+ * the service behind the endpoint (table_entity_fits: empty or long keys,
+ * reserved names, its size)? 0, or -EINVAL/-EFBIG after OP's failure line
+ * on PATH (store_log_failure: the log and user.aztfs.errors say which
+ * limit), or -ENOMEM. Nothing is sent (core.c). */
+int store_fits_service(struct store *s, const char *op, const char *path, const char *pk,
+                       const char *rk, const json_t *wire, size_t text_len);
+
 #endif
