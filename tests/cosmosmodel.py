@@ -36,8 +36,29 @@ Sources:
          _is_cosmos_endpoint); _error.py _COSMOS_VALID_TABLE (table names 1-255
          characters without / \\ # ? or a trailing space); _deserialize.py
          _from_entity_datetime ("Cosmos returns this with a decimal point").
-  [LIM]  Cosmos DB for Table docs, "API for Table FAQ / limits" (see the
-         comments at the constants below).
+  [LIM]  Cosmos DB for Table FAQ, "Where is API for Table not identical with
+         Azure Table storage behavior?": "Row keys can only be up to 255
+         bytes", "Batches can only have up to 2 MBs", "Table names in Azure
+         Table storage aren't case-sensitive, but they are in Azure Cosmos DB
+         for Table".
+  [ERR]  Azure/azure-sdk-for-python recordings test_table_entity_cosmos.py
+         TestTableEntityCosmostest_insert_entity_conflict.json: a 409 answers
+         {"odata.error":{"code":"EntityAlreadyExists","message":{"lang":
+         "en-us","value":"The specified entity already exists.\\nRequestID:
+         21aadee4-...\\n"}}} with no x-ms-error-code header.
+         azure-sdk-for-net#21405: a property named ETag fails with
+         InternalServerError in the same form.
+  [TS]   Timestamp filters match nothing on Cosmos: azure-sdk-for-net#32468
+         and #40549 ("An empty collection is returned. No exception is
+         thrown"; "a known issue of the service"), MicrosoftDocs/azure-docs
+         #53329; the Cosmos query tutorial: "Azure Cosmos DB blocks the
+         queries on timestamp properties" (quoted in AzureCosmosDB/
+         data-migration-desktop-tool#240).
+  [KEY]  Empty keys: microsoft/AzureStorageExplorer#3211 (Cosmos "fail[s] to
+         insert an entity with PartitionKey or RowKey value empty", Storage
+         succeeds). Reserved names: Azure/azure-cosmos-table-dotnet#12 ("ID is
+         a reserved field"), azure-sdk-for-net#33972 (ResourceId),
+         azure-sdk-for-net#21405 (ETag).
   [429]  Cosmos DB docs "Diagnose and troubleshoot request rate too large
          (429) exceptions": throttled requests get 429 TooManyRequests with the
          x-ms-retry-after-ms header (milliseconds to wait).
@@ -62,14 +83,19 @@ What it models (each switchable only as a whole: it is a profile):
   * Throttling [429]: with throttle(rate, seed), that fraction of requests is
     answered 429 TooManyRequests with x-ms-retry-after-ms before it reaches
     Azurite; a $batch is answered 202 with its changeset failed 429 at index 0.
-  * Timestamp [REC][SDK]: answers carry Timestamp with 7 fractional digits and
-    no Timestamp@odata.type; a $filter that names Timestamp matches nothing.
-  * Keys and limits [LIM]: empty PartitionKey or RowKey refused 400; RowKey
-    over 255 bytes, PartitionKey over 1 KiB refused; request bodies over 2 MB
-    refused 413; reserved property names (id, rid, etag, ResourceId, any
-    case) refused 400; table names that Cosmos refuses ([SDK] _error.py)
-    refused 400. Error bodies say "lang":"en-us" and end with an ActivityId;
-    a batch failure names its operation index even at 0 ("0:...").
+  * Timestamp [REC][SDK][TS]: answers carry Timestamp with 7 fractional
+    digits and no Timestamp@odata.type; a $filter that names Timestamp
+    matches nothing (200, no entities, no error).
+  * Keys and limits [LIM][KEY]: empty PartitionKey or RowKey refused 400;
+    RowKey over 255 bytes, PartitionKey over 1 KiB refused 400; request
+    bodies over 2 MB refused 413; reserved property names (id, rid, etag,
+    ResourceId, any case) refused 400; table names that Cosmos refuses
+    ([SDK] _error.py) refused 400.
+  * Errors [ERR]: bodies say "lang":"en-us", the message ends with
+    "\\nRequestID:<guid>\\n" (an id of the request where the brief of issue
+    42 says ActivityId: the recordings show RequestID), and there is no
+    x-ms-error-code header. A batch failure the model makes names its
+    operation index even at 0 ("0:...").
 
 What it does NOT model:
   * Azurite's own limits still apply underneath: an entity over 1 MiB (Cosmos
@@ -84,6 +110,11 @@ What it does NOT model:
     of most Cosmos error messages (the codes used are the ones the SDKs'
     sources or recordings show, else named as guesses in the comments), the
     x-ms-substatus header, Entra ID scopes, TLS.
+  * The 500 InternalServerError Cosmos gives for some reserved names
+    ([ERR] #21405) and the odd acceptance of empty keys by its portal ([KEY]
+    azure-sdk-for-java#31903): the model refuses with 400 throughout.
+  * Batch failures Azurite makes keep Azurite's wording and index form; only
+    their lang/RequestID are restated.
   * SharedKey signatures are checked by Azurite (the model changes no
     request line or signed header; a rewritten $batch body is not signed).
 
@@ -101,6 +132,7 @@ From the shell:
 
 import argparse
 import base64
+import http.client
 import collections
 import hashlib
 import json
@@ -116,24 +148,19 @@ from faultproxy import FaultProxy, _BadRequest
 
 DEFAULT_PAGE = 1000          # entities a page without $top (Storage's page size too)
 TOKENS_KEPT = 2048           # continuations remembered (the oldest forgotten)
-# [LIM] Cosmos DB for Table: "RowKey ... 255 bytes"; PartitionKey 1 KiB (the
-# key limits of Cosmos items: id <= 255 bytes, partition key <= 2 KB; the Table
-# docs give 1 KiB for PartitionKey as Storage does); item/entity and request
-# size 2 MB ("Maximum size of an item: 2 MB" in "Azure Cosmos DB service
-# quotas"; batch: "the total payload ... can't be more than 2 MB").
+# [LIM] "Row keys can only be up to 255 bytes", "Batches can only have up to 2
+# MBs". PartitionKey: the FAQ names no Cosmos limit, Storage's 1 KiB is kept.
+# A single entity: 2 MB, the Cosmos item size limit ("Azure Cosmos DB service
+# quotas"; not checked against a recording), so one request body <= 2 MB.
 MAX_ROWKEY_BYTES = 255
 MAX_PARTKEY_BYTES = 1024
 MAX_BODY_BYTES = 2 * 1024 * 1024
-# Property names Cosmos keeps for itself: an entity is a Cosmos item whose id,
-# _rid, _etag and resource id the Table layer maps; the Table docs name these
-# as not usable ("ID", "rid", "etag", "ResourceId"). Case-insensitive here.
+# [KEY] Property names Cosmos keeps for itself (the Table layer stores an
+# entity as a Cosmos item with its own id, _rid, _etag and resource id):
+# "ID is a reserved field", ResourceId, ETag. Compared without case here.
 RESERVED_PROPS = ("id", "rid", "etag", "resourceid")
 # [SDK] _error.py _COSMOS_VALID_TABLE
 COSMOS_TABLE_NAME = re.compile(r"^[^/\\#?]{0,253}[^ /\\#?]$")
-
-REASONS = {200: "OK", 202: "Accepted", 204: "No Content", 400: "Bad Request",
-           404: "Not Found", 405: "Method Not Allowed", 413: "Request Entity Too Large",
-           429: "Too Many Requests"}
 
 # /account/Table() or /account/Table  (queries), /account/Table(PartitionKey='a',RowKey='b')
 _ENTITY_PATH = re.compile(r"^/[^/]+/([^/()?]+)\((.+)\)$")
@@ -146,13 +173,12 @@ def _activity():
 
 
 def cosmos_error(code, message):
-    """A Cosmos-style error body: [REC]-era Cosmos Table errors are OData JSON
-    whose message is in "en-us" and ends with the request's ActivityId (the
-    SDKs' recorded Cosmos failures show "ActivityId: <guid>, ..." at the end)."""
-    value = "%s\nActivityId: %s, documentdb-dotnet-sdk/2.14.0 Host/64-bit MicrosoftWindowsNT/6.2.9200.0" % (
-        message, _activity())
+    """A Cosmos error body as [ERR] shows it: OData JSON, "lang":"en-us", the
+    message ending with "\\nRequestID:<guid>\\n"."""
+    value = "%s\nRequestID:%s\n" % (message, _activity())
     return json.dumps({"odata.error": {"code": code,
-                                       "message": {"lang": "en-us", "value": value}}}).encode()
+                                       "message": {"lang": "en-us", "value": value}}},
+                      separators=(",", ":")).encode() + b"\r\n"
 
 
 def _strip_literals(expr):
@@ -223,7 +249,7 @@ class CosmosModel(FaultProxy):
 
     # -- answers -----------------------------------------------------------------
     def _send(self, sock, status, headers, body, keep, method="GET"):
-        lines = ["HTTP/1.1 %d %s" % (status, REASONS.get(status, "Status"))]
+        lines = ["HTTP/1.1 %d %s" % (status, http.client.responses.get(status, "Status"))]
         lines += ["%s: %s" % (k, v) for k, v in headers
                   if k.lower() not in ("content-length", "connection", "transfer-encoding")]
         no_body = status in (204, 304) or method == "HEAD"
@@ -235,13 +261,16 @@ class CosmosModel(FaultProxy):
 
     def _error(self, sock, status, code, message, keep, extra=()):
         self._count("cosmos_%d" % status)
-        hdrs = [("Content-Type", "application/json;odata=minimalmetadata;charset=utf-8"),
-                ("x-ms-error-code", code), ("x-ms-activity-id", _activity())] + list(extra)
+        # [ERR]: no x-ms-error-code header (Storage sends one), the code is in
+        # the body only.
+        hdrs = [("Content-Type", "application/json; odata=minimalmetadata"),
+                ("x-ms-request-id", _activity())] + list(extra)
         self._send(sock, status, hdrs, cosmos_error(code, message), keep)
 
     def _fix_error(self, status, rh, data):
-        """Upstream errors restated the Cosmos way: "lang":"en-us" and an
-        ActivityId at the end of the message."""
+        """Upstream errors restated the Cosmos way [ERR]: "lang":"en-us", the
+        message ending with a RequestID, no x-ms-error-code header."""
+        rh = [(k, v) for k, v in rh if k.lower() != "x-ms-error-code"]
         try:
             doc = json.loads(data)
             err = doc["odata.error"]
@@ -349,9 +378,8 @@ class CosmosModel(FaultProxy):
             query, offset = got
         else:
             if names_timestamp(filt):
-                # A $filter naming Timestamp matches nothing on Cosmos (its
-                # Timestamp is the item's _ts, not a stored property the query
-                # engine filters on): an empty answer, no error.
+                # [TS] a $filter naming Timestamp matches nothing on Cosmos:
+                # an empty answer, no error.
                 self._count("timestamp_filters")
                 failure, _, doc, rh, up = self._read_all(up, path, [
                     (k, v) for k, v in rest if k != "$filter"] + [("$top", "1")], headers,
@@ -380,9 +408,26 @@ class CosmosModel(FaultProxy):
         self._send(sock, 200, hdrs, json.dumps(body).encode(), keep)
         return up
 
+    @staticmethod
+    def _fix_batch_answer(data):
+        """The error of a failed changeset Azurite answered, restated [ERR]."""
+        out = []
+        for line in data.split(b"\r\n"):
+            if line.startswith(b'{"odata.error"'):
+                try:
+                    err = json.loads(line)["odata.error"]
+                    line = cosmos_error(err.get("code", ""), err["message"]["value"].split(
+                        "\nRequestId:")[0]).rstrip(b"\r\n")
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    pass
+            out.append(line)
+        return b"\r\n".join(out)
+
     def _pass(self, sock, keep, answer, method):
         status, reason, rh, data = answer
-        if status >= 400:
+        if status == 202 and b'{"odata.error"' in data:
+            data = self._fix_batch_answer(data)
+        elif status >= 400:
             rh, data = self._fix_error(status, rh, data)
         elif status in (200, 201):
             data = self._fix_body(rh, data)
@@ -395,14 +440,15 @@ class CosmosModel(FaultProxy):
         (the entity of a write; keys from the URL when given)."""
         pk, rk = url_keys if url_keys else (props.get("PartitionKey"), props.get("RowKey"))
         if pk == "" or rk == "":
-            # [LIM] Cosmos refuses empty keys (Storage allows them); the exact
+            # [KEY] Cosmos refuses empty keys (Storage allows them); the exact
             # code is not public: BadRequest as for the other key errors.
             return 400, "BadRequest", "PartitionKey and RowKey cannot be empty."
+        # [LIM] "Row keys can only be up to 255 bytes"; code not public.
         if isinstance(rk, str) and len(rk.encode()) > MAX_ROWKEY_BYTES:
             return 400, "BadRequest", "The RowKey exceeds the maximum length of 255 bytes."
         if isinstance(pk, str) and len(pk.encode()) > MAX_PARTKEY_BYTES:
             return 400, "BadRequest", "The PartitionKey exceeds the maximum length of 1 KB."
-        for name in props:
+        for name in props:                # [KEY] reserved names
             base = name.split("@", 1)[0]
             if base.lower() in RESERVED_PROPS:
                 return (400, "PropertyNameInvalid",
@@ -431,7 +477,7 @@ class CosmosModel(FaultProxy):
         bb = "batchresponse_%s" % uuid.uuid4()
         cb = "changesetresponse_%s" % uuid.uuid4()
         err = cosmos_error(code, "%d:%s" % (index, message)).decode()
-        inner = ["HTTP/1.1 %d %s" % (status, REASONS.get(status, "Error")),
+        inner = ["HTTP/1.1 %d %s" % (status, http.client.responses.get(status, "Error")),
                  "X-Content-Type-Options: nosniff", "DataServiceVersion: 3.0;"]
         inner += ["%s: %s" % kv for kv in extra]
         inner += ["Content-Type: application/json;odata=minimalmetadata;charset=utf-8", "",
