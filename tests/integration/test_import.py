@@ -23,6 +23,9 @@ from harness import FaultProxy
 from sdk_values import typed
 import test_export as ex
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 SRC = "importSrc"
 
 

@@ -14,6 +14,9 @@ import pytest
 
 import model
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 SEEDS = os.environ.get("MODEL_SEEDS", "1-12")
 STEPS = int(os.environ.get("MODEL_STEPS", "60"))
 

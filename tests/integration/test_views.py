@@ -17,6 +17,9 @@ import pytest
 
 from stubtable import StubTable
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 T = "viewsT"
 N = 300                 # entities of T, over 3 partitions
 PARTS = ["EU", "US", "AP"]

@@ -18,6 +18,9 @@ from azure.data.tables import EdmType, EntityProperty
 
 from conftest import WriteHelpers, rewrite_and_close
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 DEBUG = ("-o", "loglevel=debug")
 
 
