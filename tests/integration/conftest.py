@@ -49,9 +49,9 @@ from harness import (ACCOUNT, AZURITE_BIN, KEY, ROOT, Azurite, HarnessError,  # 
                      stderr_excerpt, unmount_path)
 
 AZTFS = harness.aztfs_binary()
-# Options every mount of the Cosmos backend gets (issue 42): ["-o",
-# "service=cosmos"] once aztfs has the option (branch h-cosmos-proto).
-COSMOS_MOUNT_OPTIONS = []
+# Options every mount of the Cosmos backend gets (issue 42): the model's
+# host (127.0.0.1) does not say Cosmos, the option does.
+COSMOS_MOUNT_OPTIONS = ["-o", "service=cosmos"]
 COSMOS_SEED = int(os.environ.get("AZTFS_COSMOS_SEED", "1"))
 EXIT_TIMEOUT = 15       # seconds for a refused mount to exit
 CMD_TIMEOUT = 60        # seconds for any shell tool
