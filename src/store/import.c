@@ -354,9 +354,10 @@ static int fullest(const struct import_stream *m)
 }
 
 /* Is held transaction B full? */
-static int batch_full(const struct import_batch *b)
+static int batch_full(const struct import_stream *m, const struct import_batch *b)
 {
-    return b->n == IMPORT_BATCH_OPS || b->bytes >= IMPORT_BATCH_BYTES;
+    return b->n == IMPORT_BATCH_OPS ||
+        b->bytes >= table_batch_room(m->s->tc, IMPORT_BATCH_BYTES, 512 * 1024);
 }
 
 /* The held transaction of partition PK with room for a line (a new one
@@ -372,7 +373,7 @@ static struct import_batch *held_for(struct import_stream *m, const char *pk, in
     for (int i = m->n_held - 1; i >= 0; i--) { /* the newest first: a stream in order */
         if (m->held[i]->pk_hash != h || strcmp(m->held[i]->pk, pk) != 0)
             continue;
-        if (!batch_full(m->held[i]))
+        if (!batch_full(m, m->held[i]))
             return m->held[i];
         if ((*rc = submit(m, i)) < 0)
             return NULL;
@@ -452,7 +453,7 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
     pthread_mutex_lock(&m->lock);
     filter_add(m, k, 1);
     pthread_mutex_unlock(&m->lock);
-    if (batch_full(b)) {
+    if (batch_full(m, b)) {
         for (i = 0; m->held[i] != b; i++)
             ;
         rc = submit(m, i);

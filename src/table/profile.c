@@ -2,6 +2,7 @@
  * DB for Table) and everything that differs between them: the one place
  * that looks at a host name or names a difference. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,14 @@ int table_profile_pick(const char *host, const char *service, const struct table
 const struct table_profile *table_client_profile(const struct table_client *tc)
 {
     return tc->profile;
+}
+
+/* See table.h. */
+size_t table_batch_room(const struct table_client *tc, size_t ours, size_t headroom)
+{
+    size_t max = tc ? tc->profile->limits.batch_max : SIZE_MAX;
+
+    return max > headroom && max - headroom < ours ? max - headroom : ours;
 }
 
 /* See table.h. */

@@ -153,6 +153,12 @@ int table_profile_pick(const char *host, const char *service, const struct table
 /* The profile of TC's endpoint (picked at table_client_new). */
 const struct table_profile *table_client_profile(const struct table_client *tc);
 
+/* What the operations of one entity group transaction to TC's service
+ * may add up to: OURS (the caller's bound, under Storage's 4 MiB), or the
+ * service's batch_max less HEADROOM (each operation's headers) when that
+ * is less (Cosmos DB: 2 MB). TC NULL: OURS. */
+size_t table_batch_room(const struct table_client *tc, size_t ours, size_t headroom);
+
 /* Does the service return query results in key order? 1 or 0. Nothing may
  * infer "no more keys before K" from a page when it does not. */
 int table_profile_sorted(const struct table_profile *p);

@@ -244,6 +244,23 @@ static void test_merge_form(void)
     json_decref(e);
 }
 
+/* A transaction's operations are bounded by the service's batch size:
+ * Cosmos DB's 2 MB, under the callers' own bounds for Storage's 4 MiB. */
+static void test_batch_room(void)
+{
+    struct account a;
+    struct table_client *tc = client(&a, "cosmos");
+
+    is_int((long)table_batch_room(tc, 3500 * 1024, 512 * 1024), 1536 * 1024,
+           "cosmos: 2 MiB less the headroom");
+    table_client_free(tc);
+    tc = client(&a, "storage");
+    is_int((long)table_batch_room(tc, 3500 * 1024, 512 * 1024), 3500 * 1024,
+           "storage: the caller's own bound");
+    table_client_free(tc);
+    is_int((long)table_batch_room(NULL, 77, 1), 77, "no client: the caller's");
+}
+
 /* A $batch answered 202 with a failed part of 429 applied nothing: it is
  * sent again, as a 429 itself would be, until a part succeeds. */
 static void test_batch_throttled(void)
@@ -280,6 +297,7 @@ int main(void)
     snprintf(host, sizeof(host), "127.0.0.1:%d", httpd.port);
     test_merge_form();
     test_batch_throttled();
+    test_batch_room();
     httpd_stop();
     free(httpd.body);
     curl_global_cleanup();
