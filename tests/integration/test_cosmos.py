@@ -22,7 +22,7 @@ import subprocess
 
 import pytest
 
-from conftest import conn_str_for
+from conftest import KEY, conn_str_for
 from test_import import errors_of, line, write_stream
 
 
@@ -128,3 +128,33 @@ def test_timestamp_without_its_annotation(sdk, seed, cosmos):
     want = datetime.datetime.strptime(ts[:26] + "Z", "%Y-%m-%dT%H:%M:%S.%fZ").replace(
         tzinfo=datetime.timezone.utc).timestamp()
     assert abs(os.stat(path).st_mtime - want) < 1e-5
+
+
+def test_the_service_setting(azurite, cosmos_model, sdk, seed, mounter, aztfs_run, tmp_path):
+    """-o service= takes storage or cosmos; Service= in the config file says
+    the same, and the option wins over it."""
+    mp = tmp_path / "mp"
+    mp.mkdir()
+    env = dict(os.environ, AZURE_STORAGE_CONNECTION_STRING=azurite.conn_str)
+    res = aztfs_run(["-f", "-o", "service=mongo", str(mp)], env)
+    assert res.returncode != 0 and "unknown service=mongo" in res.stderr, res
+    t = seed.table(sdk, "cosmosSetting")
+    t.create_entity({"PartitionKey": "p", "RowKey": "r", "keep": "x"})
+    conf = tmp_path / "cosmos.conf"
+    # the model's port instead of Azurite's: the same account and key
+    conf.write_text("AccountName=devstoreaccount1\nAccountKey=%s\nTableEndpoint="
+                    "http://127.0.0.1:%d/devstoreaccount1\nService=cosmos\n"
+                    % (KEY, cosmos_model.port))
+    conf.chmod(0o600)
+    m = mounter.mount(env=dict(os.environ), options=["-o", "config=%s" % conf, "-o", "merge"])
+    path = m.join("cosmosSetting", "p", "r.json")
+    with open(path, "w") as f:       # a Merge: sent as Cosmos takes it
+        f.write('{"n": 1}')
+    assert t.get_entity("p", "r")["keep"] == "x"
+    assert "Cosmos DB for Table" in m.stderr()
+    m2 = mounter.mount(env=dict(os.environ),
+                       options=["-o", "config=%s" % conf, "-o", "merge", "-o", "service=storage"])
+    with pytest.raises(OSError) as e:  # the MERGE verb, which the model refuses
+        with open(m2.join("cosmosSetting", "p", "r.json"), "w") as f:
+            f.write('{"n": 2}')
+    assert e.value.errno == errno.EIO
