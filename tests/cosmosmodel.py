@@ -330,7 +330,8 @@ class CosmosModel(FaultProxy):
                 q.append(("NextPartitionKey", npk))
                 if nrk is not None:
                     q.append(("NextRowKey", nrk))
-            target = path + ("?" + urllib.parse.urlencode(q, quote_via=urllib.parse.quote)
+            target = path + ("?" + "&".join(urllib.parse.quote(k, safe="$") + "="
+                                            + urllib.parse.quote(v, safe="") for k, v in q)
                              if q else "")
             (status, reason, rh, data), up = self._forward(up, "GET", target, headers, b"")
             self._count("upstream_pages")

@@ -53,6 +53,7 @@ AZTFS = harness.aztfs_binary()
 # host (127.0.0.1) does not say Cosmos, the option does.
 COSMOS_MOUNT_OPTIONS = ["-o", "service=cosmos"]
 COSMOS_SEED = int(os.environ.get("AZTFS_COSMOS_SEED", "1"))
+BACKENDS = ("azurite", "cosmos")
 EXIT_TIMEOUT = 15       # seconds for a refused mount to exit
 CMD_TIMEOUT = 60        # seconds for any shell tool
 TEST_HARD_LIMIT = 240   # seconds: dump tracebacks and abort a hung test run
@@ -104,9 +105,11 @@ def pytest_generate_tests(metafunc):
     if ("backend" in metafunc.fixturenames and d.get_closest_marker("backends") is not None
             and d.get_closest_marker("azurite_only") is None
             and "azurite" not in d._fixtureinfo.argnames):
-        kinds = [k for k in os.environ.get("AZTFS_BACKENDS", "azurite,cosmos").split(",")
-                 if k in ("azurite", "cosmos")]
-        metafunc.parametrize("backend", kinds or ["azurite"], indirect=True, scope="module")
+        # The same string objects for every test: pytest 7 keeps a
+        # parametrized module fixture only while its param "is" the same.
+        wanted = os.environ.get("AZTFS_BACKENDS", "azurite,cosmos").split(",")
+        kinds = [k for k in BACKENDS if k in wanted]
+        metafunc.parametrize("backend", kinds or [BACKENDS[0]], indirect=True, scope="module")
 
 
 class Backend:

@@ -34,10 +34,12 @@ def session(module_mounter, sdk):
 
 
 @pytest.mark.parametrize("seed", seed_list(SEEDS))
-def test_model_seed(session, seed, tmp_path):
-    steps = model.gen_steps(seed, STEPS)
+def test_model_seed(session, backend, seed, tmp_path):
+    steps = model.gen_steps(seed, STEPS, cosmos=backend.cosmos)
     msg = session.attempt(steps)
     if msg:
         shrunk, smsg = session.shrink(steps, budget=90)
+        replay = "--cosmos %d" % backend.model.seed if backend.cosmos else ""
         pytest.fail(model.report(seed, steps, msg, shrunk, smsg,
-                                 os.path.join(os.getcwd(), ".run", "model")), pytrace=False)
+                                 os.path.join(os.getcwd(), ".run", "model"), replay),
+                    pytrace=False)
