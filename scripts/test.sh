@@ -222,9 +222,11 @@ if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
         fi
         echo "${ap:-0} passed, $(( ${at:-1} - ${ap:-0} )) failed" > "$RUN/asan-unit.out"
         count_line asan-unit "$RUN/asan-unit.out"
-        # what builds from the sources (not the binary under test) and the
-        # largest runs of paths smaller tests cover are left to the plain run
-        AZTFS_BIN="$ASAN_DIR/aztfs" "$PY" scripts/run_pytest.py \
+        # what builds from the sources (not the binary under test), the
+        # largest runs of paths smaller tests cover, and the Cosmos model's
+        # variants (conftest.py backend: the same paths) are left to the
+        # plain run
+        AZTFS_BACKENDS=azurite AZTFS_BIN="$ASAN_DIR/aztfs" "$PY" scripts/run_pytest.py \
             --budget "$(left_for "${ASAN_IT_BUDGET:-2400}" 30)" \
             --results "$RUN/asan-results.txt" --junit "$RUN/asan-junit.xml" \
             --label asan-integration -- tests/integration -q \

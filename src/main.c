@@ -23,6 +23,7 @@
 #include "monitor/monitor.h"
 #include "options.h"
 #include "store/store.h"
+#include "table/table.h"
 #include "writeback/writeback.h"
 
 /* Remove the secret environment variable NAME, name and value, from the
@@ -87,6 +88,19 @@ static int load_account(const struct aztfs_opts *o, struct account *acct, struct
     return rc;
 }
 
+/* The service behind ACCT's endpoint: -o service= (over the config's
+ * Service=) put on ACCT, and checked. 0, or -1 after printing why. */
+static int pick_service(const struct aztfs_opts *o, struct account *acct)
+{
+    const struct table_profile *prof;
+
+    if (o->service && (free(acct->service), !(acct->service = strdup(o->service))))
+        return fprintf(stderr, "aztfs: out of memory\n"), -1;
+    if (table_profile_pick(acct->host, acct->service, &prof) < 0)
+        return fprintf(stderr, "aztfs: unknown service=%s\n", acct->service), -1;
+    return 0;
+}
+
 /* Drop the key and SAS of ACCT, wiped: requests carry a bearer token. */
 static void drop_shared_secrets(struct account *acct)
 {
@@ -111,7 +125,7 @@ static void drop_shared_secrets(struct account *acct)
 static int sign_in(struct account *acct, const char *auth, const struct cred_settings *cs,
                    const struct http_config *hc, const struct logger *lg)
 {
-    const char *scope = cred_scope_for_host(acct->host);
+    const struct table_profile *prof = NULL;
     struct credential *cred = NULL;
     struct cred_error e = { 0 };
     enum cred_kind kind = CRED_SECRET;
@@ -119,6 +133,8 @@ static int sign_in(struct account *acct, const char *auth, const struct cred_set
     time_t exp = 0;
     int rc;
 
+    if (table_profile_pick(acct->host, acct->service, &prof) < 0)
+        return -1; /* pick_service has said why */
     if (auth && (strcmp(auth, "key") == 0 || strcmp(auth, "sas") == 0)) {
         if (auth[0] == 'k' ? acct->key != NULL : acct->sas != NULL)
             return 0;
@@ -136,8 +152,8 @@ static int sign_in(struct account *acct, const char *auth, const struct cred_set
         return -1;
     }
     if (!auth)
-        rc = credential_default(&cred, cs, scope, hc, lg, &tok, &exp, &e);
-    else if ((rc = credential_new(&cred, kind, cs, scope, hc, lg, &e)) == 0 &&
+        rc = credential_default(&cred, cs, prof->scope, hc, lg, &tok, &exp, &e);
+    else if ((rc = credential_new(&cred, kind, cs, prof->scope, hc, lg, &e)) == 0 &&
              (rc = credential_token(cred, &tok, &exp, &e)) < 0)
         credential_free(cred);
     if (rc < 0) {
@@ -151,7 +167,7 @@ static int sign_in(struct account *acct, const char *auth, const struct cred_set
     }
     drop_shared_secrets(acct);
     log_debug(lg, "signed in with the %s, scope %s", cred_kind_describe(credential_kind(cred)),
-              scope);
+              prof->scope);
     return 0;
 }
 
@@ -560,6 +576,9 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
         return -1;
     }
     a->store.scan_ways = o->scan_parallel;
+    if (table_client_profile(a->store.tc)->service == TABLE_COSMOS)
+        log_info(&a->store.log, "%s: Cosmos DB for Table (USAGE.md says what differs)",
+                 acct->endpoint);
     if (!(a->prefetch = prefetch_new(&a->store, o->scan_parallel, &rc)) && rc < 0) {
         fprintf(stderr, "aztfs: out of memory\n");
         return -1;
@@ -634,7 +653,7 @@ int main(int argc, char *argv[])
         (o.metrics_file && !(metrics = metrics_new(o.metrics_file, o.allow_shared_dirs))) ||
         !(a.store.log.failures = failring_new()))
         goto out;
-    if (load_account(&o, &acct, &cs) < 0)
+    if (load_account(&o, &acct, &cs) < 0 || pick_service(&o, &acct) < 0)
         goto out;
     if (name_the_mount(&args, &o, &acct) < 0) {
         fprintf(stderr, "aztfs: out of memory\n");

@@ -40,14 +40,14 @@ static const struct fuse_opt opt_spec[] = {
     OPT("timeout=%ld", timeout), OPT("retries=%d", retries), OPT("retry_time=%ld", retry_time),
     OPT("cafile=%s", cafile), OPT("merge", merge), OPT("allow_http", allow_http),
     OPT("tables=%s", tables), OPT("auth=%s", auth), OPT("client_id=%s", client_id),
-    OPT("no_default_permissions", no_default_permissions), OPT("logfile=%s", logfile),
-    OPT("metrics_file=%s", metrics_file), OPT("metrics_interval=%u", metrics_interval),
-    OPT("allow_shared_dirs", allow_shared_dirs), FUSE_OPT_KEY("umask=", KEY_UMASK),
-    FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE), FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
-    OPT("ino32", ino32), OPT("writeback", writeback), OPT("writeback=%u", writeback_ms),
-    OPT("journal_dir=%s", journal_dir), OPT("writeback_queue=%lu", writeback_queue_mb),
-    OPT("writeback_stop=%u", writeback_stop), OPT("max_rps=%lf", max_rps),
-    OPT("forget_after=%lu", forget_after), OPT("nonempty", nonempty),
+    OPT("service=%s", service), OPT("no_default_permissions", no_default_permissions),
+    OPT("logfile=%s", logfile), OPT("metrics_file=%s", metrics_file),
+    OPT("metrics_interval=%u", metrics_interval), OPT("allow_shared_dirs", allow_shared_dirs),
+    FUSE_OPT_KEY("umask=", KEY_UMASK), FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE),
+    FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE), OPT("ino32", ino32), OPT("writeback", writeback),
+    OPT("writeback=%u", writeback_ms), OPT("journal_dir=%s", journal_dir),
+    OPT("writeback_queue=%lu", writeback_queue_mb), OPT("writeback_stop=%u", writeback_stop),
+    OPT("max_rps=%lf", max_rps), OPT("forget_after=%lu", forget_after), OPT("nonempty", nonempty),
     /* libfuse's, but aztfs sets them itself (fs/ops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED), FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED), FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
@@ -272,6 +272,7 @@ void options_free(struct aztfs_opts *o)
     free(o->metrics_file);
     free(o->auth);
     free(o->client_id);
+    free(o->service);
     free(o->positional[0]);
     free(o->positional[1]);
     memset(o, 0, sizeof(*o));
@@ -362,6 +363,9 @@ void options_usage(const char *progname)
            "                            key or SAS, else those in DefaultAzureCredential's\n"
            "                            order; see aztfs(1), AUTHENTICATION)\n"
            "    -o client_id=ID         client ID of a user-assigned managed identity\n"
+           "    -o service=NAME         the service behind the endpoint: storage or cosmos\n"
+           "                            (Cosmos DB for Table); default: told by the host\n"
+           "                            (*.table.cosmos.azure.com is cosmos), else storage\n"
            "    -o logfile=PATH         append log lines to PATH (created 0600), reopened\n"
            "                            on SIGHUP (logrotate); default: stderr with -f,\n"
            "                            else syslog (if nothing listens on /dev/log,\n"

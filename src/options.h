@@ -31,6 +31,7 @@ struct aztfs_opts {
     char *tables;                  /* -o tables=A:B:C (as given) */
     char *auth;                    /* -o auth=key|sas|secret|certificate|workload|managed|cli */
     char *client_id;               /* -o client_id=ID: a user-assigned managed identity */
+    char *service;                 /* -o service=storage|cosmos (NULL: from the host) */
     int allow_other;               /* -o allow_other seen (kept for libfuse) */
     int fsname_given;              /* -o fsname= seen (kept for libfuse) */
     int subtype_given;             /* -o subtype= seen (kept for libfuse) */

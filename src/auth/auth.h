@@ -53,6 +53,10 @@ struct account {
                               "/devstoreaccount1" for path-style */
     int devstore;               /* from UseDevelopmentStorage=true: the key is
                               the emulator's published one, no secret */
+    char *service;              /* Service=storage|cosmos of the config (or
+                              -o service=, which wins): the service behind
+                              the endpoint (table/profile.c); NULL: told by
+                              the host */
     char *auth[AS_COUNT];       /* sign-in settings of the config file, by
                               enum auth_setting; NULL when not given */
     struct token_cache *tokens; /* Microsoft Entra ID bearer tokens, when
@@ -64,7 +68,7 @@ struct account {
 /* Parse an Azure connection string ("Key=Value;Key=Value...") into *acct
  * (which must be zeroed by the caller). Recognised keys (case-insensitive):
  * DefaultEndpointsProtocol, AccountName, AccountKey, TableEndpoint,
- * EndpointSuffix, SharedAccessSignature, UseDevelopmentStorage.
+ * EndpointSuffix, SharedAccessSignature, UseDevelopmentStorage, Service.
  * Unknown keys (BlobEndpoint, QueueEndpoint, ...) are ignored.
  * Returns 0, or -EINVAL with a one-line human explanation in errbuf
  * (never containing key or signature material). On failure *acct is
@@ -144,12 +148,6 @@ int cred_kind_parse(const char *name, enum cred_kind *kind);
 /* A human name of KIND ("service principal with a client secret", ...). */
 const char *cred_kind_describe(enum cred_kind kind);
 
-/* The token scope for a Table endpoint on HOST (host[:port]):
- * https://cosmos.azure.com/.default for Cosmos DB (*.table.cosmos.azure.com,
- * *.table.cosmosdb.azure.com), else https://storage.azure.com/.default.
- * A static string. */
-const char *cred_scope_for_host(const char *host);
-
 /* Why a credential failed (credential_new, credential_token). */
 struct cred_error {
     int unavailable; /* not set up here (settings missing, no az, no
@@ -158,7 +156,7 @@ struct cred_error {
     char msg[1024];  /* one line naming the fix; never a secret */
 };
 
-/* Make a credential of KIND for SCOPE (static, as cred_scope_for_host) from
+/* Make a credential of KIND for SCOPE (static: the service profile's, table_profile.scope) from
  * S (copied). HC: timeouts, retries and CA file of its token requests
  * (libcurl, through http/http.c), capped for them: one request (and one run of
  * az) at most 30 s, at most 2 retries within 60 s, answers at most 64 KiB;

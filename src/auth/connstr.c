@@ -28,6 +28,7 @@ struct fields {
     const char *suffix;         /* EndpointSuffix */
     const char *sas;            /* SharedAccessSignature */
     const char *devstore;       /* UseDevelopmentStorage */
+    const char *service;        /* Service (aztfs's own: storage or cosmos) */
     const char *auth[AS_COUNT]; /* sign-in settings (auth_setting_names) */
 };
 
@@ -83,6 +84,7 @@ void account_free(struct account *acct)
     free(acct->scheme);
     free(acct->host);
     free(acct->base_path);
+    free(acct->service);
     memset(acct, 0, sizeof(*acct));
 }
 
@@ -128,6 +130,7 @@ static int set_field(struct fields *f, const char *key, const char *value, char 
         { "EndpointSuffix", offsetof(struct fields, suffix) },
         { "SharedAccessSignature", offsetof(struct fields, sas) },
         { "UseDevelopmentStorage", offsetof(struct fields, devstore) },
+        { "Service", offsetof(struct fields, service) },
     };
     size_t i;
 
@@ -458,7 +461,7 @@ int connstr_parse(const char *s, struct account *acct, char *errbuf, size_t errl
         rc = use_devstore(&f, acct, errbuf, errlen);
         if (rc < 0)
             goto fail;
-        goto out;
+        goto service;
     }
     rc = set_credentials(&f, acct, errbuf, errlen);
     if (rc < 0)
@@ -471,7 +474,11 @@ int connstr_parse(const char *s, struct account *acct, char *errbuf, size_t errl
             rc = seterr(-ENOMEM, errbuf, errlen, "out of memory");
             goto fail;
         }
-out:
+service:
+    if (f.service && *f.service && !(acct->service = strdup(f.service))) {
+        rc = seterr(-ENOMEM, errbuf, errlen, "out of memory");
+        goto fail;
+    }
     OPENSSL_cleanse(buf, len);
     free(buf);
     return 0;

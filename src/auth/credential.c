@@ -25,8 +25,6 @@
 #define TOKEN_DEADLINE_MS 60000        /* no retry starts later than this */
 #define DEFAULT_AUTHORITY "https://login.microsoftonline.com"
 #define DEFAULT_IMDS "http://169.254.169.254"
-#define STORAGE_SCOPE "https://storage.azure.com/.default"
-#define COSMOS_SCOPE "https://cosmos.azure.com/.default"
 
 struct credential {
     enum cred_kind kind;
@@ -67,24 +65,6 @@ int cred_kind_parse(const char *name, enum cred_kind *kind)
 const char *cred_kind_describe(enum cred_kind kind)
 {
     return kind >= 0 && kind < CRED_KIND_COUNT ? kind_text[kind] : "?";
-}
-
-/* Does HOST (host[:port]) end with SUFFIX, case aside? */
-static int host_ends(const char *host, const char *suffix)
-{
-    size_t n = strcspn(host, ":"), m = strlen(suffix);
-
-    return n >= m && strncasecmp(host + n - m, suffix, m) == 0;
-}
-
-/* See credential.h. */
-const char *cred_scope_for_host(const char *host)
-{
-    if (host &&
-        (host_ends(host, ".table.cosmos.azure.com") ||
-         host_ends(host, ".table.cosmosdb.azure.com")))
-        return COSMOS_SCOPE;
-    return STORAGE_SCOPE;
 }
 
 /* The settings: variable name and member. */

@@ -32,6 +32,16 @@ const struct entity_limits entity_limits_storage = {
     .binary_bytes = ENTITY_MAX_BINARY_BYTES,
 };
 
+/* See entity.h. */
+const struct entity_limits entity_limits_cosmos = {
+    .key_bytes = SIZE_MAX,
+    .entity_bytes = 2 * 1024 * 1024,
+    .properties = ENTITY_MAX_PROPERTIES,
+    .name_chars = ENTITY_MAX_PROPNAME,
+    .string_bytes = ENTITY_MAX_STRING_BYTES,
+    .binary_bytes = ENTITY_MAX_BINARY_BYTES,
+};
+
 /* edm_type_name: see entity.h. */
 const char *edm_type_name(enum edm_type t)
 {

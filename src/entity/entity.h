@@ -49,6 +49,11 @@ struct entity_limits {
  * "Understanding the Table service data model"). */
 extern const struct entity_limits entity_limits_storage;
 
+/* Cosmos DB for Table's, as far as they differ: items up to 2 MB (its
+ * "Service quotas"); keys up to 1 KB and a RowKey up to 255 bytes, counted
+ * in bytes (table/profile.c checks those), so none here. */
+extern const struct entity_limits entity_limits_cosmos;
+
 /* Details of a parse/validation failure, like jansson's json_error_t. */
 struct entity_error {
     int line;           /* 1-based line in the input, 0 when unknown */

@@ -38,6 +38,8 @@ static const char *const hdr_names[HDR_COUNT] = {
     [HDR_RETRY_AFTER] = "Retry-After",
     [HDR_CONTENT_TYPE] = "Content-Type",
     [HDR_DATE] = "Date",
+    [HDR_RETRY_AFTER_MS] = "retry-after-ms",
+    [HDR_X_RETRY_AFTER_MS] = "x-ms-retry-after-ms",
 };
 
 /* What one attempt tells about sends that may have reached the server. */
@@ -511,6 +513,15 @@ static int pace_wait(struct perform *p)
     return 0;
 }
 
+/* The status of P's answer that counts for retries and the pace
+ * (http_request.status_of). */
+static long counted_status(const struct perform *p)
+{
+    const struct http_request *r = p->req;
+
+    return r->status_of && p->resp->status ? r->status_of(r->settle_ctx, p->resp) : p->resp->status;
+}
+
 static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
 {
     struct http_response *resp = p->resp;
@@ -528,8 +539,9 @@ static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
     rc = attempt_once(p->pool, h, p->req, p->hdrs, resp, &sc);
     resp->attempts = attempt;
     if (rc == 0 && p->pool->cfg.pace)
-        http_pace_answered(p->pool->cfg.pace, now_ms(), resp->status == 503 || resp->status == 429,
-                           http_retry_after_secs(resp->hdr[HDR_RETRY_AFTER]) * 1000);
+        http_pace_answered(p->pool->cfg.pace, now_ms(),
+                           counted_status(p) == 503 || counted_status(p) == 429,
+                           http_retry_after_ms(resp));
     if (rc == -EINTR) {
         log_debug(p->pool->lg, "%s: cancelled", p->what);
         return rc;
@@ -576,13 +588,14 @@ static int perform_backoff(struct perform *p, int attempt, int rc)
     long wait;
     /* a throttling service asks to slow down, not to give up: with a pace
      * (the whole mount slows down), its answers retry until the deadline */
-    int unlimited = rc == 0 && (resp->status == 503 || resp->status == 429) && pool->cfg.pace &&
-        pool->cfg.max_retries > 0;
+    long status = rc == 0 ? counted_status(p) : 0;
+    int unlimited =
+        rc == 0 && (status == 503 || status == 429) && pool->cfg.pace && pool->cfg.max_retries > 0;
 
-    if ((rc == 0 && !http_status_is_transient(resp->status)) || rc == -EACCES ||
+    if ((rc == 0 && !http_status_is_transient(status)) || rc == -EACCES ||
         (attempt > pool->cfg.max_retries && !unlimited))
         return 1;
-    wait = http_backoff_ms(&pool->cfg, attempt, resp->hdr[HDR_RETRY_AFTER]);
+    wait = http_backoff_ms(&pool->cfg, attempt, http_retry_after_ms(resp));
     why = rc == 0 ? "transient HTTP status" : resp->transport_error;
     if (now_ms() - p->start + (double)wait > (double)pool->cfg.retry_deadline_ms) {
         log_info(pool->lg,

@@ -119,6 +119,11 @@ struct http_request {
      * -errno (cannot tell: retry, and resp->resent stays set). NULL: none. */
     int (*settle)(void *ctx, const struct http_response *resp);
     void *settle_ctx;
+    /* The status that counts for retries and the pace, of an answer whose
+     * own status does not tell (a $batch's 202 whose failed part says 429,
+     * nothing applied): called with SETTLE_CTX for each answer. NULL: the
+     * answer's own. */
+    long (*status_of)(void *ctx, const struct http_response *resp);
     /* NULL-terminated names of further response headers to keep, in
      * http_response.captured at the same index (names compare without
      * regard to case); at most HTTP_CAPTURE_MAX, later ones are ignored.
@@ -127,7 +132,15 @@ struct http_request {
 };
 
 /* Response headers of HTTP itself, kept from every response. */
-enum http_hdr { HDR_ETAG, HDR_RETRY_AFTER, HDR_CONTENT_TYPE, HDR_DATE, HDR_COUNT };
+enum http_hdr {
+    HDR_ETAG,
+    HDR_RETRY_AFTER,
+    HDR_CONTENT_TYPE,
+    HDR_DATE,
+    HDR_RETRY_AFTER_MS,   /* retry-after-ms (Azure's, in milliseconds) */
+    HDR_X_RETRY_AFTER_MS, /* x-ms-retry-after-ms (Cosmos DB's 429) */
+    HDR_COUNT
+};
 
 /* The most headers one request may ask to capture (http_request.capture). */
 #define HTTP_CAPTURE_MAX 8
@@ -180,7 +193,9 @@ void http_pool_set_cancel(struct http_pool *pool, int (*cancelled)(void *ctx), v
 void http_pool_set_abort(struct http_pool *pool, int (*aborted)(void *ctx), void *ctx);
 
 /* Perform REQ, retrying transient failures (transport errors, 408, 429, 500,
- * 502, 503, 504) with exponential backoff, full jitter and Retry-After, up to
+ * 502, 503, 504; the status req->status_of says when it is given) with
+ * exponential backoff, full jitter and Retry-After (or retry-after-ms,
+ * x-ms-retry-after-ms), up to
  * cfg.max_retries and while the next attempt would start within
  * cfg.retry_deadline_ms of the first (so a request takes at most about the
  * deadline plus one request timeout; a Retry-After beyond the deadline ends

@@ -13,9 +13,15 @@ int http_status_is_transient(long status);
  * retries); -1 when V is absent or not understood. */
 long http_retry_after_secs(const char *v);
 
+/* Milliseconds the answer RESP asks to wait: its Retry-After (seconds or a
+ * date), else its retry-after-ms, else its x-ms-retry-after-ms (Cosmos
+ * DB's 429), at most a day; -1 when it says nothing understood. */
+long http_retry_after_ms(const struct http_response *resp);
+
 /* Milliseconds to wait before retry number ATTEMPT (1-based) under CFG:
  * full jitter over an exponentially growing window (retry_base_ms doubled,
- * at most retry_max_ms), or the server's RETRY_AFTER if larger. */
-long http_backoff_ms(const struct http_config *cfg, int attempt, const char *retry_after);
+ * at most retry_max_ms), or the server's RETRY_AFTER_MS (http_retry_after_ms;
+ * < 0: none) if larger. */
+long http_backoff_ms(const struct http_config *cfg, int attempt, long retry_after_ms);
 
 #endif

@@ -336,11 +336,38 @@ long http_retry_after_secs(const char *v)
     return s < 0 ? -1 : s > 86400 ? 86400 : s;
 }
 
+/* Milliseconds in V (a number of them, maybe with a fraction), at most
+ * a day; -1 when V is absent or not one. */
+static long ms_value(const char *v)
+{
+    char *end;
+    double d;
+
+    if (!v)
+        return -1;
+    d = strtod(v, &end);
+    if (end == v || *end != '\0' || !(d >= 0))
+        return -1;
+    return d > 86400000.0 ? 86400000 : (long)d;
+}
+
 /* See http_i.h. */
-long http_backoff_ms(const struct http_config *cfg, int attempt, const char *retry_after)
+long http_retry_after_ms(const struct http_response *resp)
+{
+    long s = http_retry_after_secs(resp->hdr[HDR_RETRY_AFTER]), ms;
+
+    if (s >= 0)
+        return s * 1000;
+    if ((ms = ms_value(resp->hdr[HDR_RETRY_AFTER_MS])) >= 0)
+        return ms;
+    return ms_value(resp->hdr[HDR_X_RETRY_AFTER_MS]);
+}
+
+/* See http_i.h. */
+long http_backoff_ms(const struct http_config *cfg, int attempt, long retry_after_ms)
 {
     long window = cfg->retry_base_ms;
-    long ra = http_retry_after_secs(retry_after);
+    long ra = retry_after_ms;
     unsigned int r = 0;
     long wait;
 
@@ -351,5 +378,5 @@ long http_backoff_ms(const struct http_config *cfg, int attempt, const char *ret
     if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
         r = (unsigned int)attempt * 2654435761u;
     wait = window / 2 + (long)(r % (unsigned long)(window / 2 + 1));
-    return ra * 1000 > wait ? ra * 1000 : wait;
+    return ra > wait ? ra : wait;
 }

@@ -277,6 +277,34 @@ void store_log_failure(struct store *s, const char *op, const char *path, int rc
                   st->message, st->attempts);
 }
 
+/* See store_i.h. */
+int store_entity_fits(struct store *s, const char *pk, const char *rk, const json_t *wire,
+                      size_t text_len, char *why, size_t whylen)
+{
+    struct entity_error err = { 0 };
+    int rc = entity_check_limits(s->limits, wire, pk, rk, &err);
+
+    if (rc < 0) {
+        snprintf(why, whylen, "%s", err.text);
+        return rc;
+    }
+    return table_entity_fits(table_client_profile(s->tc), pk, rk, wire, text_len, why, whylen);
+}
+
+/* See store_i.h. */
+int store_fits_service(struct store *s, const char *op, const char *path, const char *pk,
+                       const char *rk, const json_t *wire, size_t text_len)
+{
+    char why[256];
+    int rc = store_entity_fits(s, pk, rk, wire, text_len, why, sizeof(why));
+
+    if (rc < 0 && rc != -ENOMEM) {
+        failring_add(s->log.failures, &(struct failure){ op, path, -rc, 0, NULL, why });
+        log_error(&s->log, "%s: not saved: %s", path, why);
+    }
+    return rc;
+}
+
 static int on_first_entity(void *p, json_t *value)
 {
     int *found = p;

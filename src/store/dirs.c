@@ -151,8 +151,14 @@ static int made_dir(struct store *s, const char *path, const char *parent, const
 int store_create_table(struct store *s, const char *path, const char *table)
 {
     struct az_status st = { 0 };
-    int rc = table_create(s->tc, table, &st);
+    const char *why = table_name_problem(table_client_profile(s->tc), table);
+    int rc;
 
+    if (why) { /* the service's own rules, before anything is sent */
+        store_log_failure(s, "create table", path, -EINVAL, NULL, why);
+        return -EINVAL;
+    }
+    rc = table_create(s->tc, table, &st);
     if (rc == -EEXIST)
         log_info(&s->log, "%s: table exists (table names ignore case)", path);
     else if (rc < 0)

@@ -210,7 +210,7 @@ static int query_of(struct store *s, struct fspath *fp, struct export_stream *x)
     if (fp->kind != FSP_VIEW_STREAM)
         return !fp->pk_name || (x->filter = table_filter_partition(fp->pk)) ? 0 : -ENOMEM;
     x->view = 1;
-    rc = userfilter_build(fp->pk_name ? fp->pk : NULL, fp->filter, &x->filter, &why);
+    rc = userfilter_build_for(s->tc, fp->pk_name ? fp->pk : NULL, fp->filter, &x->filter, &why);
     if (rc == -EINVAL)
         store_log_failure(s, "export", x->path, rc, NULL, why); /* nothing sent */
     return rc;
@@ -227,7 +227,8 @@ int export_exists(struct store *s, struct fspath *fp)
         rc = (rc = store_partition_exists(s, fp, 0)) < 0 ? rc : rc ? 0 : -ENOENT;
     if (rc < 0 || fp->kind != FSP_VIEW_STREAM)
         return rc;
-    rc = userfilter_build(fp->pk_name ? (fp->pk ? fp->pk : "") : NULL, fp->filter, &filter, &why);
+    rc = userfilter_build_for(s->tc, fp->pk_name ? (fp->pk ? fp->pk : "") : NULL, fp->filter,
+                              &filter, &why);
     if (rc == 0)
         free(filter);
     else if (rc == -EINVAL)

@@ -33,6 +33,7 @@
 #include "entity/entity.h"
 #include "names/names.h"
 #include "store/store.h"
+#include "store/store_i.h"
 
 #define IMPORT_BATCH_OPS 100
 /* What a transaction's lines may add up to: the service takes 4 MiB of
@@ -367,9 +368,10 @@ static int fullest(const struct import_stream *m)
 }
 
 /* Is held transaction B full? */
-static int batch_full(const struct import_batch *b)
+static int batch_full(const struct import_stream *m, const struct import_batch *b)
 {
-    return b->n == IMPORT_BATCH_OPS || b->bytes >= IMPORT_BATCH_BYTES;
+    return b->n == IMPORT_BATCH_OPS ||
+        b->bytes >= table_batch_room(m->s->tc, IMPORT_BATCH_BYTES, 512 * 1024);
 }
 
 /* The held transaction of partition PK with room for a line (a new one
@@ -385,7 +387,7 @@ static struct import_batch *held_for(struct import_stream *m, const char *pk, in
     for (int i = m->n_held - 1; i >= 0; i--) { /* the newest first: a stream in order */
         if (m->held[i]->pk_hash != h || strcmp(m->held[i]->pk, pk) != 0)
             continue;
-        if (!batch_full(m->held[i]))
+        if (!batch_full(m, m->held[i]))
             return m->held[i];
         if ((*rc = submit(m, i)) < 0)
             return NULL;
@@ -413,6 +415,7 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
     struct import_batch *b;
     json_t *wire = NULL;
     char *pk = NULL, *rk = NULL;
+    char why[200];
     uint64_t k;
     int rc, hit, i;
 
@@ -434,8 +437,8 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
         rc = refuse(m, n, n - 1, "PartitionKey '%.80s' is not this partition's", pk);
         goto out;
     }
-    if (entity_check_limits(m->s->limits, wire, pk, rk, &err) < 0) { /* what it takes */
-        rc = refuse(m, n, n - 1, "%s", err.text);
+    if ((rc = store_entity_fits(m->s, pk, rk, wire, len, why, sizeof(why))) < 0) {
+        rc = rc == -ENOMEM ? rc : refuse(m, n, n - 1, "%s", why);
         goto out;
     }
     k = key_hash(pk, rk);
@@ -457,7 +460,7 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
     pthread_mutex_lock(&m->lock);
     filter_add(m, k, 1);
     pthread_mutex_unlock(&m->lock);
-    if (batch_full(b)) {
+    if (batch_full(m, b)) {
         for (i = 0; m->held[i] != b; i++)
             ;
         rc = submit(m, i);

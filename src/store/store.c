@@ -22,13 +22,17 @@
 int store_open(struct store *s, const struct account *acct, const struct http_config *hc,
                size_t cache_bytes)
 {
+    int rc;
+
     if (!(s->cache = cache_new(cache_bytes, s->cache_timeout)))
         return -ENOMEM;
     cache_set_negative_ttl(s->cache, s->negative_timeout);
-    if (!s->limits)
-        s->limits = &entity_limits_storage;
     s->changes = &store_direct; /* store_writeback_open: through the queue */
-    return table_client_new(&s->tc, acct, hc, &s->log, &s->stats);
+    if ((rc = table_client_new(&s->tc, acct, hc, &s->log, &s->stats)) < 0)
+        return rc;
+    if (!s->limits) /* the service's (Storage's, Cosmos DB's) */
+        s->limits = table_profile_entity_limits(table_client_profile(s->tc));
+    return 0;
 }
 
 /* See store.h. */
@@ -374,21 +378,6 @@ static int parse_text(struct store *s, const char *path, const char *text, size_
     return rc;
 }
 
-/* Can the service take WIRE under FP's keys (entity_check_limits)? Log
- * why not. Returns 0 or -errno. */
-static int check_limits(struct store *s, const char *path, const struct fspath *fp,
-                        const json_t *wire)
-{
-    struct entity_error err = { 0 };
-    int rc = entity_check_limits(s->limits, wire, fp->pk, fp->rk, &err);
-
-    if (rc < 0) {
-        failring_add(s->log.failures, &(struct failure){ "save", path, -rc, 0, NULL, err.text });
-        log_error(&s->log, "%s: not saved: %s", path, err.text);
-    }
-    return rc;
-}
-
 /* Does the entity at PATH (FP), as the service gave it to the mount at
  * ETAG, hold exactly WIRE (the same properties with the same values and
  * types: entity_wire_digest)? Then a save would change nothing. Compared
@@ -429,7 +418,7 @@ int store_save(struct store *s, const struct store_save *sv, char **new_etag)
 
     if ((rc = parse_text(s, sv->path, text, len, &wire, &pk_in, &rk_in)) < 0 ||
         (rc = write_keys(s, sv->fp, sv->path, is_new, &pk_in, &rk_in)) < 0 ||
-        (rc = check_limits(s, sv->path, sv->fp, wire)) < 0)
+        (rc = store_fits_service(s, "save", sv->path, sv->fp->pk, sv->fp->rk, wire, len)) < 0)
         goto out;
     if (!is_new && unchanged(s, sv->path, sv->fp, wire, sv->etag)) {
         /* the entity holds this already: nothing to send, and a failed
@@ -553,6 +542,8 @@ int store_rename(struct store *s, const char *from, struct fspath *ff, const cha
         log_error(&s->log, "%s: cannot be moved: %s", from, err.text);
         goto out;
     }
+    if ((rc = store_fits_service(s, "rename", to, tf->pk, tf->rk, wire, src.len)) < 0)
+        goto out;
     rc = s->changes->rename(
         s, &(struct store_move){ from, ff, src.etag, to, tf, exists ? dst.etag : NULL, wire },
         &new_etag, &st);

@@ -54,8 +54,7 @@ struct store {
      * (store_set_hooks; NULL: never) */
     int (*cancelled)(void *ctx);
     void *cancel_ctx;
-    /* What the service takes: saves and imports checked (NULL: Storage's) */
-    const struct entity_limits *limits;
+    const struct entity_limits *limits; /* saves' and imports' (store_open: the service's) */
 };
 
 /* Create S's cache (CACHE_BYTES, fresh for S->cache_timeout) and client
@@ -460,7 +459,7 @@ int store_writeback_open(struct store *s, const struct wb_config *cfg, const str
 int store_create_exclusive(struct store *s, const char *path, struct fspath *fp, char **etag);
 
 /* A new file's refused content: the empty entity its create made removed,
- * guarded by ETAG (store.c says how). 0, -ESTALE/-ENOENT (left), -errno. */
+ * guarded by ETAG (store.c). 0, -ESTALE/-ENOENT (left), -errno. */
 int store_uncreate(struct store *s, struct fspath *fp, const char *path, const char *etag);
 
 /* Start sending in the background (after daemonizing). 0 or -errno. */
@@ -644,14 +643,12 @@ struct export_stream;
  * service refused: logged), -EINTR, or -errno (logged). */
 int export_open(struct store *s, struct fspath *fp, const char *path, struct export_stream **out);
 
-/* Copy SIZE bytes of X's stream from offset OFF, where the last read
- * ended (the stream is opened non-seekable: the kernel reads it in order),
- * into BUF, as a regular file's read does: what is left of the page held,
- * then the next pages, fetched now, until SIZE bytes are copied or the
- * stream ends (the one short read; a failure after some bytes also ends the
- * read there, the next read reporting it). Returns the bytes copied (0: the
- * end), -ESPIPE (OFF is not where the stream is: logged, nothing read), or
- * -errno (logged as for export_open). */
+/* Copy SIZE bytes of X's stream at OFF (where the last read ended: it is
+ * opened non-seekable) into BUF in full, as a regular file's read: the page
+ * held, then the next ones, fetched now, until SIZE bytes or the stream's
+ * end (a failure after some bytes ends the read there, the next read
+ * reporting it). Returns the bytes copied (0: the end), -ESPIPE (OFF is
+ * elsewhere: logged, nothing read), or -errno (logged as for export_open). */
 int export_read(struct export_stream *x, char *buf, size_t size, unsigned long long off);
 
 /* Free X (NULL: nothing): its fetches under way are waited for (a split's

@@ -162,7 +162,7 @@ static int stream_new(struct store *s, const struct fspath *fp, const char *dir,
     v->by_partition = by_partition;
     if ((v->table = strdup(fp->table)) && (v->dir = strdup(dir)) && (v->out = listing_new()) &&
         (!pk || (v->scope = strdup(pk))))
-        rc = userfilter_build(pk, fp->filter, &filter, &why);
+        rc = userfilter_build_for(s->tc, pk, fp->filter, &filter, &why);
     if (rc == -EINVAL)
         store_log_failure(s, "query view", dir, rc, NULL, why); /* nothing sent */
     if (rc == 0) { /* write-behind: the query sees the table's queued changes */

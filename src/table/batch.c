@@ -252,15 +252,33 @@ static int batch_applied(void *ctx, const struct http_response *resp)
     return rc;
 }
 
+/* The status of the $batch answer RESP that counts for retries and the
+ * pace (an http_request.status_of hook; CTX a struct batch_probe): the
+ * failed part's when it says the service throttles (its changeset was not
+ * applied, so it is sent again as a whole), else RESP's own. */
+static long batch_status(void *ctx, const struct http_response *resp)
+{
+    const struct batch_probe *b = ctx;
+    struct az_status st = { 0 };
+
+    if (resp->status == 202 && resp->body && table_batch_outcome(resp->body, &st) < 0 &&
+        table_profile_throttled(b->tc->profile, st.http_status))
+        return st.http_status;
+    return resp->status;
+}
+
 /* Append OP, the changeset part of one operation on PK of TABLE, to B (a
  * multipart body with changeset boundary ID). Returns 0 or -ENOMEM. */
-static int batch_add_op(struct buf *b, const struct account *a, const char *id, const char *table,
-                        const char *pk, const struct table_batch_op *op)
+static int batch_add_op(struct buf *b, const struct table_client *tc, const char *id,
+                        const char *table, const char *pk, const struct table_batch_op *op)
 {
-    const char *method = op->kind == TB_INSERT          ? "POST" :
-        op->kind == TB_REPLACE || op->kind == TB_UPSERT ? "PUT" :
-        op->kind == TB_MERGE                            ? "MERGE" :
-                                                          "DELETE";
+    const struct account *a = tc->acct;
+    /* Cosmos DB: a Merge as POST + X-HTTP-Method, as the SDKs send it */
+    int tunnel = op->kind == TB_MERGE && tc->profile->merge_tunneled;
+    const char *method = op->kind == TB_INSERT || tunnel ? "POST" :
+        op->kind == TB_REPLACE || op->kind == TB_UPSERT  ? "PUT" :
+        op->kind == TB_MERGE                             ? "MERGE" :
+                                                           "DELETE";
     char *path = op->kind == TB_INSERT ? NULL : table_entity_path(table, pk, op->rk);
     char *body = op->kind == TB_DELETE ? NULL : table_entity_body(op->entity, pk, op->rk);
     int rc = -ENOMEM;
@@ -277,6 +295,8 @@ static int batch_add_op(struct buf *b, const struct account *a, const char *id, 
         buf_addf(b, "%s %s://%s%s/%s HTTP/1.1\r\n", method, a->scheme, a->host, a->base_path,
                  table);
     buf_addf(b, "Accept: %s\r\nDataServiceVersion: 3.0\r\n", TABLE_ACCEPT_JSON);
+    if (tunnel)
+        buf_adds(b, "X-HTTP-Method: MERGE\r\n");
     if (op->kind != TB_INSERT && op->kind != TB_UPSERT)
         buf_addf(b, "If-Match: %s\r\n", op->etag ? op->etag : "*");
     if (body)
@@ -295,13 +315,13 @@ out:
 
 /* The multipart body of the batch of OPS into B, with boundaries
  * batch_ID and changeset_ID (one changeset). Returns 0 or -ENOMEM. */
-static int batch_body(struct buf *b, const struct account *a, const char *id, const char *table,
-                      const char *pk, const struct table_batch_op *ops, size_t n)
+static int batch_body(struct buf *b, const struct table_client *tc, const char *id,
+                      const char *table, const char *pk, const struct table_batch_op *ops, size_t n)
 {
     buf_addf(b, "--batch_%s\r\nContent-Type: multipart/mixed; boundary=changeset_%s\r\n\r\n", id,
              id);
     for (size_t i = 0; i < n; i++)
-        if (batch_add_op(b, a, id, table, pk, &ops[i]) < 0)
+        if (batch_add_op(b, tc, id, table, pk, &ops[i]) < 0)
             return -ENOMEM;
     buf_addf(b, "--changeset_%s--\r\n--batch_%s--\r\n", id, id);
     return b->err ? -ENOMEM : 0;
@@ -395,6 +415,7 @@ int table_batch_again(struct table_client *tc, const char *table, const char *pk
         .what = "batch",
         .settle = batch_applied,
         .settle_ctx = &probe,
+        .status_of = batch_status,
     };
     int rc = -ENOMEM;
 
@@ -412,7 +433,7 @@ int table_batch_again(struct table_client *tc, const char *table, const char *pk
     }
     for (int i = 0; i < 8; i++)
         snprintf(id + 2 * i, 3, "%02x", rnd[i]);
-    if (batch_body(&b, tc->acct, id, table, pk, ops, n) < 0 ||
+    if (batch_body(&b, tc, id, table, pk, ops, n) < 0 ||
         asprintf(&ctype, "multipart/mixed; boundary=batch_%s", id) < 0) {
         ctype = NULL;
         goto out;

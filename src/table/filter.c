@@ -118,3 +118,13 @@ int userfilter_build(const char *pk, const char *filter, char **out, const char 
     *out = f;
     return 0;
 }
+
+/* See table.h. */
+int userfilter_build_for(const struct table_client *tc, const char *pk, const char *filter,
+                         char **out, const char **why)
+{
+    *out = NULL;
+    if ((*why = table_filter_problem(table_client_profile(tc), filter)))
+        return -EINVAL;
+    return userfilter_build(pk, filter, out, why);
+}

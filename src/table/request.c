@@ -102,6 +102,10 @@ int table_client_new(struct table_client **out, const struct account *acct,
     tc->acct = acct;
     tc->lg = lg;
     tc->stats = stats;
+    if ((rc = table_profile_pick(acct->host, acct->service, &tc->profile)) < 0) {
+        free(tc);
+        return rc;
+    }
     rc = http_pool_new(&tc->pool, hcfg, lg, stats);
     if (rc < 0) {
         free(tc);
@@ -438,6 +442,7 @@ static int send_once(struct table_client *tc, const struct table_req *rq, const 
         .kind = rq->kind,
         .settle = rq->settle,
         .settle_ctx = rq->settle_ctx,
+        .status_of = rq->status_of,
         .capture = table_capture,
     };
     rc = http_perform(tc->pool, &req, resp);

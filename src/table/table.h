@@ -51,8 +51,10 @@ struct az_status {
     int attempts;      /* attempts made by the last request */
 };
 
-/* Create a client for ACCT (borrowed: must outlive the client). LG and STATS
- * are borrowed too. Returns 0, -ENOMEM. */
+/* Create a client for ACCT (borrowed: must outlive the client), of the
+ * service profile ACCT's host and Service setting pick (table_profile_pick).
+ * LG and STATS are borrowed too. Returns 0, -ENOMEM, or -EINVAL for an
+ * unknown Service. */
 int table_client_new(struct table_client **out, const struct account *acct,
                      const struct http_config *hcfg, const struct logger *lg,
                      struct http_stats *stats);
@@ -107,6 +109,87 @@ char *table_odata_literal(const char *s);
 /* Percent-encode S for a URL path segment or query value (everything but
  * A-Z a-z 0-9 - . _ ~). Returns malloc'd string or NULL. */
 char *table_url_encode(const char *s);
+
+/* ---- table/profile.c: the service behind the endpoint, Azure Storage or
+ * Cosmos DB for Table, and everything that differs between them: the one
+ * place that looks at a host name. The layers above ask the profile
+ * (table_client_profile) and never the host. */
+
+enum table_service { TABLE_STORAGE, TABLE_COSMOS };
+
+/* What a service takes, checked before anything is sent. */
+struct table_limits {
+    size_t pk_max, rk_max;       /* bytes of a PartitionKey, a RowKey (0: only
+                                     * the entity limits' UTF-16 count) */
+    size_t entity_max;           /* bytes of an entity as sent (compact JSON;
+                                     * 0: only the entity limits' count) */
+    size_t batch_max;            /* bytes of an entity group transaction */
+    int empty_keys;              /* an empty PartitionKey or RowKey is taken */
+    const char *const *reserved; /* property names refused (any case),
+                                     * NULL-terminated; NULL: none */
+};
+
+struct table_profile {
+    enum table_service service;
+    const char *name;     /* "storage", "cosmos" (-o service=) */
+    int sorted;           /* query results come in PartitionKey,
+                                   * RowKey order (Cosmos: in none) */
+    int merge_tunneled;   /* Merge is sent as POST with
+                                   * "X-HTTP-Method: MERGE" (Cosmos answers the
+                                   * MERGE verb with 405), in $batch too */
+    long throttle_status; /* the answer of a throttling service:
+                                   * 503 ServerBusy, or Cosmos's 429 */
+    int timestamp_filter; /* a $filter on Timestamp works (Cosmos
+                                   * answers it with no entities) */
+    const char *scope;    /* the Microsoft Entra ID token scope */
+    struct table_limits limits;
+    const struct entity_limits *entity; /* what entity_check_limits checks */
+};
+
+/* The profile of the endpoint on HOST (host[:port]): SERVICE ("storage",
+ * "cosmos", any case: -o service= or the config's Service=) when given,
+ * else Cosmos DB for *.table.cosmos.azure.com and *.table.cosmosdb.azure.com,
+ * Azure Storage for any other host. Returns 0 with *OUT (static), or
+ * -EINVAL for another SERVICE. */
+int table_profile_pick(const char *host, const char *service, const struct table_profile **out);
+
+/* The profile of TC's endpoint (picked at table_client_new). */
+const struct table_profile *table_client_profile(const struct table_client *tc);
+
+/* What the operations of one entity group transaction to TC's service
+ * may add up to: OURS (the caller's bound, under Storage's 4 MiB), or the
+ * service's batch_max less HEADROOM (each operation's headers) when that
+ * is less (Cosmos DB: 2 MB). TC NULL: OURS. */
+size_t table_batch_room(const struct table_client *tc, size_t ours, size_t headroom);
+
+/* The limits entity_check_limits holds an entity to on P's service. */
+const struct entity_limits *table_profile_entity_limits(const struct table_profile *p);
+
+/* Does the service return query results in key order? 1 or 0. Nothing may
+ * infer "no more keys before K" from a page when it does not. */
+int table_profile_sorted(const struct table_profile *p);
+
+/* Is an answer of STATUS (an HTTP status, or a $batch part's) the service
+ * asking to slow down (its throttle_status; 429 and 503 on either)? */
+int table_profile_throttled(const struct table_profile *p, long status);
+
+/* Why P's service refuses table name NAME (a static string), or NULL. */
+const char *table_name_problem(const struct table_profile *p, const char *name);
+
+/* Does the entity WIRE (wire form; NULL: keys only) with keys PK and RK
+ * (NULL: not checked) fit P's limits: keys not empty (Cosmos) and within
+ * their bytes, no reserved property name, the entity as sent within
+ * entity_max (TEXT_LEN: the length of the text it was parsed from, so that
+ * only an entity near the bound is measured)? Returns 0, -EINVAL (a key,
+ * a name) or -EFBIG (the size) with WHY (WHYLEN bytes) saying which, or
+ * -ENOMEM. */
+int table_entity_fits(const struct table_profile *p, const char *pk, const char *rk,
+                      const json_t *wire, size_t text_len, char *why, size_t whylen);
+
+/* Why FILTER (a user's $filter) would not work on P's service (a static
+ * string: Cosmos answers a filter naming Timestamp with no entities), or
+ * NULL. */
+const char *table_filter_problem(const struct table_profile *p, const char *filter);
 
 /* ---- table/batch.c: entity group transactions ($batch): the multipart request,
  * reading its answer, and settling one whose answer was lost. Part of the
@@ -340,6 +423,12 @@ size_t userfilter_encoded_len(const char *filter);
  * *why (a static string) when the result exceeds the service's
  * comparisons or aztfs's encoded length (nothing is to be sent); -ENOMEM. */
 int userfilter_build(const char *pk, const char *filter, char **out, const char **why);
+
+/* userfilter_build for TC's service: also -EINVAL with *why when FILTER
+ * would not work there (table_filter_problem: a filter on Timestamp on
+ * Cosmos DB, which answers it with no entities). */
+int userfilter_build_for(const struct table_client *tc, const char *pk, const char *filter,
+                         char **out, const char **why);
 
 /* ---- ops.c: the table protocol layer, the one header its users include:
  * Table service operations on entities and tables (table/ops.c), and, through

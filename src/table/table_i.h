@@ -49,7 +49,8 @@ struct table_client {
     const struct logger *lg;
     struct http_stats *stats; /* borrowed: the service codes are counted here */
     struct http_pool *pool;
-    int (*cancelled)(void *ctx); /* see table_client_set_cancel */
+    const struct table_profile *profile; /* the service's (table/profile.c) */
+    int (*cancelled)(void *ctx);         /* see table_client_set_cancel */
     void *cancel_ctx;
 };
 
@@ -84,6 +85,8 @@ struct table_req {
     const char *what;
     int (*settle)(void *ctx, const struct http_response *resp);
     void *settle_ctx;
+    long (*status_of)(void *ctx, const struct http_response *resp); /* with
+                                   * SETTLE_CTX: see http_request.status_of */
 };
 
 /* Sign and send RQ (table/request.c). On return 0 an HTTP response is in *RESP

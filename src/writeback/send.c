@@ -65,8 +65,10 @@ static int part_ready(struct writeback *wb, struct wb_part *p, int force, struct
 }
 
 /* Cut the next batch of P into OPS. Returns how many. */
-static size_t cut(struct wb_part *p, struct wb_op **ops)
+static size_t cut(const struct writeback *wb, struct wb_part *p, struct wb_op **ops)
 {
+    /* Cosmos DB takes 2 MB a transaction */
+    size_t room = table_batch_room(wb->tc, WB_BATCH_BYTES, 64 * 1024);
     struct timespec first = p->head->sent_at;
     size_t n = 0, bytes = 0;
     struct wb_op *op = p->head;
@@ -89,7 +91,7 @@ static size_t cut(struct wb_part *p, struct wb_op **ops)
                 return n;
         if (n + take > WB_BATCH_OPS && n > 0)
             break;
-        if (n > 0 && bytes + weight > WB_BATCH_BYTES)
+        if (n > 0 && bytes + weight > room)
             break;
         for (size_t i = 0; i < take && n < WB_BATCH_OPS; i++, op = op->next) {
             ops[n++] = op;
@@ -140,7 +142,7 @@ size_t wb_take_batch(struct writeback *wb, int force, struct wb_op **ops,
     *wait_until = next;
     if (!p)
         return 0;
-    n = cut(p, ops);
+    n = cut(wb, p, ops);
     for (size_t i = 0; i < n; i++) {
         wb_part_unlink(ops[i]);
         ops[i]->state = WS_SENDING;

@@ -8,6 +8,17 @@
   subprocess, wait for the mount, and unmount + reap at teardown (also checks
   that aztfs exited cleanly and that no sanitizer report was printed).
 * ``sh``: run shell tools (ls, find, grep, cat, stat, du) with a timeout.
+* ``backend`` (module): what ``mounter``/``module_mounter`` mount by default:
+  plain Azurite, or Azurite behind the Cosmos DB for Table model
+  (tests/cosmosmodel.py). A test module marked ``pytestmark =
+  pytest.mark.backends`` runs each of its mounting tests on every backend
+  of AZTFS_BACKENDS (default "azurite,cosmos"), as ``[azurite]`` and
+  ``[cosmos]`` (except tests that take ``azurite`` themselves, which wire
+  their own servers or proxies to it, and tests marked ``azurite_only``).
+  The SDK (``sdk``, ``wh``) always talks to Azurite directly: it checks what
+  is stored. Run only the Cosmos variant with ``-k cosmos``;
+  AZTFS_COSMOS_SEED (default 1) seeds the model's orders;
+  COSMOS_MOUNT_OPTIONS are the mount options the Cosmos backend adds.
 
 Azurite, the mounts and the fault proxy are tests/harness.py's (shared with
 bench/); this file makes pytest fixtures of them and turns a HarnessError
@@ -38,6 +49,11 @@ from harness import (ACCOUNT, AZURITE_BIN, KEY, ROOT, Azurite, HarnessError,  # 
                      stderr_excerpt, unmount_path)
 
 AZTFS = harness.aztfs_binary()
+# Options every mount of the Cosmos backend gets (issue 42): the model's
+# host (127.0.0.1) does not say Cosmos, the option does.
+COSMOS_MOUNT_OPTIONS = ["-o", "service=cosmos"]
+COSMOS_SEED = int(os.environ.get("AZTFS_COSMOS_SEED", "1"))
+BACKENDS = ("azurite", "cosmos")
 EXIT_TIMEOUT = 15       # seconds for a refused mount to exit
 CMD_TIMEOUT = 60        # seconds for any shell tool
 TEST_HARD_LIMIT = 240   # seconds: dump tracebacks and abort a hung test run
@@ -73,6 +89,65 @@ def azurite(tmp_path_factory):
         yield az
     finally:
         az.stop()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "backends: run the module's mounting tests on "
+                            "every backend (Azurite, the Cosmos DB for Table model)")
+    config.addinivalue_line("markers", "azurite_only(reason): in a backends module, "
+                            "mount plain Azurite only")
+
+
+def pytest_generate_tests(metafunc):
+    """Tests of a module marked backends that mount (their fixtures need
+    ``backend``) and do not take ``azurite`` themselves run on each backend."""
+    d = metafunc.definition
+    if ("backend" in metafunc.fixturenames and d.get_closest_marker("backends") is not None
+            and d.get_closest_marker("azurite_only") is None
+            and "azurite" not in d._fixtureinfo.argnames):
+        # The same string objects for every test: pytest 7 keeps a
+        # parametrized module fixture only while its param "is" the same.
+        wanted = os.environ.get("AZTFS_BACKENDS", "azurite,cosmos").split(",")
+        kinds = [k for k in BACKENDS if k in wanted]
+        metafunc.parametrize("backend", kinds or [BACKENDS[0]], indirect=True, scope="module")
+
+
+class Backend:
+    """Where mounts point by default: KIND "azurite" or "cosmos"; PORT,
+    CONN_STR, the mount OPTIONS it needs, and MODEL (the CosmosModel or None)."""
+
+    def __init__(self, kind, port, options=(), model=None):
+        self.kind = kind
+        self.port = port
+        self.options = list(options)
+        self.model = model
+
+    @property
+    def conn_str(self):
+        return conn_str_for(self.port)
+
+    @property
+    def cosmos(self):
+        return self.kind == "cosmos"
+
+
+@pytest.fixture(scope="session")
+def cosmos_model(azurite):
+    """The Cosmos DB for Table model in front of the session's Azurite."""
+    cm = harness.CosmosModel(upstream_port=azurite.port, seed=COSMOS_SEED)
+    cm.start()
+    try:
+        yield cm
+    finally:
+        cm.stop()
+
+
+@pytest.fixture(scope="module")
+def backend(request, azurite):
+    if getattr(request, "param", "azurite") == "cosmos":
+        cm = request.getfixturevalue("cosmos_model")
+        return Backend("cosmos", cm.port, COSMOS_MOUNT_OPTIONS, cm)
+    return Backend("azurite", azurite.port)
 
 
 @pytest.fixture(scope="session")
@@ -114,16 +189,21 @@ def start_mount(workdir, conn_str=None, options=(), env_extra=None, env=None,
 
 
 class Mounter:
-    def __init__(self, azurite, workdir):
+    def __init__(self, azurite, workdir, backend=None):
         self.azurite = azurite
         self.workdir = workdir
+        self.backend = backend
         self.mounts = []
 
     def mount(self, conn_str=None, options=(), env_extra=None, env=None):
-        """Mount with the emulator's connection string unless CONN_STR or ENV
-        is given; returns a Mount (usable as a path)."""
+        """Mount the backend (the emulator, or the Cosmos model in front of
+        it) unless CONN_STR or ENV is given; returns a Mount (usable as a path)."""
         if conn_str is None and env is None:
-            conn_str = self.azurite.conn_str
+            if self.backend is not None:
+                conn_str = self.backend.conn_str
+                options = list(self.backend.options) + list(options)
+            else:
+                conn_str = self.azurite.conn_str
         m = start_mount(self.workdir, conn_str, options, env_extra, env)
         self.mounts.append(m)
         return m
@@ -141,15 +221,15 @@ class Mounter:
 
 
 @pytest.fixture
-def mounter(azurite, tmp_path):
-    mt = Mounter(azurite, tmp_path)
+def mounter(azurite, backend, tmp_path):
+    mt = Mounter(azurite, tmp_path, backend)
     yield mt
     mt.close()
 
 
 @pytest.fixture(scope="module")
-def module_mounter(azurite, tmp_path_factory):
-    mt = Mounter(azurite, tmp_path_factory.mktemp("mounts"))
+def module_mounter(azurite, backend, tmp_path_factory):
+    mt = Mounter(azurite, tmp_path_factory.mktemp("mounts"), backend)
     yield mt
     mt.close()
 

@@ -46,6 +46,11 @@ SETTLE = CACHE_TIMEOUT + 1.5  # a change made elsewhere is shown after this at m
 MOUNT_OPTIONS = "cache_timeout=%d" % CACHE_TIMEOUT
 PARTITIONS = ["p1", "a b", "50%", ".hid", "caf\u00e9", "it's", ""]
 ROWS = ["r1", "r2", "a b", "%", ".dot", "\u65e5\u672c", "it's", "", "x" * 300]
+# The Cosmos DB for Table profile (issue 42, tests/cosmosmodel.py): keys
+# Cosmos can hold - none empty, RowKeys up to 255 bytes (still a long-form
+# file name past 250 bytes).
+COSMOS_PARTITIONS = [p for p in PARTITIONS if p]
+COSMOS_ROWS = [r for r in ROWS if r and len(r) <= 255] + ["x" * 255]
 SYSTEM = ("PartitionKey", "RowKey", "Timestamp")
 WB_QUEUE_MIB = 1             # -o writeback_queue= of the write-behind mounts (term_wait fills it)
 WB_STOP = 3                  # -o writeback_stop= of the write-behind mounts (seconds)
@@ -1053,13 +1058,15 @@ STREAM_OPS = [("import", 2), ("export", 2)]   # not with write-behind (its seque
 WB_OPS = [("sync", 2), ("remount", 1)]    # with write-behind only
 
 
-def gen_step(rng, depth=0, wb=False, crash=None):
+def gen_step(rng, depth=0, wb=False, crash=None, cosmos=False):
     """One step from RNG; with WB the write-behind steps too, and CRASH (a
-    second Random) turns a kill -9 remount into one of CRASHES."""
+    second Random) turns a kill -9 remount into one of CRASHES. COSMOS: keys
+    of the Cosmos profile."""
+    parts, rows = (COSMOS_PARTITIONS, COSMOS_ROWS) if cosmos else (PARTITIONS, ROWS)
     ops = [o for o, w in OPS + (WB_OPS if wb else STREAM_OPS) for _ in range(w)
            if not (depth and o in ("held_read", "remount"))]
     op = rng.choice(ops)
-    s = {"op": op, "pk": rng.choice(PARTITIONS), "rk": rng.choice(ROWS)}
+    s = {"op": op, "pk": rng.choice(parts), "rk": rng.choice(rows)}
     if op in ("create", "overwrite", "append_fix", "scratch", "two_handles", "ext_change",
               "bad_save", "rename_onto_open", "write_across_rename", "new_open_listed"):
         s["props"] = random_props(rng)
@@ -1071,9 +1078,9 @@ def gen_step(rng, depth=0, wb=False, crash=None):
         s["seed"] = rng.randrange(1 << 30)
     if op in ("rename", "cp", "rename_onto_open", "write_across_rename", "new_open_listed",
               "rsync_copy"):
-        s["rk2"] = rng.choice(ROWS)
+        s["rk2"] = rng.choice(rows)
     if op == "move_across":
-        s["pk2"] = rng.choice(PARTITIONS)
+        s["pk2"] = rng.choice(parts)
     if op == "sed":
         s["n"] = rng.randrange(10 ** 6)
     if op == "ext_change":
@@ -1088,7 +1095,7 @@ def gen_step(rng, depth=0, wb=False, crash=None):
             s["how"] = crash.choice([k for k, w in CRASHES for _ in range(w)])
             s["n"] = crash.randrange(1 << 30)
     if op == "held_read":
-        s["inner"] = gen_step(rng, depth + 1, wb, crash)
+        s["inner"] = gen_step(rng, depth + 1, wb, crash, cosmos)
     if op in ("import", "export"):
         gen_stream_step(rng, s)
     # JSON round trip: props values as tuples become lists; keep them tuples
@@ -1122,18 +1129,18 @@ def normalise(step):
     return step
 
 
-def gen_steps(seed, n, wb=False):
+def gen_steps(seed, n, wb=False, cosmos=False):
     """N steps from SEED; WB: with the write-behind steps too (another
     sequence than without), and from a second stream the crash kinds of
     remount (CRASHES, EXTRA_LOST: the N steps are those of the sequence
-    without them)."""
+    without them). COSMOS: the Cosmos profile's keys (another sequence)."""
     rng = random.Random(seed)
     crash = random.Random("crash-%d" % seed) if wb else None
     steps = []
     for _ in range(n):
         if crash and crash.random() < EXTRA_LOST:
             steps.append({"op": "remount", "how": "lost", "n": crash.randrange(1 << 30)})
-        steps.append(gen_step(rng, 0, wb, crash))
+        steps.append(gen_step(rng, 0, wb, crash, cosmos))
     return steps
 
 
@@ -1312,6 +1319,9 @@ def main():
                     help="long mode: seeds from the first of --seeds on, until this much time passed")
     ap.add_argument("--replay", help="run the steps saved in this JSON file")
     ap.add_argument("--out", default=".run/model", help="where failing sequences go")
+    ap.add_argument("--cosmos", type=int, metavar="SEED",
+                    help="mount through the Cosmos DB for Table model (tests/cosmosmodel.py, "
+                    "its orders seeded by SEED), with the Cosmos profile's keys")
     ap.add_argument("--writeback", nargs="?", const="60000", metavar="MS|default",
                     help="the first mount writes behind (-o writeback=MS, default 60000; "
                     "'default': aztfs' own delay), with the write-behind steps")
@@ -1328,15 +1338,19 @@ def main():
         wb_mounts.append(m)
         return m.start()
 
+    from harness import CosmosModel
     with Azurite(work) as az, FaultProxy(az.port, rate=0.0, stall=30) as px, \
-            Mount(work, az.conn_str, ["-o", MOUNT_OPTIONS]) as m1, \
-            Mount(work, az.conn_str, ["-o", MOUNT_OPTIONS]) as m2:
-        try:
-            return run_seeds(args, m1, m2, TableServiceClient.from_connection_string(az.conn_str),
-                             start_wb, px)
-        finally:
-            for m in wb_mounts:
-                m.unmount(check=False)
+            CosmosModel(az.port, seed=args.cosmos or 0) as cm:
+        cs = conn_str_for(cm.port) if args.cosmos is not None else az.conn_str
+        with Mount(work, cs, ["-o", MOUNT_OPTIONS]) as m1, \
+                Mount(work, cs, ["-o", MOUNT_OPTIONS]) as m2:
+            try:
+                return run_seeds(args, m1, m2,
+                                 TableServiceClient.from_connection_string(az.conn_str),
+                                 start_wb, px)
+            finally:
+                for m in wb_mounts:
+                    m.unmount(check=False)
 
 
 def run_seeds(args, m1, m2, sdk, start_wb, proxy):
@@ -1344,6 +1358,8 @@ def run_seeds(args, m1, m2, sdk, start_wb, proxy):
         if args.writeback else None
     sess = Session(None if wb else m1.path, m2.path, sdk, wb)
     replay_args = "--writeback %s" % args.writeback if wb else ""
+    if args.cosmos is not None:
+        replay_args = ("%s --cosmos %d" % (replay_args, args.cosmos)).strip()
     if args.replay:
         steps = [normalise(s) for s in json.loads(Path(args.replay).read_text())]
         msg = sess.attempt(steps)
@@ -1358,7 +1374,7 @@ def run_seeds(args, m1, m2, sdk, start_wb, proxy):
     for seed in seeds:
         if end is not None and time.monotonic() > end:
             break
-        steps = gen_steps(seed, args.steps, bool(wb))
+        steps = gen_steps(seed, args.steps, bool(wb), args.cosmos is not None)
         msg = sess.attempt(steps)
         total += len(steps)
         if msg:

@@ -28,6 +28,9 @@ from azure.data.tables import EdmType, EntityProperty
 
 from aztfs_names import dir_name
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 T = "exportT"            # every Edm type, odd keys
 BIG = "exportBig"        # many pages
 BIG_N = 5000

@@ -11,9 +11,14 @@ import subprocess
 import time
 import uuid
 
+import pytest
+
 from azure.data.tables import EdmType, EntityProperty
 
 from conftest import WriteHelpers
+
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
 
 SRC = "restSrc"
 P, PER = 3, 70                   # partitions, entities per partition

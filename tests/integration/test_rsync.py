@@ -18,6 +18,9 @@ from azure.data.tables import EdmType, EntityProperty
 from aztfs_names import dir_name, file_name
 from conftest import WriteHelpers
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 SRC = "rsyncSrc"
 DST = "rsyncDst"
 SRC0 = "rsyncZeroTtl"

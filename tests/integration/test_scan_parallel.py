@@ -25,6 +25,9 @@ from conftest import conn_str_for
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import FaultProxy  # noqa: E402
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 BIG = "spBig"           # 6 partitions of 2100 entities: named one query each
 ONE = "spOne"           # 1 partition of 2500 entities
 MANY = "spMany"         # 500 partitions of 2 entities: one full scan

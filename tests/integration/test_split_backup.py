@@ -12,6 +12,9 @@ import pytest
 
 from aztfs_names import encode
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 T = "splitT"
 CUTS = ["g", "n", "t"]
 # Keys on each cut, just under and just over it, and at both ends of the

@@ -11,6 +11,9 @@ import pytest
 
 from aztfs_names import dir_name, file_name
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 MAIN = "treeMain"        # a few partitions, a few entities each
 EMPTY = "treeEmpty"      # no entities at all
 MANY = "treeManyParts"   # many partitions

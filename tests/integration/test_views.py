@@ -17,6 +17,9 @@ import pytest
 
 from stubtable import StubTable
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 T = "viewsT"
 N = 300                 # entities of T, over 3 partitions
 PARTS = ["EU", "US", "AP"]
@@ -251,6 +254,8 @@ def test_filters_over_the_limits_are_refused_before_sending(seeded, mounter):
     assert requests(mnt) == before
 
 
+@pytest.mark.azurite_only("Cosmos DB answers a Timestamp filter with nothing, and aztfs "
+                          "refuses such a view there (test_cosmos.py)")
 def test_timestamp_filter_is_an_incremental_backup(seeded, sdk, seed, mounter, sh, tmp_path):
     t = seed.table(sdk, "viewsInc")
     seed.insert(t, [{"PartitionKey": "p%d" % (i % 4), "RowKey": "r%03d" % i, "v": i}

@@ -18,6 +18,9 @@ from azure.data.tables import EdmType, EntityProperty
 
 from conftest import WriteHelpers, rewrite_and_close
 
+# Also against the Cosmos DB for Table model (issue 42; conftest.py backend).
+pytestmark = pytest.mark.backends
+
 DEBUG = ("-o", "loglevel=debug")
 
 
@@ -131,7 +134,7 @@ def test_existing_file_is_one_guarded_replace(sdk, seed, mounter, wh):
     assert json.loads(read(p(mnt, T, "p", "a.json")))["new"] == "v"
 
 
-def test_merge_option_keeps_properties_not_in_file(sdk, seed, mounter, wh):
+def test_merge_option_keeps_properties_not_in_file(sdk, seed, mounter, wh, backend):
     T = "wrMerge"
     mnt, _ = seeded_mount(sdk, seed, mounter, T, [
         {"PartitionKey": "p", "RowKey": "a", "keep": "old", "n": 1}],
@@ -139,7 +142,8 @@ def test_merge_option_keeps_properties_not_in_file(sdk, seed, mounter, wh):
     mark = wh.mark(mnt)
     assert wh.write_fd(p(mnt, T, "p", "a.json"), b'{"n": 2, "new": "v"}') is None
     writes = entity_writes(wh.writes(mnt, mark), T)
-    assert [w[0] for w in writes] == ["MERGE"], writes
+    # Cosmos DB answers the MERGE verb with 405: POST + X-HTTP-Method there
+    assert [w[0] for w in writes] == ["POST" if backend.cosmos else "MERGE"], writes
     assert props(wh.get(T, "p", "a")) == {"n": ("Edm.Int32", 2), "new": ("Edm.String", "v"),
                                           "keep": ("Edm.String", "old")}
     # what the mount shows afterwards is the merged entity
@@ -387,19 +391,26 @@ def test_keys_from_path_not_content(sdk, seed, mounter, wh):
     assert wh.get(T, "p", "c") is not None and wh.get(T, "zz", "c") is None
 
 
-def test_awkward_key_names_write(sdk, seed, mounter, wh, wire):
+def test_awkward_key_names_write(sdk, seed, mounter, wh, wire, backend):
     T = "wrAwkward"
     mnt, _ = seeded_mount(sdk, seed, mounter, T)
     D = "%2Ehidden p%25"          # the partition ".hidden p%"
     os.mkdir(p(mnt, T, D))
     for name, rk in [("50%25.json", "50%"), ("%2Econfig.json", ".config"),
                      ("a b.json", "a b"), ("日本.json", "日本"), ("%.json", "")]:
-        assert wh.write_fd(p(mnt, T, D, name), b'{"k": "%s"}' % name.encode(),
-                           os.O_WRONLY | os.O_CREAT | os.O_EXCL) is None, name
+        got = wh.write_fd(p(mnt, T, D, name), b'{"k": "%s"}' % name.encode(),
+                          os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        if backend.cosmos and not rk:   # Cosmos DB refuses an empty key: nothing sent
+            assert got is not None and got[1] == errno.EINVAL, got
+            continue
+        assert got is None, name
         if rk:
             assert props(wh.get(T, ".hidden p%", rk)) == {"k": ("Edm.String", name)}
     ents = {e.get("RowKey", "") for e in wh.entities(T)
             if e.get("PartitionKey") == ".hidden p%"}
+    if backend.cosmos:
+        assert ents == {"50%", ".config", "a b", "日本"}
+        return
     assert ents == {"50%", ".config", "a b", "日本", ""}
     # the SDK drops empty keys: check the empty RowKey on the wire
     status, _, body = wire("/%s(PartitionKey='.hidden%%20p%%25',RowKey='')" % T)

@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 
 #include "http/http.h"
+#include "http/http_i.h"
 #include "util/util.h"
 #include "tap.h"
 #include "httpd.h"
@@ -256,6 +257,55 @@ static void test_retry_after(void)
     }
 }
 
+/* Cosmos DB throttles with 429 and x-ms-retry-after-ms (Azure's
+ * retry-after-ms too): the wait they ask is the request's own and the
+ * whole mount's (its pace), as a 503's Retry-After is. 5 s against a
+ * 300 ms deadline ends the retries at once; 40 ms is waited; with a pace,
+ * nobody starts before the 5 s are over. */
+static void test_retry_after_ms(void)
+{
+    static const char *const late[] = { "x-ms-retry-after-ms: 5000\r\n",
+                                        "retry-after-ms: 5000\r\n" };
+    struct http_config cfg = config(3);
+    struct http_response r;
+    struct http_pace *pace = NULL;
+    double ms, t;
+
+    cfg.retry_deadline_ms = 300;
+    for (int i = 0; i < 2; i++) {
+        script(STEPS({ 429, late[i], 0 }, { 200, NULL, 0 }));
+        is_int(perform(&cfg, "GET", url, NULL, &r, &ms), 0, "429 %.*s: 0", (int)strlen(late[i]) - 2,
+               late[i]);
+        ok(r.status == 429 && r.attempts == 1 && httpd_seen() == 1,
+           "%.*s past the deadline: no retry, the 429 is the answer", (int)strlen(late[i]) - 2,
+           late[i]);
+        http_response_clear(&r);
+    }
+    script(STEPS({ 429, "x-ms-retry-after-ms: 40\r\n", 0 }, { 200, NULL, 0 }));
+    perform(&cfg, "GET", url, NULL, &r, &ms);
+    ok(r.status == 200 && r.attempts == 2 && ms >= 40,
+       "x-ms-retry-after-ms: 40: retried after it (%.0f ms)", ms);
+    http_response_clear(&r);
+    r = (struct http_response){ 0 };
+    r.hdr[HDR_X_RETRY_AFTER_MS] = "1500";
+    is_int(http_retry_after_ms(&r), 1500, "x-ms-retry-after-ms in milliseconds");
+    r.hdr[HDR_RETRY_AFTER] = "2";
+    is_int(http_retry_after_ms(&r), 2000, "a Retry-After comes first");
+    r = (struct http_response){ 0 };
+    is_int(http_retry_after_ms(&r), -1, "none: -1");
+
+    if (http_pace_new(&pace, 0, &quiet) != 0)
+        abort();
+    cfg.pace = pace;
+    script(STEPS({ 429, late[0], 0 }, { 200, NULL, 0 }));
+    perform(&cfg, "GET", url, NULL, &r, NULL);
+    t = now_ms();
+    ok(http_pace_reserve(pace, t) >= t + 4000,
+       "the pace holds every request for the 429's x-ms-retry-after-ms");
+    http_response_clear(&r);
+    http_pace_free(pace);
+}
+
 /* --- no answer -------------------------------------------------------------- */
 
 /* A connection closed without an answer is a transport error, retried;
@@ -418,6 +468,7 @@ int main(void)
     test_max_retries();
     test_deadline();
     test_retry_after();
+    test_retry_after_ms();
     test_no_answer();
     test_reused_dies();
     test_settle();
