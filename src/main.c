@@ -554,6 +554,7 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
         return -1;
     }
     a->store.scan_ways = o->scan_parallel;
+    table_client_set_ordered(a->store.tc, !o->unordered);
     if (!(a->prefetch = prefetch_new(&a->store, o->scan_parallel, &rc)) && rc < 0) {
         fprintf(stderr, "aztfs: out of memory\n");
         return -1;

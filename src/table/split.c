@@ -397,7 +397,7 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
     struct split_page *pg;
     struct az_status st = { 0 };
     void *prep;
-    int rc, replaced;
+    int rc, replaced, cut;
 
     LOCK_HELD(&sp->lock);
     r->busy = 1;
@@ -405,10 +405,17 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
     pthread_mutex_unlock(&sp->lock);
     rc = table_cursor_next(sp->tc, r->cur, on_fetched, &f, &st);
     pg = rc >= 0 ? calloc(1, sizeof(*pg)) : NULL;
+    /* a cut trusts the service's key order: never on a service that has
+     * none (Cosmos DB), nor after a page that shows none */
+    cut = rc > 0 && !sp->no_cuts && table_client_ordered(sp->tc);
+    if (cut && !table_page_in_order(f.value)) {
+        table_client_disorder(sp->tc, "a split query");
+        cut = 0;
+    }
     pthread_mutex_lock(&sp->lock);
     /* the rest of R is cut as soon as the page's keys are known, so the
      * next fetches go out before the work on this page */
-    if (rc > 0 && !sp->stop)
+    if (cut && !sp->stop)
         split_range(sp, r, f.fpk, f.frk, f.pk, f.rk);
     keys_free(&f);
     r->busy = 0;
