@@ -11,6 +11,9 @@ against (standard library only, no pytest):
 * ``FaultProxy`` (tests/faultproxy.py): the fault-injecting, counting HTTP
   proxy, imported from here on first use (http.client and the rest stay out
   of the benchmark's baseline scripts, which import this module).
+* ``CosmosModel`` (tests/cosmosmodel.py): Azurite answering the way Cosmos
+  DB for Table does (unsorted pages, opaque continuations, MERGE refused,
+  429 throttling), imported likewise on first use.
 * helpers: the emulator's account, connection strings, free ports,
   ``aztfs_env``, ``unmount_path``, ``stop_process``, ``peak_rss_kib``,
   ``stderr_excerpt`` (a log's tail, with its sanitizer reports whole).
@@ -62,6 +65,9 @@ def __getattr__(name):
     if name == "FaultProxy":
         from faultproxy import FaultProxy
         return FaultProxy
+    if name == "CosmosModel":
+        from cosmosmodel import CosmosModel
+        return CosmosModel
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
