@@ -166,10 +166,8 @@ int listing_add_once(struct listing *l, const char *name, const char *key, int h
         return -ENOMEM;
     if (listing_find(l, name) >= 0)
         return 1;
-    if ((rc = listing_add(l, name, key, has_attr, size, mtime)) < 0)
-        return rc;
-    index_put(l, l->n - 1);
-    return 0;
+    /* listing_add puts it into the index */
+    return (rc = listing_add(l, name, key, has_attr, size, mtime)) < 0 ? rc : 0;
 }
 
 size_t listing_count(const struct listing *l)
