@@ -35,6 +35,9 @@ struct vstream {
                             * (store/gather.c); NULL: in the service's order */
     int unordered;         /* the service's order is not trusted: the
                            * listings cached sorted */
+    int restart;           /* by_partition: a partition came out of order on
+                           * a service thought ordered (stream_step) */
+    char *filter;          /* the query's $filter */
     double started;        /* CLOCK_MONOTONIC seconds of its first page */
     struct vstream *next;  /* in struct view_pending; guarded by view_pending.lock */
 };
@@ -131,6 +134,12 @@ static int on_view_page(void *p, json_t *value)
                 return rc;
             continue;
         }
+        if (pk && v->by_partition && v->pk && strcmp(pk, v->pk) != 0 &&
+            (strcmp(pk, v->pk) < 0 || !table_client_ordered(v->s->tc))) {
+            table_client_disorder(v->s->tc, v->dir);
+            v->restart = 1;
+            return 1;
+        }
         if (pk && (!v->pk || strcmp(pk, v->pk) != 0) && (rc = set_partition(v, pk)) < 0)
             return rc;
         if ((rc = store_list_entity(v->s, v->ndir, e, v->by_partition ? v->part : v->out, NULL,
@@ -156,6 +165,7 @@ static void stream_free(struct vstream *v)
     free(v->table);
     free(v->dir);
     free(v->scope);
+    free(v->filter);
     free(v);
 }
 
@@ -197,7 +207,7 @@ static int stream_new(struct store *s, const struct fspath *fp, const char *dir,
     }
     if (rc == 0 && (rc = table_pager_new(&v->cur, v->table, filter, NULL, 0)) == 0)
         table_pager_unbounded(v->cur); /* a selective filter: empty pages go on */
-    free(filter);
+    v->filter = filter;
     if (rc < 0) {
         stream_free(v);
         return rc;
@@ -217,6 +227,36 @@ static int cache_sorted(struct vstream *v)
     return rc;
 }
 
+/* V (by_partition) met a partition out of order: the partitions' listings
+ * it cached as complete are dropped, and its query starts again, gathered
+ * (names already listed stay, each once). 0 or -errno. */
+static int view_again(struct vstream *v)
+{
+    struct listing_ent e;
+    char *pdir, *tdir = fspath_join("/", v->table);
+    int rc = -ENOMEM;
+
+    log_info(&v->s->log, "%s: listed again without relying on the service's order", v->dir);
+    for (size_t i = 0; i < listing_count(v->out); i++) {
+        listing_get(v->out, i, &e);
+        if ((pdir = fspath_join(v->dir, e.name)))
+            cache_invalidate(v->s->cache, pdir);
+        free(pdir);
+    }
+    (void)end_partition(v, 0);
+    table_pager_free(v->cur);
+    v->cur = NULL;
+    v->restart = 0;
+    v->unordered = 1;
+    if (tdir && (v->gather = gather_new(v->dir, tdir, v->out)) &&
+        (rc = table_pager_new(&v->cur, v->table, v->filter, NULL, 0)) == 0) {
+        table_pager_unbounded(v->cur);
+        table_pager_prefetch(v->cur, 1);
+    }
+    free(tdir);
+    return rc;
+}
+
 /* Fetch V's next page. At the end the listings are sealed and cached.
  * Returns 0 or -errno (logged, but for ENOENT: no such table). */
 static int stream_step(struct vstream *v)
@@ -227,7 +267,9 @@ static int stream_step(struct vstream *v)
     if (v->done)
         return 0;
     rc = table_pager_next(v->s->tc, v->cur, on_view_page, v, &st);
-    if (rc == 0) {
+    if (rc >= 0 && v->restart)
+        rc = view_again(v);
+    else if (rc == 0) {
         v->done = 1;
         if (v->gather)
             rc = gather_finish(v->gather, v->s->cache);

@@ -109,3 +109,18 @@ def test_walk_without_cache_through_cosmos_model(tables, model, mounter, sh):
                            for pk, rk in sdk_keys(tables, T12)}
     got = sh("cat %s/p03/r0001*.json | wc -l" % t12).stdout.split()
     assert got and int(got[0]) > 0
+
+
+@pytest.mark.parametrize("flag", [["-o", "unordered"], []], ids=["unordered", "found-out"])
+def test_table_view_through_cosmos_model(tables, model, mounter, sh, flag):
+    """A table-level query view: its partitions gathered (each named once,
+    each listing cached only at the query's end); a mount not told finds
+    out from the first partition out of order and lists the view again."""
+    mnt = mounter.mount(conn_str=conn_str_for(model.port), options=flag)
+    view = os.path.join(str(mnt), T3, ".where", "n lt 100")
+    assert sh.ls(view) == ["a", "b", "c"]
+    assert len(once(sh.ls(os.path.join(view, "b")))) == 100
+    found = sh(["find", view, "-type", "f"]).lines()
+    assert len(found) == 300
+    assert once(found) == {os.path.join(view, pk, "r%05d.json" % i)
+                           for pk in "abc" for i in range(100)}
