@@ -136,7 +136,7 @@ void table_client_set_ordered(struct table_client *tc, int ordered)
 /* See table.h. */
 int table_client_ordered(const struct table_client *tc)
 {
-    return !atomic_load(&tc->unordered);
+    return !tc || !atomic_load(&tc->unordered);
 }
 
 /* See table.h. */

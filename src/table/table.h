@@ -80,7 +80,8 @@ void table_client_set_abort(struct table_client *tc, int (*aborted)(void *ctx), 
 void table_client_set_ordered(struct table_client *tc, int ordered);
 
 /* Does TC trust the service's order? 1 until table_client_set_ordered(0),
- * or until a page was seen out of order (table_client_disorder). */
+ * or until a page was seen out of order (table_client_disorder); 1 for
+ * no client (TC NULL: a store of the unit tests). */
 int table_client_ordered(const struct table_client *tc);
 
 /* A reader saw a page of TC's service out of key order (WHAT names the
