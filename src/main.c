@@ -576,9 +576,8 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
         return -1;
     }
     a->store.scan_ways = o->scan_parallel;
-    if (table_client_profile(a->store.tc)->service == TABLE_COSMOS)
-        log_info(&a->store.log, "%s: Cosmos DB for Table (USAGE.md says what differs)",
-                 acct->endpoint);
+    if (o->unordered) /* the profile's answer otherwise (table_client_ordered) */
+        table_client_set_ordered(a->store.tc, 0);
     if (!(a->prefetch = prefetch_new(&a->store, o->scan_parallel, &rc)) && rc < 0) {
         fprintf(stderr, "aztfs: out of memory\n");
         return -1;

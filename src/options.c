@@ -48,6 +48,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("writeback=%u", writeback_ms), OPT("journal_dir=%s", journal_dir),
     OPT("writeback_queue=%lu", writeback_queue_mb), OPT("writeback_stop=%u", writeback_stop),
     OPT("max_rps=%lf", max_rps), OPT("forget_after=%lu", forget_after), OPT("nonempty", nonempty),
+    OPT("unordered", unordered),
     /* libfuse's, but aztfs sets them itself (fs/ops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED), FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED), FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
@@ -355,6 +356,8 @@ void options_usage(const char *progname)
            "                            the mount down either way) (0)\n"
            "    -o cafile=FILE          CA bundle for https endpoints\n"
            "    -o merge                writes to existing entities Merge instead of Replace\n"
+           "    -o unordered            the service's query results are in no key order\n"
+           "                            (Cosmos DB for Table): listings read whole\n"
            "    -o allow_http           allow plain http to a host that is not loopback\n"
            "    -o tables=A:B           show only these tables (for a SAS that cannot\n"
            "                            list the account's tables)\n"

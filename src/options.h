@@ -27,6 +27,7 @@ struct aztfs_opts {
     unsigned long forget_after;    /* -o forget_after=N: names the kernel keeps (0: all) */
     char *cafile;                  /* -o cafile=FILE */
     int merge;                     /* -o merge */
+    int unordered;                 /* -o unordered: trust no order in query results */
     int allow_http;                /* -o allow_http: plain http beyond loopback */
     char *tables;                  /* -o tables=A:B:C (as given) */
     char *auth;                    /* -o auth=key|sas|secret|certificate|workload|managed|cli */

@@ -57,6 +57,18 @@ struct listing *listing_new(void);
 int listing_add(struct listing *l, const char *name, const char *key, int has_attr, uint64_t size,
                 struct timespec mtime);
 
+/* listing_add unless L holds NAME already (a service that may answer in
+ * any order, or twice: each name listed once). L keeps its name index as
+ * it grows from its first call on, so each costs a hash. Returns 0 (added),
+ * 1 (NAME was there: nothing changes), or listing_add's -errno. */
+int listing_add_once(struct listing *l, const char *name, const char *key, int has_attr,
+                     uint64_t size, struct timespec mtime);
+
+/* A new sealed listing of L's entries in key order (bytewise, then by
+ * name): a listing built in the order a service gave, sorted once it is
+ * complete. L is not changed. NULL on ENOMEM. */
+struct listing *listing_sorted(const struct listing *l);
+
 /* Freeze L and build its name index. Returns 0 or -ENOMEM (L stays usable
  * unsealed; listing_find then scans). Sealing twice is harmless. */
 int listing_seal(struct listing *l);

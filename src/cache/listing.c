@@ -71,6 +71,35 @@ static int arena_put(struct listing *l, const char *s, size_t len, uint32_t *off
     return 0;
 }
 
+/* Put entry I into L's name index (which has room). */
+static void index_put(struct listing *l, size_t i)
+{
+    size_t h = (size_t)hash_fnv1a(l->arena + l->recs[i].name_off) & (l->index_size - 1);
+
+    while (l->index[h])
+        h = (h + 1) & (l->index_size - 1);
+    l->index[h] = (uint32_t)(i + 1);
+}
+
+/* (Re)build L's name index with room for NEED entries at half load.
+ * Returns 0 or -ENOMEM (the old index, if any, is kept). */
+static int index_build(struct listing *l, size_t need)
+{
+    size_t size = 16;
+    uint32_t *idx;
+
+    while (size < 2 * need)
+        size *= 2;
+    if (!(idx = calloc(size, sizeof(*idx))))
+        return -ENOMEM;
+    free(l->index);
+    l->index = idx;
+    l->index_size = size;
+    for (size_t i = 0; i < l->n; i++)
+        index_put(l, i);
+    return 0;
+}
+
 /* Append an entry; see listing.h. */
 int listing_add(struct listing *l, const char *name, const char *key, int has_attr, uint64_t size,
                 struct timespec mtime)
@@ -93,29 +122,25 @@ int listing_add(struct listing *l, const char *name, const char *key, int has_at
     r.mtime_sec = mtime.tv_sec;
     r.mtime_nsec = (uint32_t)mtime.tv_nsec;
     l->recs[l->n++] = r;
+    if (l->index && l->index_size >= 2 * l->n)
+        index_put(l, l->n - 1);
+    else if (l->index && index_build(l, 2 * l->n) < 0) {
+        free(l->index); /* listing_find scans until the seal indexes it */
+        l->index = NULL;
+        l->index_size = 0;
+    }
     return 0;
 }
 
 /* Seal and index; see listing.h. */
 int listing_seal(struct listing *l)
 {
-    size_t size = 16;
     void *p;
 
     if (l->sealed)
         return 0;
-    while (size < 2 * l->n)
-        size *= 2;
-    if (!(l->index = calloc(size, sizeof(*l->index))))
+    if ((!l->index || l->index_size < 2 * l->n) && index_build(l, l->n) < 0)
         return -ENOMEM;
-    l->index_size = size;
-    for (size_t i = 0; i < l->n; i++) {
-        size_t h = (size_t)hash_fnv1a(l->arena + l->recs[i].name_off) & (size - 1);
-
-        while (l->index[h])
-            h = (h + 1) & (size - 1);
-        l->index[h] = (uint32_t)(i + 1);
-    }
     /* give back the doubling slack (best effort: a failed shrink keeps it) */
     if (l->n && l->n < l->cap && (p = realloc(l->recs, l->n * sizeof(*l->recs)))) {
         l->recs = p;
@@ -127,6 +152,22 @@ int listing_seal(struct listing *l)
     }
     l->sealed = 1;
     return 0;
+}
+
+/* Append unless present; see cache.h. */
+int listing_add_once(struct listing *l, const char *name, const char *key, int has_attr,
+                     uint64_t size, struct timespec mtime)
+{
+    int rc;
+
+    if (l->sealed)
+        return -EINVAL;
+    if ((!l->index || l->index_size < 2 * (l->n + 1)) && index_build(l, 2 * (l->n + 1)) < 0)
+        return -ENOMEM;
+    if (listing_find(l, name) >= 0)
+        return 1;
+    /* listing_add puts it into the index */
+    return (rc = listing_add(l, name, key, has_attr, size, mtime)) < 0 ? rc : 0;
 }
 
 size_t listing_count(const struct listing *l)
@@ -213,6 +254,42 @@ struct listing *listing_edit(const struct listing *l, const char *name, const ch
         rc = listing_add(out, name, key, has_attr, size, mtime);
     if (rc == 0)
         rc = listing_seal(out);
+    if (rc < 0) {
+        listing_unref(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Order of entries A and B of L (listing_sorted): key, then name. */
+static int rec_cmp(const void *a, const void *b, void *ctx)
+{
+    const struct listing *l = ctx;
+    const struct rec *ra = &l->recs[*(const uint32_t *)a], *rb = &l->recs[*(const uint32_t *)b];
+    size_t n = ra->key_len < rb->key_len ? ra->key_len : rb->key_len;
+    int c = memcmp(l->arena + ra->key_off, l->arena + rb->key_off, n);
+
+    if (c == 0 && ra->key_len != rb->key_len)
+        c = ra->key_len < rb->key_len ? -1 : 1;
+    return c ? c : strcmp(l->arena + ra->name_off, l->arena + rb->name_off);
+}
+
+/* Sorted copy; see cache.h. */
+struct listing *listing_sorted(const struct listing *l)
+{
+    struct listing *out = listing_new();
+    uint32_t *order = l->n ? malloc(l->n * sizeof(*order)) : NULL;
+    int rc = out && (order || !l->n) ? 0 : -ENOMEM;
+
+    for (size_t i = 0; rc == 0 && i < l->n; i++)
+        order[i] = (uint32_t)i;
+    if (rc == 0 && l->n)
+        qsort_r(order, l->n, sizeof(*order), rec_cmp, (void *)l);
+    for (size_t i = 0; rc == 0 && i < l->n; i++)
+        rc = copy_rec(out, l, &l->recs[order[i]]);
+    if (rc == 0)
+        rc = listing_seal(out);
+    free(order);
     if (rc < 0) {
         listing_unref(out);
         return NULL;

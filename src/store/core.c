@@ -224,7 +224,11 @@ int store_list_entity(struct store *s, const char *dir, const json_t *e, struct 
         rc = rc == -ENOMEM ? rc : 1; /* logged; an entity we cannot show is left out */
         goto out;
     }
-    rc = listing_add(l, shown.name, r->rk, 1, shown.len, shown.mtime);
+    /* a service without order may name an entity twice as far as we can
+     * tell: each name listed once (1: not listed) */
+    rc = table_client_ordered(s->tc) ?
+        listing_add(l, shown.name, r->rk, 1, shown.len, shown.mtime) :
+        listing_add_once(l, shown.name, r->rk, 1, shown.len, shown.mtime);
     if (len)
         *len = shown.len;
     free(shown.name);

@@ -7,6 +7,7 @@
 #include "entity/entity.h"
 #include "names/names.h"
 #include "store/store.h"
+#include "store/store_i.h"
 
 /* What one scanned entity costs the cache beyond its text: the entry's
  * overhead, path and ETag, and its record in a listing (an estimate). */
@@ -24,7 +25,18 @@
  * every partition would be fetched twice. It skips ahead instead: one query
  * per remaining partition (the first partition after the last one seen,
  * $top=1, only the key) names the next one, whose entities are fetched
- * when it is listed. */
+ * when it is listed.
+ *
+ * All of this reads the service's order: a partition's entities in one
+ * run, partitions in key order. On a service that keeps none (Cosmos DB
+ * for Table: table_client_ordered), a table scan gathers its entities by
+ * partition instead (store/gather.c) and names each partition once, its
+ * listing cached at the end; a table too big for the budget is read to
+ * its end for the names alone (no skip-ahead: a "gt" query's first answer
+ * need not be the next partition). Every listing is then cached sorted,
+ * each name once. A table scan that meets a partition out of order on a
+ * service thought ordered tells the client (table_client_disorder) and
+ * starts again so. */
 struct scan {
     struct store *st;
     enum fsp_kind kind;
@@ -39,6 +51,13 @@ struct scan {
     size_t entities, partitions; /* FSP_TABLE: seen by the scan */
     int skipping;                /* FSP_TABLE: naming partitions one query each (the
                                   * one a query named is cur_pk) */
+    struct gather *gather;       /* FSP_TABLE on a service without order: the
+                                  * partitions gathered (NULL: in order) */
+    int names_only;              /* GATHER keeps names only (over budget) */
+    int restart;                 /* a partition came out of order: gather from
+                                  * the start (table_scan_next) */
+    int unordered;               /* the service's order is not trusted: names
+                                  * listed once, listings cached sorted */
     int quiet;                   /* a failure is logged at debug level only (a
                                   * prefetch: the walker's own fetch logs it) */
     int done;
@@ -55,6 +74,7 @@ static void scan_free(struct scan *s)
     free(s->cur_pk);
     free(s->cur_dir);
     listing_unref(s->files);
+    gather_free(s->gather);
     free(s);
 }
 
@@ -84,6 +104,9 @@ static int scan_new(struct store *st, const struct fspath *fp, const char *dir, 
             goto fail;
         table_pager_prefetch(s->cur, 1);
     }
+    s->unordered = !table_client_ordered(st->tc);
+    if (fp->kind == FSP_TABLE && s->unordered && !(s->gather = gather_new(dir, dir, s->out)))
+        goto fail;
     if (fp->kind == FSP_TABLE) {
         struct cache_stats cs;
 
@@ -128,7 +151,8 @@ static int on_tables_page(void *p, json_t *value)
         int rc;
 
         if (name && fspath_valid_table_name(name) &&
-            (rc = listing_add(s->out, name, name, 0, 0, none)) < 0)
+            (rc = s->unordered ? listing_add_once(s->out, name, name, 0, 0, none) :
+                                 listing_add(s->out, name, name, 0, 0, none)) < 0)
             return rc;
     }
     return 0;
@@ -202,8 +226,35 @@ static int near_budget(const struct scan *s)
     return s->charged + per * TABLE_PAGE > s->budget;
 }
 
+/* FSP_TABLE without order: entity E (or PRE) of partition PK gathered.
+ * Returns 0 (listed), 1 (not), -errno. */
+static int gather_one(struct scan *s, const char *pk, const json_t *e, struct store_rendered *pre,
+                      size_t *len)
+{
+    int isnew = 0, rc;
+
+    if (!pk)
+        return 1;
+    rc = gather_entity(s->gather, s->st, pk, e, pre, len, &isnew);
+    s->partitions += isnew;
+    return rc;
+}
+
+/* FSP_TABLE in order: partition PK begins (it is not the current one).
+ * Returns 0, 1 when it comes out of key order (RESTART set), -errno. */
+static int next_partition(struct scan *s, const char *pk)
+{
+    if (s->cur_pk && (strcmp(pk, s->cur_pk) < 0 || !table_client_ordered(s->st->tc))) {
+        table_client_disorder(s->st->tc, s->dir);
+        s->restart = 1;
+        return 1;
+    }
+    return start_partition(s, pk);
+}
+
 /* Add the entities of page VALUE (when PRE is NULL: trees), or those PRE
- * rendered, to the scan's listing. Returns 0, 1 to skip ahead, or -errno. */
+ * rendered, to the scan's listing. Returns 0, 1 to skip ahead (or start
+ * again), or -errno. */
 static int list_page(struct scan *s, json_t *value, struct store_page_render *pre)
 {
     size_t n = pre ? pre->n : json_array_size(value);
@@ -214,8 +265,21 @@ static int list_page(struct scan *s, json_t *value, struct store_page_render *pr
         size_t len = 0;
         int rc;
 
+        if (s->gather) {
+            if ((rc = gather_one(s, pk, e, pre ? &pre->e[i] : NULL, &len)) != 0) {
+                if (rc < 0)
+                    return rc;
+                continue;
+            }
+            s->charged += len + SCAN_ENTITY_COST;
+            s->entities++;
+            if (!s->names_only && over_budget(s) && (s->names_only = 1) &&
+                (rc = gather_names_only(s->gather)) < 0)
+                return rc;
+            continue;
+        }
         if (s->kind == FSP_TABLE && pk && (!s->cur_pk || strcmp(pk, s->cur_pk) != 0) &&
-            (rc = start_partition(s, pk)) < 0)
+            (rc = next_partition(s, pk)) != 0)
             return rc;
         rc = store_list_entity(s->st, s->kind == FSP_TABLE ? s->cur_dir : s->dir, e,
                                s->kind == FSP_TABLE ? s->files : s->out, &len,
@@ -287,11 +351,49 @@ static int skip_ahead(struct scan *s)
     return rc < 0 ? rc : rc2;
 }
 
+/* FSP_TABLE: a partition came out of order: the partitions this scan
+ * cached as complete are dropped, and the table is read again from its
+ * start, gathered (names already in the listing stay, each once). Returns
+ * 0 or -errno. */
+static int gather_again(struct scan *s)
+{
+    struct listing_ent e;
+    char *pdir;
+
+    log_info(&s->st->log, "%s: listed again without relying on the service's order", s->dir);
+    for (size_t i = 0; i < listing_count(s->out); i++) {
+        listing_get(s->out, i, &e);
+        if ((pdir = fspath_join(s->dir, e.name)))
+            cache_invalidate(s->st->cache, pdir);
+        free(pdir);
+    }
+    table_pager_free(s->cur);
+    s->cur = NULL;
+    free(s->cur_pk);
+    free(s->cur_dir);
+    listing_unref(s->files);
+    s->cur_pk = s->cur_dir = NULL;
+    s->files = NULL;
+    s->restart = s->skipping = 0;
+    s->unordered = 1;
+    s->charged = s->entities = s->partitions = 0;
+    if (!(s->gather = gather_new(s->dir, s->dir, s->out)))
+        return -ENOMEM;
+    if (table_pager_new(&s->cur, s->table, NULL, NULL, 0) < 0)
+        return -ENOMEM;
+    table_pager_prefetch(s->cur, 1);
+    return scan_split(s);
+}
+
 /* FSP_TABLE: after a page of the scan or of a skip query, decide what comes
  * next. Returns 1 when the table's listing is complete, 0 when more is to
  * be fetched, or -errno. */
 static int table_scan_next(struct scan *s)
 {
+    if (s->restart)
+        return gather_again(s);
+    if (s->gather)
+        return table_pager_done(s->cur);
     /* scanning within budget, or a skip page that named nothing (empty,
      * with a continuation, or the end) */
     if (s->skipping ? !s->cur_pk : !over_budget(s))
@@ -325,6 +427,26 @@ static int list_named_tables(struct scan *s, struct az_status *st)
     return 0;
 }
 
+/* S is read to its end: its listing cached (sorted, when built in the
+ * service's order that is none). Returns 0 or -errno. */
+static int cache_listing(struct scan *s)
+{
+    /* the table list is asked again after the negative lifetime: tables
+     * come and go elsewhere, and it is one cheap request */
+    unsigned flags = s->kind == FSP_ROOT ? CACHE_SHORT : 0;
+    struct listing *sorted;
+    int rc;
+
+    if (!s->unordered)
+        return cache_put_listing(s->st->cache, s->dir, s->out, flags);
+    /* a copy: readers hold S->out, in the order they were handed it */
+    if (!(sorted = listing_sorted(s->out)))
+        return -ENOMEM;
+    rc = cache_put_listing(s->st->cache, s->dir, sorted, flags);
+    listing_unref(sorted);
+    return rc;
+}
+
 /* Fetch the next page of S into its listings. When the last page is in,
  * the directory's listing is sealed and cached. Returns 0 or -errno. */
 static int scan_step(struct scan *s, struct az_status *st)
@@ -355,11 +477,9 @@ static int scan_step(struct scan *s, struct az_status *st)
     if (s->kind != FSP_TABLE && s->cur && !table_pager_done(s->cur))
         return 0; /* more pages to come */
     s->done = 1;
-    if ((rc = finish_partition(s, 1)) < 0)
+    if ((rc = s->gather ? gather_finish(s->gather, s->st->cache) : finish_partition(s, 1)) < 0)
         return rc;
-    /* the table list is asked again after the negative lifetime: tables
-     * come and go elsewhere, and it is one cheap request */
-    return cache_put_listing(s->st->cache, s->dir, s->out, s->kind == FSP_ROOT ? CACHE_SHORT : 0);
+    return cache_listing(s);
 }
 
 /* Scan directory DIR (FP parsed from it) to its end, filling the cache.

@@ -32,6 +32,8 @@ int store_open(struct store *s, const struct account *acct, const struct http_co
         return rc;
     if (!s->limits) /* the service's (Storage's, Cosmos DB's) */
         s->limits = table_profile_entity_limits(table_client_profile(s->tc));
+    if (table_client_profile(s->tc)->service == TABLE_COSMOS)
+        log_info(&s->log, "%s: Cosmos DB for Table (USAGE.md says what differs)", acct->endpoint);
     return 0;
 }
 
@@ -119,7 +121,9 @@ static int on_read_ahead_page(void *p, json_t *value)
  * over a partition larger than the cache, rsync's lookups in one it has not
  * listed). Returns 0, -ENOENT (the page does not begin with FP: it did not
  * exist when asked), or -errno (the caller then falls back to a point
- * query). */
+ * query). On a service without key order (Cosmos DB) the page holds
+ * entities from FP on, but not necessarily FP: its absence there is
+ * -EAGAIN (a point query tells). */
 static int read_ahead(struct store *s, const struct fspath *fp, struct cache_file *out)
 {
     struct read_ahead ra = { s, fp->parent, fp->rk, out, 0 };
@@ -136,7 +140,7 @@ static int read_ahead(struct store *s, const struct fspath *fp, struct cache_fil
         rc = table_query(s->tc, fp->table, filter, NULL, (int)top, on_read_ahead_page, &ra, &st);
     free(filter);
     if (rc == 0 && !ra.found)
-        rc = -ENOENT;
+        rc = table_client_ordered(s->tc) ? -ENOENT : -EAGAIN;
     if (rc < 0)
         cache_file_clear(out);
     return rc;

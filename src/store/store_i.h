@@ -36,6 +36,41 @@ void store_show_written(struct store *s, const char *path, const struct fspath *
  * cache and its listings, and known absent. */
 void store_show_gone(struct store *s, const char *path, const struct fspath *fp);
 
+/* ---- gather.c: a table's partitions from a query in any order ---- */
+
+/* A table scan's entities, in whatever order the service sends them,
+ * gathered by partition: each partition's listing cached only once the
+ * query is read to its end, each partition named once in the table's
+ * listing. */
+struct gather;
+
+/* A gathering whose partitions are named in OUT (the listing of LDIR, a
+ * table "/t" or a table-level view, as readdir reads it: a reference is
+ * taken), each partition's listing cached at LDIR/NAME and its entities
+ * at EDIR/NAME (the table's path). NULL on ENOMEM. */
+struct gather *gather_new(const char *ldir, const char *edir, struct listing *out);
+
+/* Entity E (a tree; NULL: PRE, what a worker rendered) of partition PK:
+ * into its partition's listing and the cache (store_list_entity), unless
+ * the gathering keeps names only. *ISNEW: PK was not seen before; *LEN:
+ * the bytes of its file (0: not cached). Returns store_list_entity's 0 or
+ * 1 (not listed: names only, a duplicate, or it cannot be shown), or
+ * -errno. */
+int gather_entity(struct gather *g, struct store *s, const char *pk, const json_t *e,
+                  struct store_rendered *pre, size_t *len, int *isnew);
+
+/* The table is too big to hold: the partitions' listings are dropped (the
+ * entities cached stay), the names seen so far go into the table's
+ * listing, and each new one as it comes. 0 or -errno. */
+int gather_names_only(struct gather *g);
+
+/* The query is read to its end: each partition's listing sorted and
+ * cached (unless names only), and every name, sorted, in the table's
+ * listing (those not there yet). 0 or -errno. */
+int gather_finish(struct gather *g, struct cache *c);
+
+void gather_free(struct gather *g);
+
 /* ---- the seam: how a change reaches the service ---- */
 
 /* A rename, all or nothing: TO (TF) written with WIRE (an insert when

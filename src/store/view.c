@@ -9,6 +9,7 @@
 #include "entity/entity.h"
 #include "names/names.h"
 #include "store/store.h"
+#include "store/store_i.h"
 
 /* One view query under way: the listing of DIR as the pages come. It
  * belongs to one thread at a time (the one that runs or reads it); while
@@ -23,14 +24,22 @@ struct vstream {
     int partition;    /* DIR is a partition of a table-level view: an
                        * empty answer means it is not in the view */
     struct table_pager *cur;
-    int done;             /* the last page is in, the listings cached */
-    struct listing *out;  /* DIR's names so far */
-    char *pk;             /* the partition being passed: its key, */
-    char *ndir;           /* its normal path ("/t/pk"), where its entities are cached, */
-    char *vdir;           /* by_partition: its path in the view, */
-    struct listing *part; /* by_partition: and its entities so far */
-    double started;       /* CLOCK_MONOTONIC seconds of its first page */
-    struct vstream *next; /* in struct view_pending; guarded by view_pending.lock */
+    int done;              /* the last page is in, the listings cached */
+    struct listing *out;   /* DIR's names so far */
+    char *pk;              /* the partition being passed: its key, */
+    char *ndir;            /* its normal path ("/t/pk"), where its entities are cached, */
+    char *vdir;            /* by_partition: its path in the view, */
+    struct listing *part;  /* by_partition: and its entities so far */
+    struct gather *gather; /* by_partition on a service without key order:
+                            * the partitions gathered, cached at the end
+                            * (store/gather.c); NULL: in the service's order */
+    int unordered;         /* the service's order is not trusted: the
+                           * listings cached sorted */
+    int restart;           /* by_partition: a partition came out of order on
+                           * a service thought ordered (stream_step) */
+    char *filter;          /* the query's $filter */
+    double started;        /* CLOCK_MONOTONIC seconds of its first page */
+    struct vstream *next;  /* in struct view_pending; guarded by view_pending.lock */
 };
 
 struct view_pending {
@@ -117,6 +126,20 @@ static int on_view_page(void *p, json_t *value)
             foreign = dropped++ ? foreign : pk ? pk : "(none)";
             continue;
         }
+        if (v->gather) {
+            size_t len;
+            int isnew;
+
+            if (pk && (rc = gather_entity(v->gather, v->s, pk, e, NULL, &len, &isnew)) < 0)
+                return rc;
+            continue;
+        }
+        if (pk && v->by_partition && v->pk && strcmp(pk, v->pk) != 0 &&
+            (strcmp(pk, v->pk) < 0 || !table_client_ordered(v->s->tc))) {
+            table_client_disorder(v->s->tc, v->dir);
+            v->restart = 1;
+            return 1;
+        }
         if (pk && (!v->pk || strcmp(pk, v->pk) != 0) && (rc = set_partition(v, pk)) < 0)
             return rc;
         if ((rc = store_list_entity(v->s, v->ndir, e, v->by_partition ? v->part : v->out, NULL,
@@ -137,10 +160,12 @@ static void stream_free(struct vstream *v)
         return;
     table_pager_free(v->cur);
     (void)end_partition(v, 0);
+    gather_free(v->gather);
     listing_unref(v->out);
     free(v->table);
     free(v->dir);
     free(v->scope);
+    free(v->filter);
     free(v);
 }
 
@@ -160,9 +185,17 @@ static int stream_new(struct store *s, const struct fspath *fp, const char *dir,
         return -ENOMEM;
     v->s = s;
     v->by_partition = by_partition;
+    v->unordered = !table_client_ordered(s->tc);
     if ((v->table = strdup(fp->table)) && (v->dir = strdup(dir)) && (v->out = listing_new()) &&
         (!pk || (v->scope = strdup(pk))))
         rc = userfilter_build_for(s->tc, pk, fp->filter, &filter, &why);
+    if (rc == 0 && by_partition && v->unordered) {
+        char *tdir = fspath_join("/", fp->table);
+
+        if (!tdir || !(v->gather = gather_new(dir, tdir, v->out)))
+            rc = -ENOMEM;
+        free(tdir);
+    }
     if (rc == -EINVAL)
         store_log_failure(s, "query view", dir, rc, NULL, why); /* nothing sent */
     if (rc == 0) { /* write-behind: the query sees the table's queued changes */
@@ -174,13 +207,54 @@ static int stream_new(struct store *s, const struct fspath *fp, const char *dir,
     }
     if (rc == 0 && (rc = table_pager_new(&v->cur, v->table, filter, NULL, 0)) == 0)
         table_pager_unbounded(v->cur); /* a selective filter: empty pages go on */
-    free(filter);
+    v->filter = filter;
     if (rc < 0) {
         stream_free(v);
         return rc;
     }
     *out = v;
     return 0;
+}
+
+/* V's listing, complete, cached: as it came, or sorted when the service's
+ * order is not trusted (a copy: its readers hold V->out). 0 or -errno. */
+static int cache_sorted(struct vstream *v)
+{
+    struct listing *l = v->unordered ? listing_sorted(v->out) : listing_ref(v->out);
+    int rc = l ? cache_put_listing(v->s->cache, v->dir, l, 0) : -ENOMEM;
+
+    listing_unref(l);
+    return rc;
+}
+
+/* V (by_partition) met a partition out of order: the partitions' listings
+ * it cached as complete are dropped, and its query starts again, gathered
+ * (names already listed stay, each once). 0 or -errno. */
+static int view_again(struct vstream *v)
+{
+    struct listing_ent e;
+    char *pdir, *tdir = fspath_join("/", v->table);
+    int rc = -ENOMEM;
+
+    log_info(&v->s->log, "%s: listed again without relying on the service's order", v->dir);
+    for (size_t i = 0; i < listing_count(v->out); i++) {
+        listing_get(v->out, i, &e);
+        if ((pdir = fspath_join(v->dir, e.name)))
+            cache_invalidate(v->s->cache, pdir);
+        free(pdir);
+    }
+    (void)end_partition(v, 0);
+    table_pager_free(v->cur);
+    v->cur = NULL;
+    v->restart = 0;
+    v->unordered = 1;
+    if (tdir && (v->gather = gather_new(v->dir, tdir, v->out)) &&
+        (rc = table_pager_new(&v->cur, v->table, v->filter, NULL, 0)) == 0) {
+        table_pager_unbounded(v->cur);
+        table_pager_prefetch(v->cur, 1);
+    }
+    free(tdir);
+    return rc;
 }
 
 /* Fetch V's next page. At the end the listings are sealed and cached.
@@ -193,12 +267,16 @@ static int stream_step(struct vstream *v)
     if (v->done)
         return 0;
     rc = table_pager_next(v->s->tc, v->cur, on_view_page, v, &st);
-    if (rc == 0) {
+    if (rc >= 0 && v->restart)
+        rc = view_again(v);
+    else if (rc == 0) {
         v->done = 1;
-        if (v->by_partition)
+        if (v->gather)
+            rc = gather_finish(v->gather, v->s->cache);
+        else if (v->by_partition)
             rc = end_partition(v, 1);
         if (rc == 0 && !(v->partition && listing_count(v->out) == 0))
-            rc = cache_put_listing(v->s->cache, v->dir, v->out, 0);
+            rc = cache_sorted(v);
     }
     if (rc < 0 && rc != -ENOENT)
         store_log_failure(v->s, "query view", v->dir, rc, &st,

@@ -131,6 +131,28 @@ void table_client_set_abort(struct table_client *tc, int (*aborted)(void *ctx), 
     http_pool_set_abort(tc->pool, aborted, ctx);
 }
 
+/* See table.h. */
+void table_client_set_ordered(struct table_client *tc, int ordered)
+{
+    atomic_store(&tc->unordered, !ordered);
+}
+
+/* See table.h. */
+int table_client_ordered(const struct table_client *tc)
+{
+    return !tc || (table_profile_sorted(tc->profile) && !atomic_load(&tc->unordered));
+}
+
+/* See table.h. */
+void table_client_disorder(struct table_client *tc, const char *what)
+{
+    if (atomic_exchange(&tc->unordered, 1) == 0)
+        log_info(tc->lg,
+                 "%s: the service answered with keys out of order; listings no longer "
+                 "rely on its order (no key-range splits, no skip-ahead)",
+                 what);
+}
+
 /* See tablereq.h. */
 void table_client_free(struct table_client *tc)
 {

@@ -225,7 +225,7 @@ static int add_ranges(struct table_split *sp, struct split_range ***tail, const 
     return n + 1;
 }
 
-/* R's page with more to come ran from keys (FPK, FRK) to (PK, RK): cut the
+/* R's page VALUE with more to come ran from keys (FPK, FRK) to (PK, RK): cut the
  * rest of R into ranges, when there is room for more to be open (SP
  * locked); R's query then ends with this page. Within a partition (R's, or
  * the query's), RowKeys are cut; else, when the next page's token seems to
@@ -236,7 +236,7 @@ static int add_ranges(struct table_split *sp, struct split_range ***tail, const 
  * empty answer) and the PartitionKeys after it are cut. Nothing happens
  * on ENOMEM or when no cut can be guessed (R reads on). */
 static void split_range(struct table_split *sp, struct split_range *r, const char *fpk,
-                        const char *frk, const char *pk, const char *rk)
+                        const char *frk, const char *pk, const char *rk, const json_t *value)
 {
     char *rcuts[SPLIT_MAX_RANGES] = { NULL }, *pcuts[SPLIT_MAX_RANGES] = { NULL };
     struct split_range *list = NULL, **tail = &list, *nr;
@@ -251,6 +251,15 @@ static void split_range(struct table_split *sp, struct split_range *r, const cha
         room = SPLIT_MAX_RANGES - sp->made;
     if (room < 2 || sp->empty >= SPLIT_MAX_EMPTY || !pk || !rk || !frk || (!in_row && !fpk))
         return;
+    /* a cut trusts the service's key order: never on a service that has
+     * none (Cosmos DB), nor after a page that shows none (checked only
+     * here, where a cut is to be made: at most SPLIT_MAX_RANGES times) */
+    if (!table_client_ordered(sp->tc))
+        return;
+    if (!table_page_in_order(value)) {
+        table_client_disorder(sp->tc, "a split query");
+        return;
+    }
     if (in_row) {
         if ((nr_cut = table_split_cuts(frk, rk, r->hi, rcuts, room - 1)) <= 0)
             return;
@@ -409,7 +418,7 @@ static void fetch_one(struct table_split *sp, struct split_range *r)
     /* the rest of R is cut as soon as the page's keys are known, so the
      * next fetches go out before the work on this page */
     if (rc > 0 && !sp->stop)
-        split_range(sp, r, f.fpk, f.frk, f.pk, f.rk);
+        split_range(sp, r, f.fpk, f.frk, f.pk, f.rk, f.value);
     keys_free(&f);
     r->busy = 0;
     if (rc >= 0 && !pg)

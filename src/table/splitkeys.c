@@ -83,6 +83,33 @@ nomem:
     return -ENOMEM;
 }
 
+/* See table_i.h. */
+int table_page_in_order(const json_t *value)
+{
+    char *ppk = NULL, *prk = NULL, *pk, *rk;
+    size_t i;
+    int c, ok = 1;
+
+    for (i = 0; ok && i < json_array_size(value); i++) {
+        pk = table_entity_key(json_array_get(value, i), ENTITY_PK);
+        rk = table_entity_key(json_array_get(value, i), ENTITY_RK);
+        if (!pk || !rk) { /* no key to tell by (or no memory): not a proof */
+            free(pk);
+            free(rk);
+            continue;
+        }
+        c = ppk ? strcmp(ppk, pk) : -1;
+        ok = c < 0 || (c == 0 && strcmp(prk, rk) < 0);
+        free(ppk);
+        free(prk);
+        ppk = pk;
+        prk = rk;
+    }
+    free(ppk);
+    free(prk);
+    return ok;
+}
+
 /* See tableint.h. */
 int table_token_names(const char *tok, const char *pk)
 {

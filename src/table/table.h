@@ -72,6 +72,26 @@ void table_client_set_cancel(struct table_client *tc, int (*cancelled)(void *ctx
  * settles a write cut short. Call before concurrent use. */
 void table_client_set_abort(struct table_client *tc, int (*aborted)(void *ctx), void *ctx);
 
+/* Does the service hand out query results in key order (PartitionKey,
+ * then RowKey), as Azure Table storage does? Cosmos DB for Table does not
+ * ("Query results returned by the Table API aren't sorted in partition
+ * key/row key order", its FAQ). A new client says what its profile says
+ * (table_profile_sorted); ORDERED 0 (-o unordered) makes
+ * every layer above take the paths that assume no order: no key-range
+ * splits, no skip-ahead, listings built whole. Call before concurrent
+ * use. */
+void table_client_set_ordered(struct table_client *tc, int ordered);
+
+/* Does TC trust the service's order? Its profile's answer (Cosmos DB: no)
+ * until table_client_set_ordered(0), or until a page was seen out of order
+ * (table_client_disorder); 1 for no client (TC NULL: a store of the unit
+ * tests). */
+int table_client_ordered(const struct table_client *tc);
+
+/* A reader saw a page of TC's service out of key order (WHAT names the
+ * query, for the one log line): from now on table_client_ordered is 0. */
+void table_client_disorder(struct table_client *tc, const char *what);
+
 /* Map a service answer to an errno, in one place:
  * 404 ResourceNotFound/TableNotFound/EntityNotFound -> ENOENT (other 404s
  * -> EIO), 409 -> EEXIST, 412 -> ESTALE, 403/401 -> EACCES, 400 -> EINVAL,

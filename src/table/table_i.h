@@ -3,6 +3,7 @@
 #ifndef AZTFS_TABLE_TABLE_I_H
 #define AZTFS_TABLE_TABLE_I_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <jansson.h>
 
@@ -52,6 +53,8 @@ struct table_client {
     const struct table_profile *profile; /* the service's (table/profile.c) */
     int (*cancelled)(void *ctx);         /* see table_client_set_cancel */
     void *cancel_ctx;
+    atomic_int unordered; /* see table_client_ordered: set once, read by any
+                           * thread (a split's workers, the scans) */
 };
 
 #define TABLE_ACCEPT_JSON "application/json;odata=minimalmetadata"
@@ -230,6 +233,13 @@ char *table_filter_cmp(const char *field, const char *op, const char *value, con
  * (printable ASCII only). Each is malloc'd into CUTS. Returns how many (0:
  * no guess), or -ENOMEM. */
 int table_split_cuts(const char *first, const char *last, const char *hi, char **cuts, int max);
+
+/* Are the entities of page VALUE (trees or texts) in strictly increasing
+ * key order (PartitionKey, then RowKey, bytewise)? Entities without both
+ * keys are passed over. 1 or 0. What a split checks before it cuts at
+ * keys guessed from a page (a page out of order: the service's order
+ * cannot be trusted, table_client_disorder). */
+int table_page_in_order(const json_t *value);
 
 /* A cursor for C's query (its path, filter, $select, $top) with EXTRA
  * and'ed to its filter (NULL: none), from its first page, without

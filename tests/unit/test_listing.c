@@ -121,10 +121,51 @@ static void test_edit(void)
     listing_unref(l);
 }
 
+/* Names added once whatever the order and however often they come (a
+ * service without key order), the index kept as the listing grows; then
+ * sorted by key. */
+static void test_once_sorted(void)
+{
+    struct listing *l = listing_new(), *sorted;
+    struct timespec t = { 0, 0 };
+    struct listing_ent e;
+    char name[32], key[32];
+    int added = 0, again = 0, order = 1;
+
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < 5000; i++) {
+            int k = (i * 7919) % 5000; /* a permutation of 0..4999 */
+            int rc;
+
+            snprintf(key, sizeof(key), "r%05d", k);
+            snprintf(name, sizeof(name), "r%05d.json", k);
+            rc = listing_add_once(l, name, key, 1, (uint64_t)k, t);
+            added += rc == 0;
+            again += rc == 1;
+        }
+    is_int(added, 5000, "each name added once");
+    is_int(again, 10000, "a name seen again is not added");
+    is_int((int)listing_count(l), 5000, "5000 entries");
+    ok(listing_find(l, "r04321.json") >= 0 && listing_find(l, "r05000.json") < 0,
+       "found by its name before the seal");
+    sorted = listing_sorted(l);
+    ok(sorted != NULL, "sorted copy");
+    for (size_t i = 0; sorted && i < listing_count(sorted); i++) {
+        listing_get(sorted, i, &e);
+        snprintf(key, sizeof(key), "r%05zu", i);
+        order &= e.key_len == 6 && memcmp(e.key, key, 6) == 0 && e.size == i;
+    }
+    ok(order, "in key order, attributes kept");
+    ok(sorted && listing_find(sorted, "r00007.json") == 7, "the sorted copy is indexed");
+    listing_unref(sorted);
+    listing_unref(l);
+}
+
 int main(void)
 {
     test_basic();
     test_many();
     test_edit();
+    test_once_sorted();
     return done_testing();
 }

@@ -7,7 +7,12 @@
  * (range_after) and of the ranges cut by RowKey (a big partition, a
  * one-partition query), and that the reader gets every entity exactly
  * once, in key order, whatever the table's shape and the page size, and
- * with a PREP at work on the pages (the reader waits for a page's). */
+ * with a PREP at work on the pages (the reader waits for a page's). And a
+ * service that keeps no key order (Cosmos DB for Table: its pages in any
+ * order, opaque tokens): a client told so (table_client_set_ordered)
+ * cuts nothing and gets every entity once, in the service's order; one
+ * that trusted the order sees a page out of order, cuts nothing, and
+ * from then on trusts it no more. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,7 +44,8 @@ struct ent {
 
 /* What the service holds and how it answers (httpd.lock). */
 static struct {
-    struct ent e[TABLE_MAX]; /* in key order */
+    struct ent e[TABLE_MAX]; /* in the order the service answers: key order,
+                              * unless shuffled (svc_shuffle) */
     int n;
     int page;                   /* entities per page */
     int emulator;               /* NextPartitionKey: base64 of the key (else opaque) */
@@ -222,6 +228,29 @@ static void table_is(const int *rows, int parts, int page, int emulator)
     pthread_mutex_unlock(&httpd.lock);
 }
 
+/* The service's order shuffled (SEED > 0, a permutation of the seed) or
+ * reversed (SEED 0): its pages hold no key order from now on, as Cosmos
+ * DB's. */
+static void svc_shuffle(unsigned seed)
+{
+    pthread_mutex_lock(&httpd.lock);
+    for (int i = svc.n - 1; i > 0; i--) {
+        struct ent t;
+        int j = svc.n - 1 - i;
+
+        if (seed) {
+            seed = seed * 1103515245u + 12345u;
+            j = (int)((seed >> 16) % (unsigned)(i + 1));
+        } else if (j >= i) {
+            break;
+        }
+        t = svc.e[i];
+        svc.e[i] = svc.e[j];
+        svc.e[j] = t;
+    }
+    pthread_mutex_unlock(&httpd.lock);
+}
+
 /* Did the service receive filter F? */
 static int asked(const char *f)
 {
@@ -304,7 +333,8 @@ static int on_page(void *ctx, json_t *value)
     return 0;
 }
 
-/* The entities of the table matching FILTER, as the reader must get them. */
+/* The entities of the table matching FILTER, as the reader must get them:
+ * in the service's order (key order unless shuffled). */
 static void expected(const char *filter, struct buf *want)
 {
     pthread_mutex_lock(&httpd.lock);
@@ -315,11 +345,12 @@ static void expected(const char *filter, struct buf *want)
 }
 
 /* Read the query of FILTER split WAYS ways (ONE_PARTITION as for
- * table_split_new) to its end; 1 when the reader got every entity the
- * query matches exactly once, in key order, and the service could read
- * every filter. */
-static int read_split_prep(const char *filter, int ways, int one_partition,
-                           const struct table_prep *prep)
+ * table_split_new) to its end, by a client that trusts the service's
+ * order when *ORDERED (and says in *ORDERED whether it still does after);
+ * 1 when the reader got every entity the query matches exactly once, in
+ * the service's order, and the service could read every filter. */
+static int read_split_order(const char *filter, int ways, int one_partition,
+                            const struct table_prep *prep, int *ordered)
 {
     struct buf got = BUF_INIT(1 << 20), want = BUF_INIT(1 << 20);
     struct table_client *tc = NULL;
@@ -333,10 +364,12 @@ static int read_split_prep(const char *filter, int ways, int one_partition,
         table_cursor_new(&c, "tbl", filter, NULL, 0) != 0 ||
         table_split_new(&sp, c, ways, one_partition ? SPLIT_CUT_ROWS : SPLIT_CUT_KEYS, prep) != 0)
         abort();
+    table_client_set_ordered(tc, *ordered);
     rd.sp = sp;
     while ((rc = table_split_next(tc, sp, on_page, &rd, &st)) == 1)
         ;
     table_split_free(sp);
+    *ordered = table_client_ordered(tc);
     table_cursor_free(c);
     table_client_free(tc);
     expected(filter, &want);
@@ -351,9 +384,32 @@ static int read_split_prep(const char *filter, int ways, int one_partition,
     return same;
 }
 
+static int read_split_prep(const char *filter, int ways, int one_partition,
+                           const struct table_prep *prep)
+{
+    int ordered = 1;
+
+    return read_split_order(filter, ways, one_partition, prep, &ordered);
+}
+
 static int read_split(const char *filter, int ways, int one_partition)
 {
     return read_split_prep(filter, ways, one_partition, NULL);
+}
+
+/* Did the service receive only the query's own filter F ("": none), never
+ * a range's? */
+static int only_asked(const char *f)
+{
+    int others = 0;
+
+    pthread_mutex_lock(&httpd.lock);
+    for (int i = 0; i < svc.nfilters; i++)
+        others += strcmp(svc.filters[i], f) != 0;
+    pthread_mutex_unlock(&httpd.lock);
+    if (others)
+        printf("# %d requests of another filter than \"%s\"\n", others, f);
+    return others == 0;
 }
 
 /* --- the checks ------------------------------------------------------------- */
@@ -436,6 +492,57 @@ static void test_shapes(void)
     is_int(bad, 0, "%d splits of varied tables: every entity once, in order", runs);
 }
 
+/* The same shapes on a service without key order (pages shuffled by a
+ * seed, tokens opaque or not), read by a client told so: nothing is cut
+ * (one range, following the service's continuation), every entity once,
+ * in the service's order, whatever the ways and the PREP. */
+static void test_unordered(void)
+{
+    static const char *const filters[] = { NULL, "PartitionKey ge 'p3'",
+                                           "RowKey lt 'r05' or PartitionKey eq 'p2'" };
+    static const struct table_prep prep = { prep_keys, prep_free, 1, 0 };
+    int rows[8], bad = 0, runs = 0, cut = 0;
+    unsigned seed = 11;
+
+    for (int i = 0; i < 24; i++) {
+        int parts = 1 + i % 8, page = 1 + i % 7, ways = 1 + i % 4;
+
+        for (int p = 0; p < parts; p++) {
+            seed = seed * 1103515245u + 12345u;
+            rows[p] = (int)(seed >> 16) % 14;
+        }
+        for (int f = 0; f < 3; f++, runs++) {
+            int ordered = 0;
+
+            table_is(rows, parts, page, i % 2);
+            svc_shuffle(seed + (unsigned)f + 1);
+            if (!read_split_order(filters[f], ways, f == 1, i % 2 ? &prep : NULL, &ordered)) {
+                printf("# shape %d (%d partitions, page %d, %d ways), filter %d\n", i, parts, page,
+                       ways, f);
+                bad++;
+            }
+            cut += !only_asked(filters[f] ? filters[f] : "");
+        }
+    }
+    is_int(bad, 0, "%d reads of shuffled tables: every entity once, in the service's order", runs);
+    is_int(cut, 0, "no range cut on a service without order");
+}
+
+/* A client that trusts the order of a service that answers in reverse key
+ * order: its first page shows the disorder, so nothing is cut, every
+ * entity comes once, and the client trusts the order no more. */
+static void test_disorder_seen(void)
+{
+    static const int rows[] = { 6, 9, 2, 5 };
+    int ordered = 1;
+
+    table_is(rows, 4, 4, 1);
+    svc_shuffle(0);
+    ok(read_split_order(NULL, 3, 0, NULL, &ordered), "every entity once, in the service's order");
+    ok(only_asked(""), "no range cut");
+    is_int(ordered, 0, "the client trusts the service's order no more");
+}
+
 int main(void)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -447,6 +554,8 @@ int main(void)
     test_big_partition();
     test_one_partition();
     test_shapes();
+    test_unordered();
+    test_disorder_seen();
     httpd_stop();
     table_is(NULL, 0, 1, 0);
     curl_global_cleanup();
