@@ -162,6 +162,8 @@ def test_backup(src_mount, backup):
     assert int(os.stat(backup / "p" / "plain.json").st_mtime) == int(t)
 
 
+@pytest.mark.azurite_only(reason="its keys include empty ones and RowKeys of 300 bytes, "
+                          "which Cosmos DB cannot hold: a restore there fails them, loudly")
 def test_restore_into_new_table(src_mount, backup, sh, wh, wire):
     mnt = str(src_mount)
     backup, r = backup
@@ -192,6 +194,8 @@ DIFF_TABLE = "rsyncDiff"
 NO_TIMESTAMP = ["-I", '^  "Timestamp": ']      # doc/USAGE.md, "Comparing a restore"
 
 
+@pytest.mark.azurite_only(reason="its keys include empty ones and RowKeys of 300 bytes, "
+                          "which Cosmos DB cannot hold: a restore there fails them, loudly")
 def test_a_restore_compares_equal_to_its_backup_but_for_timestamps(src_mount, backup, sh,
                                                                   sdk):
     """The documented comparison: `diff -r` flags every restored file (the
@@ -242,6 +246,8 @@ def test_incremental_backup(src_mount, backup, sh, sdk):
     assert tree_files(str(backup)) == tree_files(os.path.join(mnt, SRC))
 
 
+@pytest.mark.azurite_only(reason="its keys include empty ones and RowKeys of 300 bytes, "
+                          "which Cosmos DB cannot hold: a restore there fails them, loudly")
 def test_create_entity_with_long_rowkey_name(src_mount, wh):
     """A new file under a long-form name whose content carries the full keys
     (doc/NAMES.md, 'Long keys') becomes that entity."""

@@ -104,11 +104,13 @@ def mount_tree(top):
 
 
 @pytest.mark.parametrize("table", [ONE, BIG, TWENTY, MANY, ODD, EDGE])
-def test_default_listings_are_complete_and_in_the_sdks_order(tables, mounter, table):
+def test_default_listings_are_complete_and_in_the_sdks_order(tables, mounter, table, backend):
     mnt = mounter.mount(options=["-o", "loglevel=debug"])
     top = os.path.join(str(mnt), table)
     assert mount_tree(top) == sdk_tree(tables, table)
-    if table in (ONE, BIG, TWENTY, ODD, EDGE):   # more than a page: cut into ranges
+    # more than a page: cut into ranges, where the service sorts (Cosmos DB
+    # does not: one query following its continuation, never a cut)
+    if table in (ONE, BIG, TWENTY, ODD, EDGE) and not backend.cosmos:
         assert "fetched in parallel" in mnt.stderr()
     else:                       # one page: one request
         assert "fetched in parallel" not in mnt.stderr()
@@ -118,6 +120,8 @@ def test_default_listings_are_complete_and_in_the_sdks_order(tables, mounter, ta
     assert stats(mnt)["requests"] == before
 
 
+@pytest.mark.azurite_only(reason="the key-range split it counts is made only where the "
+                          "service sorts (Cosmos DB does not: table_client_ordered)")
 def test_one_big_partition_is_read_as_row_ranges(tables, mounter, sh):
     """A table of one partition of three pages: after its first page the
     rest of the partition is cut into RowKey ranges fetched in parallel; one
@@ -136,6 +140,8 @@ def test_one_big_partition_is_read_as_row_ranges(tables, mounter, sh):
     assert counts[0] < counts[1] <= counts[0] + made, (counts, made)
 
 
+@pytest.mark.azurite_only(reason="the key-range split it counts is made only where the "
+                          "service sorts (Cosmos DB does not: table_client_ordered)")
 def test_pages_ending_with_a_partition_send_no_empty_query(tables, mounter, sh):
     """Pages that end where a partition does (4 partitions of 1000): the
     rest of that partition and the partitions up to the next cut are one
@@ -172,7 +178,7 @@ def test_scan_parallel_1_is_one_sequential_scan(tables, mounter, sh):
     assert "fetched in parallel" not in mnt.stderr()
 
 
-def test_default_walk_stays_within_the_documented_bound(tables, mounter, sh):
+def test_default_walk_stays_within_the_documented_bound(tables, mounter, sh, backend):
     mnt = mounter.mount(options=["-o", "loglevel=debug"])
     before = stats(mnt)
     files = sh(["find", os.path.join(str(mnt), BIG), "-type", "f"]).lines()
@@ -183,7 +189,7 @@ def test_default_walk_stays_within_the_documented_bound(tables, mounter, sh):
     # one sequential scan (ceil(N/1000) + 2) plus the documented cost of
     # the ranges: one request more per range made, 64 ranges at most
     made = mnt.ranges_made()
-    assert 0 < made <= 64
+    assert made == 0 if backend.cosmos else 0 < made <= 64, made   # Cosmos DB: no cut
     assert total <= math.ceil(P_BIG * PER_BIG / 1000) + 2 + made, (total, made)
 
 
