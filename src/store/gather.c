@@ -145,6 +145,8 @@ int gather_entity(struct gather *g, struct store *s, const char *pk, const json_
     *len = 0;
     if (i < 0)
         return (int)i;
+    if (*isnew) /* it holds an entity: the partition exists (no probe to ask) */
+        (void)cache_put_exists(s->cache, g->parts[i].edir);
     if (g->names_only)
         return 1; /* named; the entity is not cached */
     return store_list_entity(s, g->parts[i].edir, e, g->parts[i].files, len, pre);
