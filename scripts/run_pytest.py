@@ -52,10 +52,11 @@ def read_results(path):
     except FileNotFoundError:
         return state
     for line in lines:
+        if line.startswith("start "):       # a node id may hold spaces
+            state.setdefault(line[len("start "):], "started")
+            continue
         parts = line.split(" ", 2)
-        if len(parts) == 2 and parts[0] == "start":
-            state.setdefault(parts[1], "started")
-        elif len(parts) == 3:
+        if len(parts) == 3:
             when, outcome, nodeid = parts
             if outcome != "passed":
                 state[nodeid] = "failed"

@@ -157,8 +157,13 @@ def test_ci_log_shows_a_fuzz_report_whole(tmp_path):
 # ---------------------------------------------------------------------------
 DUMMY_TESTS = '''
 import os, signal, time
+import pytest
 
 def test_a_passes():
+    pass
+
+@pytest.mark.parametrize("name", ["a name with spaces"])
+def test_a2_passes(name):
     pass
 
 def test_b_fails():
@@ -203,8 +208,9 @@ def test_a_killed_pytest_still_names_what_passed_and_failed(tmp_path):
     p = run_suite(tmp_path, suite, 120)
     out = p.stdout
     assert p.returncode == 1, out + p.stderr
-    # a, d and e ran although c killed the first pytest; b and c are named
-    assert out.splitlines()[-1] == "3 passed, 2 failed", out
+    # a, a2, d and e ran although c killed the first pytest; b and c are
+    # named (a node id with spaces is read whole)
+    assert out.splitlines()[-1] == "4 passed, 2 failed", out
     assert "FAILED test_dummy.py::test_b_fails" in out, out
     assert "FAILED (killed while running) test_dummy.py::test_c_kills_pytest" in out, out
     assert "never ran" not in out, out
@@ -215,8 +221,8 @@ def test_a_suite_past_its_budget_names_what_never_ran(tmp_path):
     p = run_suite(tmp_path, suite, 20, {"DUMMY_HANG": "1"})
     out = p.stdout
     assert p.returncode == 1, out + p.stderr
-    # a, d passed; b failed; c killed; e cut by the budget while running
-    assert out.splitlines()[-1] == "2 passed, 3 failed", out
+    # a, a2, d passed; b failed; c killed; e cut by the budget while running
+    assert out.splitlines()[-1] == "3 passed, 3 failed", out
     assert "FAILED (killed while running) test_dummy.py::test_e_hangs" in out, out
 
 
