@@ -131,7 +131,7 @@ count_line() {
 # was timed on (doc/TESTING.md, "Time").
 # The plain run leaves 1,500 s for what follows it (lint, valgrind, fuzzing,
 # TSan, the sanitizer build and its unit tests, its integration run's share).
-IT_BUDGET=$(left_for "${IT_BUDGET:-1800}" 1500)
+IT_BUDGET=$(left_for "${IT_BUDGET:-2400}" 1500)
 section "integration tests (pytest, budget ${IT_BUDGET} s)"
 "$PY" scripts/run_pytest.py --budget "$IT_BUDGET" --results "$RUN/pytest-results.txt" \
     --junit "$RUN/pytest-junit.xml" --label integration -- tests/integration -q \
