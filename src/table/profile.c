@@ -205,18 +205,22 @@ int table_entity_fits(const struct table_profile *p, const char *pk, const char 
     return 0;
 }
 
-/* Is the word at S (LEN bytes to its end) "Timestamp", standing alone? */
+/* Is C a character of a name (a letter, a digit, '_')? */
+static int name_char(int c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Is the word at S (in the string that begins at START) "Timestamp",
+ * standing alone? S[n] is read only once the word is there: it is then
+ * within the string, or its end. */
 static int names_timestamp_at(const char *start, const char *s)
 {
     static const char word[] = "Timestamp";
     size_t n = sizeof(word) - 1;
-    int before = s > start ? (unsigned char)s[-1] : ' ', after = (unsigned char)s[n];
-    int inside_before = (before >= 'A' && before <= 'Z') || (before >= 'a' && before <= 'z') ||
-        (before >= '0' && before <= '9') || before == '_';
-    int inside_after = (after >= 'A' && after <= 'Z') || (after >= 'a' && after <= 'z') ||
-        (after >= '0' && after <= '9') || after == '_';
 
-    return strncmp(s, word, n) == 0 && !inside_before && !inside_after;
+    return strncmp(s, word, n) == 0 && !(s > start && name_char((unsigned char)s[-1])) &&
+        !name_char((unsigned char)s[n]);
 }
 
 /* See table.h. */
