@@ -51,32 +51,58 @@ static int parse_line(char *line, char **dir, char **type)
     return 0;
 }
 
-/* See util.h. */
-int mounts_type_at(const char *table, const char *dir, char *type, size_t len)
+/* Call FN(CTX, DIR, TYPE) for each line of the mount table TABLE that
+ * reads (DIR decoded), in order, until FN returns other than 0. Returns
+ * what FN returned last, 0, -EIO, or -errno when TABLE cannot be opened. */
+static int each_line(const char *table, int (*fn)(void *ctx, const char *dir, const char *type),
+                     void *ctx)
 {
     FILE *f = fopen(table, "re");
     char *line = NULL, *d, *t;
     size_t cap = 0;
-    int found = 0;
+    int rc = 0;
 
     if (!f)
         return -errno;
-    while (getline(&line, &cap, f) > 0) {
-        if (parse_line(line, &d, &t) < 0 || strcmp(d, dir) != 0)
-            continue;
-        found = 1; /* the last line for DIR is the mount on top */
-        if (len > 0) {
-            strncpy(type, t, len - 1);
-            type[len - 1] = '\0';
-        }
-    }
+    while (rc == 0 && getline(&line, &cap, f) > 0)
+        if (parse_line(line, &d, &t) == 0)
+            rc = fn(ctx, d, t);
     free(line);
-    if (ferror(f)) {
-        fclose(f);
-        return -EIO;
-    }
+    if (rc == 0 && ferror(f))
+        rc = -EIO;
     fclose(f);
-    return found;
+    return rc;
+}
+
+/* What mounts_type_at looks for, and what it found. */
+struct type_at {
+    const char *dir;
+    char *type;
+    size_t len;
+    int found;
+};
+
+static int on_type_line(void *ctx, const char *dir, const char *type)
+{
+    struct type_at *w = ctx;
+
+    if (strcmp(dir, w->dir) != 0)
+        return 0;
+    w->found = 1; /* the last line for DIR is the mount on top */
+    if (w->len > 0) {
+        strncpy(w->type, type, w->len - 1);
+        w->type[w->len - 1] = '\0';
+    }
+    return 0;
+}
+
+/* See util.h. */
+int mounts_type_at(const char *table, const char *dir, char *type, size_t len)
+{
+    struct type_at w = { dir, type, len, 0 };
+    int rc = each_line(table, on_type_line, &w);
+
+    return rc < 0 ? rc : w.found;
 }
 
 /* See util.h. */
@@ -115,22 +141,24 @@ int mounts_check_place(const char *dir, int allow_nonempty, char *why, size_t le
     return -ENOTEMPTY;
 }
 
+/* mounts_each's callback and its context, for each_line. */
+struct each {
+    int (*fn)(void *ctx, const char *dir);
+    void *ctx;
+};
+
+static int on_each_line(void *ctx, const char *dir, const char *type)
+{
+    struct each *e = ctx;
+
+    (void)type;
+    return e->fn(e->ctx, dir);
+}
+
 /* See util.h. */
 int mounts_each(const char *table, int (*fn)(void *ctx, const char *dir), void *ctx)
 {
-    FILE *f = fopen(table, "re");
-    char *line = NULL, *d, *t;
-    size_t cap = 0;
-    int rc = 0;
+    struct each e = { fn, ctx };
 
-    if (!f)
-        return -errno;
-    while (rc == 0 && getline(&line, &cap, f) > 0)
-        if (parse_line(line, &d, &t) == 0)
-            rc = fn(ctx, d);
-    free(line);
-    if (rc == 0 && ferror(f))
-        rc = -EIO;
-    fclose(f);
-    return rc;
+    return each_line(table, on_each_line, &e);
 }
