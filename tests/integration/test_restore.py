@@ -85,11 +85,14 @@ def test_rsync_restore_into_new_table_sends_one_write_per_entity(sdk, seed, moun
     assert {k: v[0] for k, v in got.items()} == want       # types included
     # the same backup again: nothing written; rsync renames every file onto
     # its entity (the mtimes differ), and a copy older than negative_timeout
-    # is read again first, a page at a time
+    # (1 s by default; waited out here, so that a slow run and a fast one
+    # take the same path) is read again first: the first open of the table
+    # with a point query, then, once a walk is seen, a page at a time
+    time.sleep(1.5)
     before = kinds(mnt)
     rsync(bk, os.path.join(str(mnt), dst))
     d = delta(before, kinds(mnt))
-    assert writes(d) == 0 and d.get("get_entity", 0) == 0, d
+    assert writes(d) == 0 and d.get("get_entity", 0) <= 1, d
     assert sum(d.values()) <= 2 * P + 5, d
     mnt.unmount()
     # and from a fresh mount: no write, no entity rewritten, and rsync's
