@@ -112,6 +112,12 @@ void http_pool_free(struct http_pool *pool)
 }
 
 /* See http.h. */
+struct http_targets *http_pool_targets(const struct http_pool *pool)
+{
+    return http_pace_targets(pool->cfg.pace);
+}
+
+/* See http.h. */
 void http_pool_set_cancel(struct http_pool *pool, int (*cancelled)(void *ctx), void *ctx)
 {
     pool->cancelled = cancelled;
@@ -257,57 +263,6 @@ void http_send_window(const struct http_response *resp, struct timespec *from)
     from->tv_nsec = (long)(ms % 1000) * 1000000L;
 }
 
-/* See http.h. libcurl's functions need no handle for this; their result
- * is copied so that callers free it with free(). */
-char *http_escape(const char *s)
-{
-    char *e = curl_easy_escape(NULL, s, 0), *out;
-
-    if (!e)
-        return NULL;
-    out = strdup(e);
-    curl_free(e);
-    return out;
-}
-
-char *http_unescape(const char *s)
-{
-    int n = 0;
-    char *d = curl_easy_unescape(NULL, s, 0, &n), *out = NULL;
-
-    if (!d)
-        return NULL;
-    if (n >= 0 && strlen(d) == (size_t)n)
-        out = strdup(d);
-    curl_free(d);
-    return out;
-}
-
-/* Copy URL with "sig=" values replaced by "REDACTED". */
-void http_redact_url(const char *url, char *out, size_t outlen)
-{
-    size_t o = 0;
-    const char *p = url;
-
-    if (outlen == 0)
-        return;
-    while (*p && o + 1 < outlen) {
-        int at_param = p > url && (p[-1] == '?' || p[-1] == '&');
-
-        if (at_param && strncmp(p, "sig=", 4) == 0) {
-            const char *red = "sig=REDACTED";
-
-            while (*red && o + 1 < outlen)
-                out[o++] = *red++;
-            while (*p && *p != '&')
-                p++;
-            continue;
-        }
-        out[o++] = *p++;
-    }
-    out[o] = '\0';
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -331,7 +286,8 @@ static int backoff_wait(const struct http_pool *pool, int cancellable, long ms)
     return cancellable && pool_cancelled(pool) ? -EINTR : 0;
 }
 
-static double now_ms(void)
+/* See http.h. */
+double http_now_ms(void)
 {
     struct timespec ts;
 
@@ -472,6 +428,7 @@ struct perform {
     double start;            /* when the first attempt started */
     int cancellable;         /* is_cancellable */
     int resent;              /* an earlier attempt may have been applied */
+    int throttled;           /* attempts answered 503 or 429 */
 };
 
 /* The header list of P's request: its own lines, and "Expect:" (libcurl
@@ -501,7 +458,7 @@ static int perform_headers(struct perform *p)
 static int pace_wait(struct perform *p)
 {
     struct http_pace *pace = p->pool->cfg.pace;
-    double now = now_ms(), wait;
+    double now = http_now_ms(), wait;
 
     if (!pace)
         return 0;
@@ -509,7 +466,7 @@ static int pace_wait(struct perform *p)
     do {
         if (backoff_wait(p->pool, p->cancellable, wait > 0 ? (long)wait + 1 : 0) < 0)
             return -EINTR;
-    } while ((wait = http_pace_admit(pace, now_ms())) > 0);
+    } while ((wait = http_pace_admit(pace, http_now_ms())) > 0);
     return 0;
 }
 
@@ -522,24 +479,58 @@ static long counted_status(const struct perform *p)
     return r->status_of && p->resp->status ? r->status_of(r->settle_ctx, p->resp) : p->resp->status;
 }
 
+/* Wait until the targets admit P's write in bulk (http_request.target).
+ * Returns 0, or -EINTR when cancelled meanwhile. */
+static int target_wait(struct perform *p)
+{
+    struct http_targets *t = http_pace_targets(p->pool->cfg.pace);
+    const struct http_request *r = p->req;
+    double wait;
+
+    if (!t || !r->target)
+        return 0;
+    while ((wait = http_targets_admit(t, r->target, r->target_n, http_now_ms())) > 0)
+        if (backoff_wait(p->pool, p->cancellable, (long)wait + 1) < 0)
+            return -EINTR;
+    return 0;
+}
+
+/* Count P's answer (throttled or not) in the targets, for a write in bulk
+ * whose attempt started at T0. */
+static void target_answered(struct perform *p, double t0)
+{
+    struct http_targets *t = http_pace_targets(p->pool->cfg.pace);
+    long status = counted_status(p);
+
+    if (t && p->req->target)
+        http_targets_answered(t, p->req->target, p->req->target_n, status == 503 || status == 429,
+                              t0, http_now_ms());
+}
+
 static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
 {
     struct http_response *resp = p->resp;
     struct send_count sc = { 0 };
-    double t0 = now_ms();
+    double t0;
     int rc;
 
     *done = 1;
     if (attempt > 1)
         http_response_clear(resp);
-    if ((p->cancellable && pool_cancelled(p->pool)) || pace_wait(p) < 0) {
+    if ((p->cancellable && pool_cancelled(p->pool)) || pace_wait(p) < 0 || target_wait(p) < 0) {
         snprintf(resp->transport_error, sizeof(resp->transport_error), "cancelled");
         return -EINTR;
     }
+    t0 = http_now_ms(); /* the attempt's start, after the waits */
     rc = attempt_once(p->pool, h, p->req, p->hdrs, resp, &sc);
     resp->attempts = attempt;
+    if (rc == 0 && (counted_status(p) == 503 || counted_status(p) == 429))
+        p->throttled++;
+    if (rc == 0)
+        target_answered(p, t0);
+    resp->throttled = p->throttled;
     if (rc == 0 && p->pool->cfg.pace)
-        http_pace_answered(p->pool->cfg.pace, now_ms(),
+        http_pace_answered(p->pool->cfg.pace, http_now_ms(),
                            counted_status(p) == 503 || counted_status(p) == 429,
                            http_retry_after_ms(resp));
     if (rc == -EINTR) {
@@ -547,7 +538,7 @@ static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
         return rc;
     }
     resp->resent = p->resent || sc.sends > 1;
-    resp->elapsed_ms = now_ms() - p->start;
+    resp->elapsed_ms = http_now_ms() - p->start;
     if (sc.sends > 1)
         log_debug(p->pool->lg, "%s: libcurl resent the request on a new connection", p->what);
     if (rc != -ENOMEM && outcome_unknown(h, rc, resp, &sc)) {
@@ -568,7 +559,7 @@ static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
         return rc;
     if (rc == 0)
         log_debug(p->pool->lg, "%s %s -> %ld (%.1f ms, %zu bytes, attempt %d)", p->req->method,
-                  p->safe_url, resp->status, now_ms() - t0, resp->body_len, attempt);
+                  p->safe_url, resp->status, http_now_ms() - t0, resp->body_len, attempt);
     else
         log_debug(p->pool->lg, "%s %s -> transport error: %s (attempt %d)", p->req->method,
                   p->safe_url, resp->transport_error, attempt);
@@ -596,8 +587,10 @@ static int perform_backoff(struct perform *p, int attempt, int rc)
         (attempt > pool->cfg.max_retries && !unlimited))
         return 1;
     wait = http_backoff_ms(&pool->cfg, attempt, http_retry_after_ms(resp));
+    if ((status == 503 || status == 429) && p->req->target && http_pool_targets(pool))
+        wait = http_retry_after_ms(resp) > 0 ? http_retry_after_ms(resp) : 0; /* target_wait */
     why = rc == 0 ? "transient HTTP status" : resp->transport_error;
-    if (now_ms() - p->start + (double)wait > (double)pool->cfg.retry_deadline_ms) {
+    if (http_now_ms() - p->start + (double)wait > (double)pool->cfg.retry_deadline_ms) {
         log_info(pool->lg,
                  "%s: %s, no retry: waiting %ld ms would pass the retry "
                  "deadline (%ld ms after the first attempt)",
@@ -641,7 +634,7 @@ int http_perform(struct http_pool *pool, const struct http_request *req, struct 
         return -ENOMEM;
     }
     http_redact_url(req->url, p.safe_url, sizeof(p.safe_url));
-    p.start = now_ms();
+    p.start = http_now_ms();
     for (int attempt = 1;; attempt++) {
         int done, next;
 

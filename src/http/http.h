@@ -70,6 +70,45 @@ void http_pace_answered(struct http_pace *p, double now, int throttled, long ret
  * slowdowns so far. */
 double http_pace_rate(struct http_pace *p, unsigned long *cuts);
 
+/* The service's scalability targets as the mount learns them (targets.c):
+ * the entities a second each key (a partition: "table\npk") takes before
+ * the service throttles; the account's limit shows as its partitions'. A
+ * key has no limit until a write of it is throttled; then it grows while
+ * served and is cut by each throttled write. Shared by every thread that writes
+ * in bulk. */
+struct http_targets;
+
+/* New targets in *OUT, none learned; LG (borrowed, may be NULL) gets a
+ * line per cut. Returns 0 or -ENOMEM. */
+int http_targets_new(struct http_targets **out, const struct logger *lg);
+
+void http_targets_free(struct http_targets *t);
+
+/* Now on CLOCK_MONOTONIC, in ms: the clock of the pace and the targets. */
+double http_now_ms(void);
+
+/* The targets of pace P's mount (NULL when P is): every pool's writers
+ * share them as they share the pace. */
+struct http_targets *http_pace_targets(struct http_pace *p);
+
+/* May a write of N entities to KEY start at NOW (ms, CLOCK_MONOTONIC)?
+ * 0: yes, and it is charged to KEY; else the ms until it may (nothing
+ * charged). */
+double http_targets_admit(struct http_targets *t, const char *key, unsigned n, double now);
+
+/* As http_targets_admit, but nothing is charged: the ms until a write of
+ * N to KEY may start (0: now). */
+double http_targets_wait(struct http_targets *t, const char *key, unsigned n, double now);
+
+/* The write of N entities to KEY admitted at STARTED was answered at
+ * NOW: THROTTLED (503, 429), or served. */
+void http_targets_answered(struct http_targets *t, const char *key, unsigned n, int throttled,
+                           double started, double now);
+
+/* The rate KEY is held to now (0: none) and, in *CUTS (may be NULL), the
+ * cuts so far. */
+double http_targets_rate(struct http_targets *t, const char *key, unsigned long *cuts);
+
 #define HTTP_KINDS \
     16 /* request kinds counted separately (the protocol's,
                            e.g. enum table_req_kind) */
@@ -129,6 +168,13 @@ struct http_request {
      * regard to case); at most HTTP_CAPTURE_MAX, later ones are ignored.
      * NULL: none. The protocol above names its own headers here. */
     const char *const *capture;
+    /* A write in bulk of TARGET_N entities to the partition TARGET names
+     * (a key of the pace's http_targets): each attempt waits until the
+     * targets admit it, and its answer is counted there; a throttled one
+     * is tried again as soon as they admit it (or after its Retry-After),
+     * with no backoff of its own. NULL: none. */
+    const char *target;
+    unsigned target_n;
 };
 
 /* Response headers of HTTP itself, kept from every response. */
@@ -153,6 +199,7 @@ struct http_response {
     char *captured[HTTP_CAPTURE_MAX]; /* values of the request's capture
                                     headers, by index: malloc'd or NULL */
     int attempts;                     /* attempts made (1 = no retry) */
+    int throttled;                    /* of them, answered 503 or 429 */
     int resent;                       /* an earlier send of this request may have
                                     reached the server and been applied: we
                                     retried after an answer-less or 408/5xx
@@ -183,6 +230,9 @@ void http_pool_free(struct http_pool *pool);
  * cut off after it was sent would leave its outcome unknown. Call before
  * the pool is used by more than one thread. */
 void http_pool_set_cancel(struct http_pool *pool, int (*cancelled)(void *ctx), void *ctx);
+
+/* The targets POOL's pace keeps (http_pace_targets; NULL: no pace). */
+struct http_targets *http_pool_targets(const struct http_pool *pool);
 
 /* From now on, ask ABORTED(CTX) during every request, writes included (as
  * http_pool_set_cancel does for reads; it replaces that hook): nonzero ends

@@ -64,7 +64,8 @@ struct http_pace {
     double base_share, base_ms;       /* throttled share not the rate's doing, and when */
     double *ring;                     /* with a cap: when the last ring_n requests started */
     size_t ring_n, ring_i, ring_used;
-    unsigned long cuts; /* slowdowns so far */
+    unsigned long cuts;           /* slowdowns so far */
+    struct http_targets *targets; /* the bulk writers' rates (targets.c) */
 };
 
 /* See http.h. */
@@ -87,6 +88,12 @@ int http_pace_new(struct http_pace **out, double max_rps, const struct logger *l
         free(p);
         return -ENOMEM;
     }
+    if (http_targets_new(&p->targets, lg) < 0) {
+        pthread_mutex_destroy(&p->mu);
+        free(p->ring);
+        free(p);
+        return -ENOMEM;
+    }
     p->lg = lg;
     p->cap = max_rps;
     p->rate = max_rps;
@@ -100,9 +107,16 @@ void http_pace_free(struct http_pace *p)
 {
     if (!p)
         return;
+    http_targets_free(p->targets);
     pthread_mutex_destroy(&p->mu);
     free(p->ring);
     free(p);
+}
+
+/* See http.h. */
+struct http_targets *http_pace_targets(struct http_pace *p)
+{
+    return p ? p->targets : NULL;
 }
 
 /* Additive increase, under p->mu: a cut rate grows back by a twentieth

@@ -408,6 +408,7 @@ int table_batch_again(struct table_client *tc, const char *table, const char *pk
     char id[17], *ctype = NULL;
     struct timespec since;
     struct batch_probe probe = { tc, table, pk, ops, n, NULL };
+    char key[TARGET_KEY_MAX];
     struct table_req rq = {
         .kind = TK_BATCH,
         .method = "POST",
@@ -443,6 +444,9 @@ int table_batch_again(struct table_client *tc, const char *table, const char *pk
     rq.content_type = ctype;
     rq.body = b.ptr;
     rq.body_len = b.len;
+    table_target_key(key, sizeof(key), table, pk); /* paced by the partition's target */
+    rq.target = key;
+    rq.target_n = (unsigned)n;
     rc = table_send(tc, &rq, &resp, st);
     rc = batch_answer(&probe, rc, &resp, st);
 out:

@@ -115,6 +115,18 @@ int table_client_new(struct table_client **out, const struct account *acct,
     return 0;
 }
 
+/* See table.h. */
+struct http_targets *table_client_targets(const struct table_client *tc)
+{
+    return http_pool_targets(tc->pool);
+}
+
+/* See table.h. */
+void table_target_key(char *buf, size_t len, const char *table, const char *pk)
+{
+    snprintf(buf, len, "%s\n%s", table, pk);
+}
+
 /* See tablereq.h. */
 void table_client_set_cancel(struct table_client *tc, int (*cancelled)(void *ctx), void *ctx)
 {
@@ -466,9 +478,12 @@ static int send_once(struct table_client *tc, const struct table_req *rq, const 
         .settle_ctx = rq->settle_ctx,
         .status_of = rq->status_of,
         .capture = table_capture,
+        .target = rq->target,
+        .target_n = rq->target_n,
     };
     rc = http_perform(tc->pool, &req, resp);
     st->attempts = resp->attempts;
+    st->throttled = resp->throttled;
     if (rc < 0) {
         snprintf(st->message, sizeof(st->message), "%s", resp->transport_error);
         goto out;

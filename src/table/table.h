@@ -49,6 +49,7 @@ struct az_status {
     char code[64];     /* service error code ("ResourceNotFound"), or "" */
     char message[256]; /* service message or transport error, secrets-free */
     int attempts;      /* attempts made by the last request */
+    int throttled;     /* of them, throttled (503, 429) */
 };
 
 /* Create a client for ACCT (borrowed: must outlive the client), of the
@@ -58,6 +59,15 @@ struct az_status {
 int table_client_new(struct table_client **out, const struct account *acct,
                      const struct http_config *hcfg, const struct logger *lg,
                      struct http_stats *stats);
+
+/* The mount's learned write rates (http_targets) TC's writers in bulk
+ * heed, NULL when none. A key is table_target_key's. */
+struct http_targets *table_client_targets(const struct table_client *tc);
+
+/* The targets' key of partition PK of TABLE into BUF (LEN bytes; a key
+ * is cut at TARGET_KEY_MAX - 1 bytes). */
+#define TARGET_KEY_MAX 1400
+void table_target_key(char *buf, size_t len, const char *table, const char *pk);
 
 /* Free TC and close its connections (NULL: nothing). */
 void table_client_free(struct table_client *tc);
