@@ -22,305 +22,14 @@
  * takes a line not yet ended only when it is whole JSON (only blanks may
  * follow it); the last close (RELEASE: import_free) ends the stream. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "entity/entity.h"
 #include "names/names.h"
-#include "store/store.h"
-#include "store/store_i.h"
-
-#define IMPORT_BATCH_OPS 100
-/* What a transaction's lines may add up to: the service takes 4 MiB of
- * body, and each operation's headers and URL add some 400 bytes to it. */
-#define IMPORT_BATCH_BYTES ((size_t)3500 * 1024)
-/* A line longer than this is refused (an entity is at most 1 MiB; its
- * Binary values as base64 grow by a third). */
-#define IMPORT_LINE_MAX ((size_t)4 * 1024 * 1024)
-/* Partitions whose transactions are being filled at once, and the lines
- * they may hold together: past either, the fullest is sent as it is (lines
- * of many partitions interleaved; a stream in partition order, as an
- * export writes it, fills one at a time). */
-#define IMPORT_GROUPS_MAX 1024
-#define IMPORT_HELD_BYTES ((size_t)16 * 1024 * 1024)
-/* The counting filter of keys held or out: 2^20 counters. */
-#define IMPORT_FILTER_BITS 20
-#define IMPORT_FILTER_SIZE ((size_t)1 << IMPORT_FILTER_BITS)
-
-/* One transaction: lines of one partition, being filled or queued. */
-struct import_batch {
-    char *pk;
-    uint64_t pk_hash; /* hash_fnv1a(pk) */
-    size_t n;
-    size_t bytes;
-    json_t *wire[IMPORT_BATCH_OPS];
-    char *rk[IMPORT_BATCH_OPS];
-    uint64_t key[IMPORT_BATCH_OPS];            /* key_hash of pk, rk */
-    unsigned long long line[IMPORT_BATCH_OPS]; /* 1-based line numbers */
-    struct import_batch *next;                 /* in the queue */
-};
-
-struct import_stream {
-    struct store *s;
-    char *path;       /* the stream's, for log lines */
-    char *table;      /* the table written */
-    char *table_path; /* "/table", for the cache */
-    char *pk;         /* a partition's stream: its PartitionKey, else NULL */
-    int insert;       /* Insert (refused when it exists) instead of Insert Or Replace */
-    struct timespec started;
-
-    /* the writer's side: one write at a time */
-    pthread_mutex_t wlock;
-    struct buf partial;                           /* a line not yet ended; guarded by wlock */
-    unsigned long long off;                       /* bytes taken; guarded by wlock */
-    unsigned long long lines;                     /* lines taken; guarded by wlock */
-    struct import_batch *held[IMPORT_GROUPS_MAX]; /* being filled; guarded by wlock */
-    int n_held;                                   /* guarded by wlock */
-    size_t held_bytes;                            /* their lines' bytes; guarded by wlock */
-    /* a close's flush: its waits are not interrupted (a close cannot be
-     * tried again, and its answer is the outcome); guarded by wlock */
-    int closing;
-    /* line LINES was taken at a flush before its newline: only blanks may
-     * come until it; guarded by wlock */
-    int cut;
-
-    /* shared with the senders */
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    struct import_batch *queue, **queue_tail; /* guarded by lock */
-    int queued, running, capacity;            /* guarded by lock */
-    int stopping;                             /* guarded by lock */
-    uint16_t *filter;                         /* keys held or out; guarded by lock */
-    int err;                                  /* the first failure: 0 or -errno; guarded by lock */
-    unsigned long long applied, transactions; /* guarded by lock */
-    unsigned long long dropped;               /* lines not applied; guarded by lock */
-    struct workers senders;
-};
-
-/* --- keys held or out ------------------------------------------------------------------ */
-
-static uint64_t key_hash(const char *pk, const char *rk)
-{
-    return hash_fnv1a(pk) * 31 ^ hash_fnv1a(rk);
-}
-
-/* The two counters of key K. */
-static size_t slot(uint64_t k, int which)
-{
-    return (size_t)(which ? k >> 40 : k) & (IMPORT_FILTER_SIZE - 1);
-}
-
-static int filter_has(const struct import_stream *m, uint64_t k)
-{
-    LOCK_HELD(&m->lock);
-    return m->filter[slot(k, 0)] && m->filter[slot(k, 1)];
-}
-
-static void filter_add(struct import_stream *m, uint64_t k, int by)
-{
-    LOCK_HELD(&m->lock);
-    m->filter[slot(k, 0)] = (uint16_t)(m->filter[slot(k, 0)] + by);
-    m->filter[slot(k, 1)] = (uint16_t)(m->filter[slot(k, 1)] + by);
-}
-
-/* --- transactions ---------------------------------------------------------------------- */
-
-static void batch_free(struct import_batch *b)
-{
-    if (!b)
-        return;
-    for (size_t i = 0; i < b->n; i++) {
-        json_decref(b->wire[i]);
-        free(b->rk[i]);
-    }
-    free(b->pk);
-    free(b);
-}
-
-/* Record the first failure of M: RC, and WHY (the line's number and what
- * was wrong) with ST in the log and user.aztfs.errors. Later ones are
- * the first's consequences, or stop a stream already stopped: not logged. */
-static void import_fail(struct import_stream *m, int rc, const struct az_status *st,
-                        const char *why)
-{
-    LOCK_HELD(&m->lock);
-    if (m->err)
-        return;
-    m->err = rc;
-    store_log_failure(m->s, "import", m->path, rc, st, why);
-}
-
-/* What applied transaction B leaves: the cache's copies of its entities,
- * its partition's listing and its table's, dropped (and the kernel's). */
-static void batch_forget(struct import_stream *m, const struct import_batch *b)
-{
-    char *dir = keycodec_encode(b->pk), *path = dir ? fspath_join(m->table_path, dir) : NULL;
-
-    for (size_t i = 0; path && i < b->n; i++) {
-        char *file = keycodec_file_encode(b->rk[i]), *p = file ? fspath_join(path, file) : NULL;
-
-        if (p)
-            store_forget(m->s, p);
-        free(p);
-        free(file);
-    }
-    if (path)
-        store_forget(m->s, path);
-    store_forget(m->s, m->table_path);
-    free(path);
-    free(dir);
-}
-
-/* Send B: one entity group transaction. Called by a sender, without the
- * lock. Returns 0 or -errno, with the failure recorded. */
-static int batch_send(struct import_stream *m, struct import_batch *b)
-{
-    struct table_batch_op ops[IMPORT_BATCH_OPS];
-    struct az_status st;
-    int rc, at;
-    char why[800];
-
-    for (size_t i = 0; i < b->n; i++)
-        ops[i] = (struct table_batch_op){ m->insert ? TB_INSERT : TB_UPSERT, b->rk[i], b->wire[i],
-                                          NULL, NULL };
-    rc = table_batch(m->s->tc, m->table, b->pk, ops, b->n, &st);
-    if (rc == 0) {
-        batch_forget(m, b);
-        return 0;
-    }
-    at = table_batch_failed_index(&st);
-    if (at >= 0 && (size_t)at < b->n)
-        snprintf(why, sizeof(why),
-                 "line %llu (RowKey '%.80s' of partition '%.80s'): refused by the service; "
-                 "its transaction (lines %llu to %llu, %zu entities) not applied",
-                 b->line[at], b->rk[at], b->pk, b->line[0], b->line[b->n - 1], b->n);
-    else
-        snprintf(why, sizeof(why),
-                 "the transaction of lines %llu to %llu (%zu entities of partition '%.80s') "
-                 "failed: %.200s; not known to be applied",
-                 b->line[0], b->line[b->n - 1], b->n, b->pk,
-                 st.message[0] ? st.message : strerror(-rc));
-    pthread_mutex_lock(&m->lock);
-    import_fail(m, rc, &st, why);
-    pthread_mutex_unlock(&m->lock);
-    return rc;
-}
-
-/* A sender: queued transactions sent one at a time until the stream
- * stops; once it has failed, what is queued is dropped unsent. */
-static void *sender(void *arg)
-{
-    struct import_stream *m = arg;
-
-    pthread_mutex_lock(&m->lock);
-    for (;;) {
-        struct import_batch *b = m->queue;
-        int rc = 0;
-
-        if (!b) {
-            if (m->stopping)
-                break;
-            pthread_cond_wait(&m->cond, &m->lock);
-            continue;
-        }
-        if (!(m->queue = b->next))
-            m->queue_tail = &m->queue;
-        m->queued--;
-        m->running++;
-        if (!m->err) {
-            pthread_mutex_unlock(&m->lock);
-            rc = batch_send(m, b);
-            pthread_mutex_lock(&m->lock);
-        } else {
-            rc = -ECANCELED;
-        }
-        if (rc == 0) {
-            m->applied += b->n;
-            m->transactions++;
-        } else {
-            m->dropped += b->n;
-        }
-        for (size_t i = 0; i < b->n; i++)
-            filter_add(m, b->key[i], -1);
-        m->running--;
-        pthread_cond_broadcast(&m->cond);
-        pthread_mutex_unlock(&m->lock);
-        batch_free(b);
-        pthread_mutex_lock(&m->lock);
-    }
-    pthread_mutex_unlock(&m->lock);
-    return NULL;
-}
-
-/* Wait on M's condition, a tenth of a second at most (the caller looks at
- * whether its request was interrupted). */
-static void wait_a_little(struct import_stream *m)
-{
-    struct timespec t;
-
-    LOCK_HELD(&m->lock);
-    clock_gettime(CLOCK_REALTIME, &t);
-    t.tv_nsec += 100 * 1000 * 1000;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&m->cond, &m->lock, &t);
-}
-
-/* Has the write the writer serves been interrupted (or the mount ended)?
- * A flush is never. */
-static int interrupted(const struct import_stream *m)
-{
-    return !m->closing && m->s->cancelled && m->s->cancelled(m->s->cancel_ctx);
-}
-
-/* Queue held transaction I of M (the writer's), waiting for room.
- * Returns 0, the stream's failure, or -EINTR (the transaction stays held). */
-static int submit(struct import_stream *m, int i)
-{
-    struct import_batch *b = m->held[i];
-    int rc;
-
-    pthread_mutex_lock(&m->lock);
-    while (!m->err && m->queued >= m->capacity && !interrupted(m))
-        wait_a_little(m);
-    rc = m->err ? m->err : m->queued >= m->capacity ? -EINTR : 0;
-    if (rc == 0) { /* B is the senders' from here: a sender may free it once we unlock */
-        m->held_bytes -= b->bytes;
-        m->held[i] = m->held[--m->n_held];
-        b->next = NULL;
-        *m->queue_tail = b;
-        m->queue_tail = &b->next;
-        m->queued++;
-        pthread_cond_signal(&m->cond);
-    }
-    pthread_mutex_unlock(&m->lock);
-    return rc;
-}
-
-/* Queue every held transaction and wait until all are answered. Returns 0,
- * the stream's failure, or -EINTR. */
-static int drain(struct import_stream *m)
-{
-    int rc = 0;
-
-    while (m->n_held > 0 && (rc = submit(m, m->n_held - 1)) == 0)
-        ;
-    if (rc < 0)
-        return rc;
-    pthread_mutex_lock(&m->lock);
-    while ((m->queued > 0 || m->running > 0) && !interrupted(m))
-        wait_a_little(m);
-    rc = m->err ? m->err : m->queued > 0 || m->running > 0 ? -EINTR : 0;
-    pthread_mutex_unlock(&m->lock);
-    return rc;
-}
+#include "store/import_i.h"
 
 /* --- lines ----------------------------------------------------------------------------- */
 
@@ -334,7 +43,7 @@ static int refuse(struct import_stream *m, unsigned long long n, unsigned long l
                   const char *fmt, ...)
 {
     char why[800]; /* the line, an entity_error's text (200), what was applied */
-    int len, rc = drain(m);
+    int len, rc = import_drain(m);
     va_list ap;
 
     if (rc < 0)
@@ -389,11 +98,11 @@ static struct import_batch *held_for(struct import_stream *m, const char *pk, in
             continue;
         if (!batch_full(m, m->held[i]))
             return m->held[i];
-        if ((*rc = submit(m, i)) < 0)
+        if ((*rc = import_submit(m, i)) < 0)
             return NULL;
         break;
     }
-    if (m->n_held == IMPORT_GROUPS_MAX && (*rc = submit(m, fullest(m))) < 0)
+    if (m->n_held == IMPORT_GROUPS_MAX && (*rc = import_submit(m, fullest(m))) < 0)
         return NULL;
     if (!(b = calloc(1, sizeof(*b))) || !(b->pk = strdup(pk))) {
         free(b);
@@ -441,11 +150,11 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
         rc = rc == -ENOMEM ? rc : refuse(m, n, n - 1, "%s", why);
         goto out;
     }
-    k = key_hash(pk, rk);
+    k = import_key_hash(pk, rk);
     pthread_mutex_lock(&m->lock);
-    hit = filter_has(m, k);
+    hit = import_filter_has(m, k);
     pthread_mutex_unlock(&m->lock);
-    if (hit && (rc = drain(m)) < 0) /* maybe named before: the earlier line first */
+    if (hit && (rc = import_drain(m)) < 0) /* maybe named before: the earlier line first */
         goto out;
     if (!(b = held_for(m, pk, &rc)))
         goto out;
@@ -458,14 +167,14 @@ static int take_line(struct import_stream *m, unsigned long long n, const char *
     wire = NULL;
     rk = NULL;
     pthread_mutex_lock(&m->lock);
-    filter_add(m, k, 1);
+    import_filter_add(m, k, 1);
     pthread_mutex_unlock(&m->lock);
     if (batch_full(m, b)) {
         for (i = 0; m->held[i] != b; i++)
             ;
-        rc = submit(m, i);
+        rc = import_submit(m, i);
     } else if (m->held_bytes > IMPORT_HELD_BYTES) {
-        rc = submit(m, fullest(m));
+        rc = import_submit(m, fullest(m));
     }
     rc = rc == -EINTR ? 1 : rc; /* the line is held all the same */
 out:
@@ -548,13 +257,14 @@ int import_open(struct store *s, struct fspath *fp, const char *path, int insert
     struct import_stream *m;
     int rc = -ENOMEM, senders = s->scan_ways > 0 ? s->scan_ways : 1;
 
+    senders = senders > IMPORT_SENDERS_MAX ? IMPORT_SENDERS_MAX : senders;
+
     *out = NULL;
     if (!(m = calloc(1, sizeof(*m))))
         return -ENOMEM;
     m->s = s;
     m->insert = insert;
     m->queue_tail = &m->queue;
-    m->capacity = 2 * senders;
     buf_init(&m->partial, IMPORT_LINE_MAX + 1);
     clock_gettime(CLOCK_MONOTONIC, &m->started);
     pthread_mutex_init(&m->wlock, NULL);
@@ -570,7 +280,7 @@ int import_open(struct store *s, struct fspath *fp, const char *path, int insert
     if (fp->pk_name && !(m->pk = strdup(fp->pk)))
         goto out_err;
     store_settle(s, m->table_path); /* write-behind's changes of the table first */
-    if (workers_start(&m->senders, "aztfs-import", senders, sender, m) == 0) {
+    if (workers_start(&m->senders, "aztfs-import", senders, import_sender, m) == 0) {
         rc = -EAGAIN;
         goto out_err;
     }
@@ -639,7 +349,7 @@ static int settle(struct import_stream *m, int last)
         m->cut = !last; /* only blanks may follow it */
     }
     if (rc >= 0)
-        rc = drain(m);
+        rc = import_drain(m);
     m->closing = 0;
     pthread_mutex_unlock(&m->wlock);
     return rc;
@@ -678,12 +388,12 @@ void import_free(struct import_stream *m)
                  m->err ? ": stopped by the failure logged before" : "");
     }
     for (int i = 0; i < m->n_held; i++)
-        batch_free(m->held[i]);
+        import_batch_free(m->held[i]);
     while (m->queue) {
         struct import_batch *b = m->queue;
 
         m->queue = b->next;
-        batch_free(b);
+        import_batch_free(b);
     }
     buf_free(&m->partial);
     pthread_cond_destroy(&m->cond);

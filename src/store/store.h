@@ -663,8 +663,8 @@ void export_free(struct export_stream *x);
 
 /* One stream being written: the line not yet ended, the transactions being
  * filled (one per partition, at most 1,024 and 16 MiB of lines together),
- * queued (at most 2 x scan_ways) and out (scan_ways, each on a sender
- * thread of its own). */
+ * queued (the cache's size of lines at most) and out (scan_ways, spread
+ * over the partitions, each on a sender thread of its own). */
 struct import_stream;
 
 /* Open stream FP (FSP_STREAM; a table's or a partition's; a long-form
@@ -679,7 +679,7 @@ int import_open(struct store *s, struct fspath *fp, const char *path, int insert
 
 /* Take SIZE bytes of M's stream at offset OFF (the bytes taken so far:
  * else -ESPIPE, logged): the lines they end are parsed and queued, waiting
- * while 2 x scan_ways transactions are queued. Returns SIZE, or -errno: the
+ * while the queue is full (import_stream). Returns SIZE, or -errno: the
  * stream's first failure, which stops it (-EINVAL for a line that is not
  * an entity of the stream, with every line before it applied; the errno
  * of a transaction the service refused, with the transactions not yet

@@ -146,7 +146,9 @@ static int cancelled(void *ctx)
     return atomic_load(&interrupt);
 }
 
-static struct store *new_store(int ways, struct failring **ring)
+/* A store of WAYS scan_parallel, its failures in *RING, its cache (and
+ * so an import's read-ahead) CACHE bytes. */
+static struct store *new_store_cache(int ways, struct failring **ring, size_t cache)
 {
     struct store *s = calloc(1, sizeof(*s));
 
@@ -157,11 +159,16 @@ static struct store *new_store(int ways, struct failring **ring)
     s->cache_timeout = 60;
     s->negative_timeout = 1;
     s->scan_ways = ways;
-    if (store_open(s, &svc_acct, &hc, 1 << 20) != 0)
+    if (store_open(s, &svc_acct, &hc, cache) != 0)
         abort();
     store_set_hooks(s, cancelled, NULL, NULL);
     atomic_store(&interrupt, 0);
     return s;
+}
+
+static struct store *new_store(int ways, struct failring **ring)
+{
+    return new_store_cache(ways, ring, 1 << 20);
 }
 
 static void free_store(struct store *s, struct failring *ring)
@@ -358,7 +365,7 @@ static void test_refused_transaction(void)
 static void test_interrupted_writes(void)
 {
     struct failring *ring;
-    struct store *s = new_store(1, &ring);
+    struct store *s = new_store_cache(1, &ring, 16 * 1024); /* 16 KiB read ahead at most */
     struct import_stream *m = open_import(s, NULL, 1);
     char *text = lines("p", "r", 4, 0, 1000);
     size_t len = strlen(text), off = 0;

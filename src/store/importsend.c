@@ -1,0 +1,345 @@
+/* store/importsend.c - an import stream's sending side (import_i.h): the
+ * keys held or out, the queue of full transactions, and the senders that
+ * take from it.
+ *
+ * A sender takes the first queued transaction of a partition that has
+ * none out, else the first of any, that the service's targets let go now
+ * (http_targets_wait: the rate learned from throttled answers, per
+ * partition, which every $batch heeds), so that the transactions out at
+ * once spread over the partitions queued, and each partition is written
+ * as fast as the service takes it: a partition's 503s slow that
+ * partition, not the stream. The writer reads up to the cache's size of
+ * lines ahead of what is sent: a stream in partition order (an export)
+ * has that many partitions to spread over. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "names/names.h"
+#include "store/import_i.h"
+
+/* Partitions the targets refused, remembered through one pick. */
+#define PICK_REFUSED 32
+/* --- keys held or out ------------------------------------------------------------------ */
+
+uint64_t import_key_hash(const char *pk, const char *rk)
+{
+    return hash_fnv1a(pk) * 31 ^ hash_fnv1a(rk);
+}
+
+/* The two counters of key K. */
+static size_t slot(uint64_t k, int which)
+{
+    return (size_t)(which ? k >> 40 : k) & (IMPORT_FILTER_SIZE - 1);
+}
+
+int import_filter_has(const struct import_stream *m, uint64_t k)
+{
+    LOCK_HELD(&m->lock);
+    return m->filter[slot(k, 0)] && m->filter[slot(k, 1)];
+}
+
+void import_filter_add(struct import_stream *m, uint64_t k, int by)
+{
+    LOCK_HELD(&m->lock);
+    m->filter[slot(k, 0)] = (uint16_t)(m->filter[slot(k, 0)] + by);
+    m->filter[slot(k, 1)] = (uint16_t)(m->filter[slot(k, 1)] + by);
+}
+
+/* --- transactions ---------------------------------------------------------------------- */
+
+void import_batch_free(struct import_batch *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->n; i++) {
+        json_decref(b->wire[i]);
+        free(b->rk[i]);
+    }
+    free(b->pk);
+    free(b);
+}
+
+/* Record the first failure of M: RC, and WHY (the line's number and what
+ * was wrong) with ST in the log and user.aztfs.errors. Later ones are
+ * the first's consequences, or stop a stream already stopped: not logged. */
+void import_fail(struct import_stream *m, int rc, const struct az_status *st, const char *why)
+{
+    LOCK_HELD(&m->lock);
+    if (m->err)
+        return;
+    m->err = rc;
+    store_log_failure(m->s, "import", m->path, rc, st, why);
+}
+
+/* What applied transaction B leaves: the cache's copies of its entities,
+ * its partition's listing and its table's, dropped (and the kernel's). */
+static void batch_forget(struct import_stream *m, const struct import_batch *b)
+{
+    char *dir = keycodec_encode(b->pk), *path = dir ? fspath_join(m->table_path, dir) : NULL;
+
+    for (size_t i = 0; path && i < b->n; i++) {
+        char *file = keycodec_file_encode(b->rk[i]), *p = file ? fspath_join(path, file) : NULL;
+
+        if (p)
+            store_forget(m->s, p);
+        free(p);
+        free(file);
+    }
+    if (path)
+        store_forget(m->s, path);
+    store_forget(m->s, m->table_path);
+    free(path);
+    free(dir);
+}
+
+/* Send B: one entity group transaction. Called by a sender, without the
+ * lock. Returns 0 or -errno, with the failure recorded. */
+static int batch_send(struct import_stream *m, struct import_batch *b)
+{
+    struct table_batch_op ops[IMPORT_BATCH_OPS];
+    struct az_status st;
+    char why[800];
+    int rc, at;
+
+    for (size_t i = 0; i < b->n; i++)
+        ops[i] = (struct table_batch_op){ m->insert ? TB_INSERT : TB_UPSERT, b->rk[i], b->wire[i],
+                                          NULL, NULL };
+    rc = table_batch(m->s->tc, m->table, b->pk, ops, b->n, &st);
+    if (rc == 0) {
+        batch_forget(m, b);
+        return 0;
+    }
+    at = table_batch_failed_index(&st);
+    if (at >= 0 && (size_t)at < b->n)
+        snprintf(why, sizeof(why),
+                 "line %llu (RowKey '%.80s' of partition '%.80s'): refused by the service; "
+                 "its transaction (lines %llu to %llu, %zu entities) not applied",
+                 b->line[at], b->rk[at], b->pk, b->line[0], b->line[b->n - 1], b->n);
+    else
+        snprintf(why, sizeof(why),
+                 "the transaction of lines %llu to %llu (%zu entities of partition '%.80s') "
+                 "failed: %.200s; not known to be applied",
+                 b->line[0], b->line[b->n - 1], b->n, b->pk,
+                 st.message[0] ? st.message : strerror(-rc));
+    pthread_mutex_lock(&m->lock);
+    import_fail(m, rc, &st, why);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+/* Is a transaction of the partition of hash H out? */
+static int is_out(const struct import_stream *m, uint64_t h)
+{
+    for (int i = 0; i < m->senders.n && i < IMPORT_SENDERS_MAX; i++)
+        if (m->out[i] == h)
+            return 1;
+    return 0;
+}
+
+static int among(const uint64_t *set, int n, uint64_t h)
+{
+    for (int i = 0; i < n; i++)
+        if (set[i] == h)
+            return 1;
+    return 0;
+}
+
+/* The queued transaction of M a sender sends next, unlinked (see the top:
+ * table_batch charges it to the targets); NULL when none may go now, with *WAIT the ms
+ * until the targets admit one (0: none queued). Under m->lock. */
+static struct import_batch *pick(struct import_stream *m, double *wait)
+{
+    struct http_targets *t = table_client_targets(m->s->tc);
+    struct import_batch **pp = NULL, *b;
+    uint64_t refused[PICK_REFUSED];
+    char key[TARGET_KEY_MAX];
+    double now = http_now_ms(), w;
+    int n_refused = 0, found = 0;
+
+    LOCK_HELD(&m->lock);
+    *wait = 0;
+    for (int pass = 0; pass < 2 && !found; pass++) {
+        for (pp = &m->queue; *pp; pp = &(*pp)->next) {
+            b = *pp;
+            if ((pass == 0 && is_out(m, b->pk_hash)) || among(refused, n_refused, b->pk_hash))
+                continue;
+            if (t) {
+                table_target_key(key, sizeof(key), m->table, b->pk);
+                if ((w = http_targets_wait(t, key, (unsigned)b->n, now)) > 0) {
+                    *wait = *wait > 0 && *wait < w ? *wait : w;
+                    if (n_refused < PICK_REFUSED)
+                        refused[n_refused++] = b->pk_hash;
+                    continue;
+                }
+            }
+            found = 1;
+            break;
+        }
+    }
+    if (!found)
+        return NULL;
+    b = *pp;
+    if (!(*pp = b->next))
+        m->queue_tail = pp;
+    m->queued--;
+    m->queued_bytes -= b->bytes;
+    return b;
+}
+
+/* Wait on M's condition for MS at most. */
+static void wait_ms(struct import_stream *m, double ms)
+{
+    struct timespec t;
+    long ns = (long)(ms * 1e6);
+
+    LOCK_HELD(&m->lock);
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += ns / 1000000000L;
+    t.tv_nsec += ns % 1000000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&m->cond, &m->lock, &t);
+}
+
+/* A sender (number SLOT of M->out): queued transactions sent one at a
+ * time (pick) until the stream stops; once it has failed, what is queued
+ * is dropped unsent. */
+static void send_loop(struct import_stream *m, int slot)
+{
+    pthread_mutex_lock(&m->lock);
+    for (;;) {
+        double wait = 0;
+        struct import_batch *b = m->err && m->queue ? m->queue : pick(m, &wait);
+        int rc = 0;
+
+        if (!b) {
+            if (m->stopping && !m->queue)
+                break;
+            if (wait > 0)
+                wait_ms(m, wait < 100 ? wait : 100);
+            else
+                pthread_cond_wait(&m->cond, &m->lock);
+            continue;
+        }
+        if (b == m->queue && m->err) { /* dropped unsent */
+            if (!(m->queue = b->next))
+                m->queue_tail = &m->queue;
+            m->queued--;
+            m->queued_bytes -= b->bytes;
+        }
+        m->running++;
+        m->out[slot] = b->pk_hash;
+        if (!m->err) {
+            pthread_mutex_unlock(&m->lock);
+            rc = batch_send(m, b);
+            pthread_mutex_lock(&m->lock);
+        } else {
+            rc = -ECANCELED;
+        }
+        m->out[slot] = 0;
+        if (rc == 0) {
+            m->applied += b->n;
+            m->transactions++;
+        } else {
+            m->dropped += b->n;
+        }
+        for (size_t i = 0; i < b->n; i++)
+            import_filter_add(m, b->key[i], -1);
+        m->running--;
+        pthread_cond_broadcast(&m->cond);
+        pthread_mutex_unlock(&m->lock);
+        import_batch_free(b);
+        pthread_mutex_lock(&m->lock);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* See import_i.h. */
+void *import_sender(void *arg)
+{
+    struct import_stream *m = arg;
+    int slot;
+
+    pthread_mutex_lock(&m->lock);
+    slot = m->next_slot++;
+    pthread_mutex_unlock(&m->lock);
+    send_loop(m, slot);
+    return NULL;
+}
+
+/* Wait on M's condition, a tenth of a second at most (the caller looks at
+ * whether its request was interrupted). */
+static void wait_a_little(struct import_stream *m)
+{
+    struct timespec t;
+
+    LOCK_HELD(&m->lock);
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += 100 * 1000 * 1000;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&m->cond, &m->lock, &t);
+}
+
+/* Has the write the writer serves been interrupted (or the mount ended)?
+ * A flush is never. */
+static int interrupted(const struct import_stream *m)
+{
+    return !m->closing && m->s->cancelled && m->s->cancelled(m->s->cancel_ctx);
+}
+
+/* Is M's queue full (the writer waits)? Never when empty. */
+static int queue_full(const struct import_stream *m)
+{
+    LOCK_HELD(&m->lock);
+    return m->queued >= IMPORT_QUEUE_MAX || (m->queued > 0 && m->queued_bytes >= m->queue_bytes);
+}
+
+/* Queue held transaction I of M (the writer's), waiting for room.
+ * Returns 0, the stream's failure, or -EINTR (the transaction stays held). */
+int import_submit(struct import_stream *m, int i)
+{
+    struct import_batch *b = m->held[i];
+    int rc;
+
+    pthread_mutex_lock(&m->lock);
+    while (!m->err && queue_full(m) && !interrupted(m))
+        wait_a_little(m);
+    rc = m->err ? m->err : queue_full(m) ? -EINTR : 0;
+    if (rc == 0) { /* B is the senders' from here: a sender may free it once we unlock */
+        m->held_bytes -= b->bytes;
+        m->held[i] = m->held[--m->n_held];
+        b->next = NULL;
+        *m->queue_tail = b;
+        m->queue_tail = &b->next;
+        m->queued++;
+        m->queued_bytes += b->bytes;
+        pthread_cond_signal(&m->cond);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+/* Queue every held transaction and wait until all are answered. Returns 0,
+ * the stream's failure, or -EINTR. */
+int import_drain(struct import_stream *m)
+{
+    int rc = 0;
+
+    while (m->n_held > 0 && (rc = import_submit(m, m->n_held - 1)) == 0)
+        ;
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&m->lock);
+    while ((m->queued > 0 || m->running > 0) && !interrupted(m))
+        wait_a_little(m);
+    rc = m->err ? m->err : m->queued > 0 || m->running > 0 ? -EINTR : 0;
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
