@@ -39,6 +39,36 @@ static struct timespec due_at(const struct writeback *wb, const struct wb_part *
     return t;
 }
 
+/* Does the partition's target (http_targets: the rate the service was
+ * found to take) hold P's next batch? Then *NEXT gets when it will not
+ * (kept if earlier), and a sender takes another partition meanwhile. */
+static int held_by_target(const struct writeback *wb, const struct wb_part *p, struct timespec now,
+                          struct timespec *next)
+{
+    struct http_targets *t = table_client_targets(wb->tc);
+    char key[TARGET_KEY_MAX];
+    struct timespec at;
+    double wait;
+
+    if (!t || !p->table || !p->pk)
+        return 0;
+    table_target_key(key, sizeof(key), p->table, p->pk);
+    wait = http_targets_wait(t, key, (unsigned)(p->n < WB_BATCH_OPS ? p->n : WB_BATCH_OPS),
+                             http_now_ms());
+    if (wait <= 0)
+        return 0;
+    at = now;
+    at.tv_sec += (time_t)(wait / 1000);
+    at.tv_nsec += (long)((wait - 1000.0 * (double)(time_t)(wait / 1000)) * 1e6);
+    if (at.tv_nsec >= 1000000000L) {
+        at.tv_sec++;
+        at.tv_nsec -= 1000000000L;
+    }
+    if (!next->tv_sec || before(at, *next))
+        *next = at;
+    return 1;
+}
+
 /* Should P go now? Else *next gets when it will (kept if earlier). */
 static int part_ready(struct writeback *wb, struct wb_part *p, int force, struct timespec now,
                       struct timespec *next)
@@ -54,6 +84,8 @@ static int part_ready(struct writeback *wb, struct wb_part *p, int force, struct
             *next = p->not_before;
         return 0;
     }
+    if (held_by_target(wb, p, now, next))
+        return 0;
     if (force || wb->urgent || wb->stopping || p->flush || p->again || p->n >= WB_BATCH_OPS)
         return 1;
     due = due_at(wb, p);
