@@ -33,6 +33,10 @@ that many requests served in the last second it answers 503 ServerBusy with
 "Retry-After: 1" (counted as 'throttled'), as the service's scalability
 targets say it will. arrivals() gives the time of every request received.
 
+A subclass modelling a service overrides _answer_here() (answer a request
+itself, before any fault and without forwarding it) and _answered() (see the
+server's answer of a forwarded one): bench/limitmodel.py does.
+
 "Before" faults never reach the server; "after" faults are applied by the
 server and only the answer is lost, which is what makes a write ambiguous.
 
