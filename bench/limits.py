@@ -181,8 +181,9 @@ def report(results, args):
     text = []
     pr, ar = 2000 * args.scale, 20000 * args.scale
     for d, limit, rows in results:
-        text.append("### delay %g ms: %d entities, %d partitions, limit %g entities/s\n"
-                    % (d, args.entities, args.partitions, limit))
+        text.append("### delay %g ms: %d entities, %d partition%s, limit %g entities/s\n"
+                    % (d, args.entities, args.partitions, "s" if args.partitions > 1 else "",
+                       limit))
         text.append("| job | s | entities | entities/s | fraction of limit | best 1 s | "
                     "503s partition / account | requests | peak RSS MiB | check |")
         text.append("|---|---|---|---|---|---|---|---|---|---|")
