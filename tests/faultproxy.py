@@ -33,6 +33,10 @@ that many requests served in the last second it answers 503 ServerBusy with
 "Retry-After: 1" (counted as 'throttled'), as the service's scalability
 targets say it will. arrivals() gives the time of every request received.
 
+A subclass modelling a service overrides _answer_here() (answer a request
+itself, before any fault and without forwarding it) and _answered() (see the
+server's answer of a forwarded one): bench/limitmodel.py does.
+
 "Before" faults never reach the server; "after" faults are applied by the
 server and only the answer is lost, which is what makes a write ambiguous.
 
@@ -335,6 +339,18 @@ class FaultProxy:
         lines.extend(extra)
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
 
+    # -- hooks for a subclass that models a service (bench/limitmodel.py) ---------
+    def _answer_here(self, sock, keep, method, target, headers, body):
+        """Called for every request after DELAY, before any fault is drawn and
+        before forwarding: return True after answering it on SOCK (it is then
+        not forwarded), False to go on. Default: False."""
+        return False
+
+    def _answered(self, method, target, headers, body, status, rheaders, data):
+        """Called after the server answered a forwarded request, before the
+        answer is passed on (STATUS, RHEADERS, DATA are the server's). Default:
+        nothing."""
+
     def _stall(self):
         self._stop.wait(self.stall_secs)
 
@@ -400,6 +416,10 @@ class FaultProxy:
                     continue
                 if self.delay > 0:
                     time.sleep(self.delay)
+                if self._answer_here(sock, keep, method, target, headers, body):
+                    if not keep:
+                        break
+                    continue
                 kind = self._pick(method, target, body)
                 seen = None
                 if kind:
@@ -435,6 +455,7 @@ class FaultProxy:
                     self._send_simple(sock, 502, keep=False)
                     break
                 self._count("forwarded")
+                self._answered(method, target, headers, body, status, rh, data)
                 if seen is not None:
                     with self._lock:
                         seen["forwarded"] = True
