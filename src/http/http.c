@@ -529,9 +529,10 @@ static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
     if (rc == 0)
         target_answered(p, t0);
     resp->throttled = p->throttled;
-    if (rc == 0 && p->pool->cfg.pace)
+    if (rc == 0 && p->pool->cfg.pace) /* a write in bulk's throttling is its target's */
         http_pace_answered(p->pool->cfg.pace, http_now_ms(),
-                           counted_status(p) == 503 || counted_status(p) == 429,
+                           !(p->req->target && http_pool_targets(p->pool)) &&
+                               (counted_status(p) == 503 || counted_status(p) == 429),
                            http_retry_after_ms(resp));
     if (rc == -EINTR) {
         log_debug(p->pool->lg, "%s: cancelled", p->what);

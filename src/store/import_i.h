@@ -74,12 +74,12 @@ struct import_stream {
     /* shared with the senders */
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct import_batch *queue, **queue_tail; /* guarded by lock */
-    int queued, running;                      /* guarded by lock */
-    size_t queued_bytes;                      /* their lines' bytes; guarded by lock */
-    size_t queue_bytes;                       /* what they may add up to (the cache's size) */
-    uint64_t out[IMPORT_SENDERS_MAX];         /* by sender: the pk_hash of the transaction it
-                                                 sends, 0 when none; guarded by lock */
+    struct import_batch *queue, **queue_tail;     /* guarded by lock */
+    int queued, running;                          /* guarded by lock */
+    size_t queued_bytes;                          /* their lines' bytes; guarded by lock */
+    size_t queue_bytes;                           /* what they may add up to (the cache's size) */
+    struct import_batch *out[IMPORT_SENDERS_MAX]; /* by sender: the transaction it sends,
+                                                     NULL when none; guarded by lock */
     int next_slot;                            /* the next sender's index in out; guarded by lock */
     int stopping;                             /* guarded by lock */
     uint16_t *filter;                         /* keys held or out; guarded by lock */
@@ -93,6 +93,10 @@ struct import_stream {
  * RK; may K be there; K added (BY 1) or taken away (BY -1). */
 uint64_t import_key_hash(const char *pk, const char *rk);
 int import_filter_has(const struct import_stream *m, uint64_t k);
+
+/* Is entity PK, RK (hash K) held, queued or out? The filter's answer made
+ * exact, asked when it says maybe (under m->lock; the writer's wlock held). */
+int import_key_held(const struct import_stream *m, const char *pk, const char *rk, uint64_t k);
 void import_filter_add(struct import_stream *m, uint64_t k, int by);
 
 void import_batch_free(struct import_batch *b);

@@ -47,6 +47,33 @@ void import_filter_add(struct import_stream *m, uint64_t k, int by)
     m->filter[slot(k, 1)] = (uint16_t)(m->filter[slot(k, 1)] + by);
 }
 
+/* Does B hold entity PK, RK (hash K)? */
+static int batch_holds(const struct import_batch *b, const char *pk, const char *rk, uint64_t k)
+{
+    if (strcmp(b->pk, pk) != 0)
+        return 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->key[i] == k && strcmp(b->rk[i], rk) == 0)
+            return 1;
+    return 0;
+}
+
+/* See import_i.h. */
+int import_key_held(const struct import_stream *m, const char *pk, const char *rk, uint64_t k)
+{
+    LOCK_HELD(&m->lock);
+    for (int i = 0; i < m->n_held; i++)
+        if (batch_holds(m->held[i], pk, rk, k))
+            return 1;
+    for (const struct import_batch *b = m->queue; b; b = b->next)
+        if (batch_holds(b, pk, rk, k))
+            return 1;
+    for (int i = 0; i < IMPORT_SENDERS_MAX; i++)
+        if (m->out[i] && batch_holds(m->out[i], pk, rk, k))
+            return 1;
+    return 0;
+}
+
 /* --- transactions ---------------------------------------------------------------------- */
 
 void import_batch_free(struct import_batch *b)
@@ -133,7 +160,7 @@ static int batch_send(struct import_stream *m, struct import_batch *b)
 static int is_out(const struct import_stream *m, uint64_t h)
 {
     for (int i = 0; i < m->senders.n && i < IMPORT_SENDERS_MAX; i++)
-        if (m->out[i] == h)
+        if (m->out[i] && m->out[i]->pk_hash == h)
             return 1;
     return 0;
 }
@@ -147,7 +174,8 @@ static int among(const uint64_t *set, int n, uint64_t h)
 }
 
 /* The queued transaction of M a sender sends next, unlinked (see the top:
- * table_batch charges it to the targets); NULL when none may go now, with *WAIT the ms
+ * table_batch charges it to the targets; a partition held to a rate has
+ * one out at a time); NULL when none may go now, with *WAIT the ms
  * until the targets admit one (0: none queued). Under m->lock. */
 static struct import_batch *pick(struct import_stream *m, double *wait)
 {
@@ -167,6 +195,11 @@ static struct import_batch *pick(struct import_stream *m, double *wait)
                 continue;
             if (t) {
                 table_target_key(key, sizeof(key), m->table, b->pk);
+                /* a partition held to a rate has one out at a time: its
+                 * next is charged only when sent, so a second one picked
+                 * now would wait in the http layer, holding a sender */
+                if (pass == 1 && http_targets_rate(t, key, NULL) > 0)
+                    continue;
                 if ((w = http_targets_wait(t, key, (unsigned)b->n, now)) > 0) {
                     *wait = *wait > 0 && *wait < w ? *wait : w;
                     if (n_refused < PICK_REFUSED)
@@ -232,7 +265,7 @@ static void send_loop(struct import_stream *m, int slot)
             m->queued_bytes -= b->bytes;
         }
         m->running++;
-        m->out[slot] = b->pk_hash;
+        m->out[slot] = b;
         if (!m->err) {
             pthread_mutex_unlock(&m->lock);
             rc = batch_send(m, b);
@@ -240,7 +273,7 @@ static void send_loop(struct import_stream *m, int slot)
         } else {
             rc = -ECANCELED;
         }
-        m->out[slot] = 0;
+        m->out[slot] = NULL;
         if (rc == 0) {
             m->applied += b->n;
             m->transactions++;
