@@ -126,7 +126,6 @@ import datetime
 import email.utils
 import json
 import re
-import signal
 import sys
 import threading
 import time
@@ -135,7 +134,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from faultproxy import FaultProxy  # noqa: E402
+from faultproxy import FaultProxy, serve_until_stopped  # noqa: E402
 
 AZURE_PARTITION_RATE = 2000      # entities/s a partition serves [TGT]
 AZURE_ACCOUNT_RATE = 20000       # entities/s an account serves [TGT]
@@ -449,16 +448,7 @@ def main(argv=None):
     lm.start()
     print("limitmodel: 127.0.0.1:%d -> 127.0.0.1:%d, %g entities/s a partition, %g the account"
           % (lm.port, a.upstream, lm.partition_rate, lm.account_rate), flush=True)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    try:
-        while not done.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    lm.stop()
-    print("limitmodel: %s" % lm.counts(), flush=True)
-    return 0
+    return serve_until_stopped(lm, "limitmodel")
 
 
 if __name__ == "__main__":

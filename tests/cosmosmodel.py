@@ -138,13 +138,11 @@ import hashlib
 import json
 import random
 import re
-import signal
 import sys
-import threading
 import urllib.parse
 import uuid
 
-from faultproxy import FaultProxy, _BadRequest
+from faultproxy import FaultProxy, _BadRequest, serve_until_stopped
 
 DEFAULT_PAGE = 1000          # entities a page without $top (Storage's page size too)
 TOKENS_KEPT = 2048           # continuations remembered (the oldest forgotten)
@@ -675,16 +673,7 @@ def main(argv=None):
     cm.start()
     print("cosmosmodel: 127.0.0.1:%d -> 127.0.0.1:%d, seed %d" % (cm.port, a.upstream, a.seed),
           flush=True)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    try:
-        while not done.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    cm.stop()
-    print("cosmosmodel: %s" % cm.counts(), flush=True)
-    return 0
+    return serve_until_stopped(cm, "cosmosmodel")
 
 
 if __name__ == "__main__":

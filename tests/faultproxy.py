@@ -516,6 +516,21 @@ class FaultProxy:
                 pass
 
 
+def serve_until_stopped(px, name):
+    """Serve PX (started) until SIGTERM or Ctrl-C, then stop it and print
+    NAME and its counts: the end of every proxy's main(). Returns 0."""
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    px.stop()
+    print("%s: %s" % (name, px.counts()), flush=True)
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="fault-injecting HTTP/1.1 reverse proxy")
     ap.add_argument("--upstream", type=int, required=True, help="upstream port on 127.0.0.1")
@@ -538,16 +553,7 @@ def main(argv=None):
     px.start()
     print("faultproxy: 127.0.0.1:%d -> 127.0.0.1:%d, rate %.2f, seed %d"
           % (px.port, a.upstream, a.rate, a.seed), flush=True)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    try:
-        while not done.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
-    px.stop()
-    print("faultproxy: %s" % px.counts(), flush=True)
-    return 0
+    return serve_until_stopped(px, "faultproxy")
 
 
 if __name__ == "__main__":
