@@ -11,6 +11,8 @@
 #   layers    scripts/layers.py: includes and calls go down the layers
 #             doc/ARCHITECTURE.md names, no call circle, the seams hold,
 #             the doc names every file of src/
+#   pointers  scripts/pointers.py: every "See X.h" of src/ names a header
+#             that exists and declares the function the comment stands on
 #   threads   only src/util/worker.c starts threads
 #   size      no file of src/ is longer than 700 lines (one responsibility a
 #             module: a longer one is split along what it owns)
@@ -98,6 +100,7 @@ check format format
 check cppcheck run_cppcheck
 check spelling spelling
 check layers layers
+check pointers python3 scripts/pointers.py
 check threads threads
 check size size
 check commits commits

@@ -162,7 +162,7 @@ static void failure_line(const struct buf *errb, int status, char *err, size_t e
         err[n] = '\0';
 }
 
-/* See azcli.h. */
+/* See auth/auth_i.h. */
 int azcli_get_token(const char *resource, const char *tenant, long timeout_ms, char **out,
                     char *err, size_t errlen)
 {

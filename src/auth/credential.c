@@ -50,7 +50,7 @@ static const char *const kind_text[CRED_KIND_COUNT] = { "service principal with 
                                                         "workload identity", "managed identity",
                                                         "Azure CLI" };
 
-/* See credential.h. */
+/* See auth/auth.h. */
 int cred_kind_parse(const char *name, enum cred_kind *kind)
 {
     for (int i = 0; i < CRED_KIND_COUNT; i++)
@@ -61,7 +61,7 @@ int cred_kind_parse(const char *name, enum cred_kind *kind)
     return -EINVAL;
 }
 
-/* See credential.h. */
+/* See auth/auth.h. */
 const char *cred_kind_describe(enum cred_kind kind)
 {
     return kind >= 0 && kind < CRED_KIND_COUNT ? kind_text[kind] : "?";
@@ -90,7 +90,7 @@ static char **setting_slot(struct cred_settings *s, size_t i)
     return (char **)((char *)s + setting_vars[i].off);
 }
 
-/* See credential.h. */
+/* See auth/auth.h. */
 int cred_settings_load(struct cred_settings *s, const char *(*config)(void *ctx, const char *name),
                        void *ctx, const char *client_id)
 {
@@ -120,7 +120,7 @@ static void free_secret(char *p)
     }
 }
 
-/* See credential.h. */
+/* See auth/auth.h. */
 void cred_settings_free(struct cred_settings *s)
 {
     for (size_t i = 0; i < N_SETTINGS; i++)
@@ -273,7 +273,7 @@ static int setup(struct credential *c, struct cred_error *e)
     }
 }
 
-/* See credential.h. */
+/* See auth/auth.h. */
 int credential_new(struct credential **out, enum cred_kind kind, const struct cred_settings *s,
                    const char *scope, const struct http_config *hc, const struct logger *lg,
                    struct cred_error *e)
@@ -315,7 +315,7 @@ fail:
     return rc;
 }
 
-/* See credential.h. */
+/* See auth/auth.h. */
 void credential_free(struct credential *c)
 {
     if (!c)
@@ -328,7 +328,7 @@ void credential_free(struct credential *c)
     free(c);
 }
 
-/* See credential.h. */
+/* See auth/auth.h. */
 enum cred_kind credential_kind(const struct credential *c)
 {
     return c->kind;
@@ -560,7 +560,7 @@ static int cli_token(struct credential *c, char **token, time_t *exp, struct cre
     return 0;
 }
 
-/* See credential.h. */
+/* See auth/auth.h. */
 int credential_token(struct credential *c, char **token, time_t *expires_at, struct cred_error *e)
 {
     struct buf b = BUF_INIT(ASSERTION_FILE_MAX * 4);
@@ -614,7 +614,7 @@ static int try_kind(enum cred_kind kind, struct credential **out, const struct c
     return rc;
 }
 
-/* See credential.h. */
+/* See auth/auth.h. */
 int credential_default(struct credential **out, const struct cred_settings *s, const char *scope,
                        const struct http_config *hc, const struct logger *lg, char **token,
                        time_t *expires_at, struct cred_error *e)

@@ -27,7 +27,7 @@ struct jwt_signer {
     char *x5t;
 };
 
-/* See jwt.h. */
+/* See auth/auth_i.h. */
 char *jwt_b64url(const unsigned char *in, size_t len)
 {
     char *s = b64_encode(in, len), *p;
@@ -137,7 +137,7 @@ out:
     return rc;
 }
 
-/* See jwt.h. */
+/* See auth/auth_i.h. */
 int jwt_signer_load(const char *path, const char *password, struct jwt_signer **out, char *err,
                     size_t errlen)
 {
@@ -172,13 +172,13 @@ int jwt_signer_load(const char *path, const char *password, struct jwt_signer **
     return 0;
 }
 
-/* See jwt.h. */
+/* See auth/auth_i.h. */
 const char *jwt_signer_x5t(const struct jwt_signer *s)
 {
     return s->x5t;
 }
 
-/* See jwt.h. */
+/* See auth/auth_i.h. */
 void jwt_signer_free(struct jwt_signer *s)
 {
     if (!s)
@@ -225,7 +225,7 @@ static char *signing_input(const struct jwt_signer *s, const char *client_id, co
     return out;
 }
 
-/* See jwt.h. */
+/* See auth/auth_i.h. */
 int jwt_client_assertion(const struct jwt_signer *s, const char *client_id, const char *audience,
                          time_t now, char **out)
 {

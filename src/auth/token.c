@@ -52,7 +52,7 @@ static void set_token(struct token_cache *c, char *token, time_t now, time_t exp
     c->fetched++;
 }
 
-/* See token.h. */
+/* See auth/auth.h. */
 int token_cache_new(struct token_cache **out, struct credential *cred, char *token,
                     time_t expires_at, const struct logger *lg)
 {
@@ -83,7 +83,7 @@ int token_cache_new(struct token_cache **out, struct credential *cred, char *tok
     return 0;
 }
 
-/* See token.h. */
+/* See auth/auth.h. */
 void token_cache_free(struct token_cache *c)
 {
     if (!c)
@@ -159,7 +159,7 @@ static int header_line(const struct token_cache *c, char **line, unsigned long *
     return 0;
 }
 
-/* See token.h. */
+/* See auth/auth.h. */
 int token_cache_header(struct token_cache *c, char **line, unsigned long *gen, char *err,
                        size_t errlen)
 {
@@ -200,7 +200,7 @@ int token_cache_header(struct token_cache *c, char **line, unsigned long *gen, c
     return rc;
 }
 
-/* See token.h. */
+/* See auth/auth.h. */
 void token_cache_rejected(struct token_cache *c, unsigned long gen)
 {
     pthread_mutex_lock(&c->lock);
@@ -212,7 +212,7 @@ void token_cache_rejected(struct token_cache *c, unsigned long gen)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* See token.h. */
+/* See auth/auth.h. */
 void token_cache_counts(struct token_cache *c, unsigned long *fetched, unsigned long *failed)
 {
     pthread_mutex_lock(&c->lock);

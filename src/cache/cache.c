@@ -9,7 +9,7 @@
 #include "cache/cache_i.h"
 #include "util/util.h"
 
-/* See cache_int.h. */
+/* See cache/cache_i.h. */
 double cache_now(void)
 {
     struct timespec ts;
@@ -45,7 +45,7 @@ void cache_file_clear(struct cache_file *f)
     memset(f, 0, sizeof(*f));
 }
 
-/* See cache_int.h. */
+/* See cache/cache_i.h. */
 void cache_entry_free(struct entry *e)
 {
     free(e->path);
@@ -54,7 +54,7 @@ void cache_entry_free(struct entry *e)
     free(e);
 }
 
-/* See cache_int.h. */
+/* See cache/cache_i.h. */
 void cache_lru_unlink(struct cache *c, struct entry *e)
 {
     if (e->prev)
@@ -68,7 +68,7 @@ void cache_lru_unlink(struct cache *c, struct entry *e)
     e->prev = e->next = NULL;
 }
 
-/* See cache_int.h. */
+/* See cache/cache_i.h. */
 void cache_lru_push_front(struct cache *c, struct entry *e)
 {
     LOCK_HELD(&c->lock);

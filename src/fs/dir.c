@@ -52,7 +52,7 @@ static void dir_close(struct fs_open_link *l)
     dir_handle_free(h);
 }
 
-/* See fsdir.h. */
+/* See fs/fs_i.h. */
 int fs_opendir(const char *path, struct fuse_file_info *fi)
 {
     struct aztfs *a = fs_ctx();
@@ -88,7 +88,7 @@ int fs_opendir(const char *path, struct fuse_file_info *fi)
     return 0;
 }
 
-/* See fsdir.h. */
+/* See fs/fs_i.h. */
 int fs_releasedir(const char *path, struct fuse_file_info *fi)
 {
     (void)path;
@@ -195,7 +195,7 @@ static int fill_entry(struct aztfs *a, enum fsp_kind kind, const char *dir,
     return full;
 }
 
-/* See fsdir.h. */
+/* See fs/fs_i.h. */
 int fs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
@@ -279,7 +279,7 @@ int fs_refuse_name(struct aztfs *a, const char *op, const char *path)
     return rc;
 }
 
-/* See fsdir.h. */
+/* See fs/fs_i.h. */
 int fs_mkdir(const char *path, mode_t mode)
 {
     struct aztfs *a = fs_ctx();
@@ -348,7 +348,7 @@ static int rmdir_partition(struct aztfs *a, const char *path, struct fspath *fp)
     return rc;
 }
 
-/* See fsdir.h. */
+/* See fs/fs_i.h. */
 int fs_rmdir(const char *path)
 {
     struct aztfs *a = fs_ctx();

@@ -24,7 +24,7 @@ struct fs_handles {
 
 /* --- handles ------------------------------------------------------------------- */
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 struct open_file *fs_open_file_new(void)
 {
     struct open_file *of = calloc(1, sizeof(*of));
@@ -38,7 +38,7 @@ struct open_file *fs_open_file_new(void)
     return of;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 void fs_open_file_free(struct open_file *of)
 {
     if (!of)
@@ -53,14 +53,14 @@ void fs_open_file_free(struct open_file *of)
     free(of);
 }
 
-/* See fscommon.h. OF's buffer has no cap (SIZE_MAX), so it always takes. */
+/* See fs/fs_i.h. OF's buffer has no cap (SIZE_MAX), so it always takes. */
 void fs_handle_take_text(struct open_file *of, char **text, size_t len)
 {
     if (*text && buf_attach(&of->data, *text, len) == 0)
         *text = NULL;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 int fs_handle_resize(struct open_file *of, size_t len)
 {
     int rc;
@@ -106,7 +106,7 @@ static void file_close(struct fs_open_link *l)
     fs_open_file_free((struct open_file *)l);
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path)
 {
     struct fs_handles *h = fs_ctx()->handles;
@@ -117,7 +117,7 @@ void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path
     fi->direct_io = 1;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 void fs_dir_attach(struct fuse_file_info *fi, struct fs_open_link *l,
                    void (*close)(struct fs_open_link *l), const char *path)
 {
@@ -126,7 +126,7 @@ void fs_dir_attach(struct fuse_file_info *fi, struct fs_open_link *l,
     fi->fh = (uint64_t)(uintptr_t)l;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 void fs_dir_release(struct fs_handles *h, struct fs_open_link *l)
 {
     pthread_mutex_lock(&h->lock);
@@ -151,7 +151,7 @@ int fs_handles_each_dir(struct fs_handles *h, void (*fn)(void *ctx, const char *
     return rc;
 }
 
-/* See fscommon.h. The pending list holds only handles of the open list. */
+/* See fs/fs.h. The pending list holds only handles of the open list. */
 void fs_handles_close_all(struct fs_handles *h)
 {
     struct fs_open_link *l;
@@ -170,7 +170,7 @@ void fs_handles_close_all(struct fs_handles *h)
     pthread_mutex_unlock(&h->lock);
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path, int writing,
                    struct open_file **out)
 {
@@ -199,7 +199,7 @@ int fs_open_entity(struct aztfs *a, struct fspath *fp, const char *path, int wri
 
 /* --- the mount's handles and the pending list ------------------------------------- */
 
-/* See fscommon.h. */
+/* See fs/fs.h. */
 struct fs_handles *fs_handles_new(void)
 {
     struct fs_handles *h = calloc(1, sizeof(*h));
@@ -211,7 +211,7 @@ struct fs_handles *fs_handles_new(void)
     return h;
 }
 
-/* See fscommon.h. */
+/* See fs/fs.h. */
 void fs_handles_free(struct fs_handles *h)
 {
     if (!h)
@@ -233,7 +233,7 @@ static int unsaved(const struct open_file *of)
     return (of->is_new && !of->failed) || of->written;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 int fs_pending_add(struct fs_handles *h, const char *path, struct open_file *of)
 {
     if (!(of->path = strdup(path)))
@@ -257,7 +257,7 @@ static void pending_unlink(struct fs_handles *h, struct open_file *of)
     }
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 void fs_handle_release(struct fs_handles *h, struct open_file *of)
 {
     if (!of)
@@ -298,7 +298,7 @@ static int detach_one(struct open_file *of, void *ctx)
     return 0;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 void fs_pending_detach(struct fs_handles *h, const char *path)
 {
     each_at(h, path, detach_one, NULL);
@@ -312,7 +312,7 @@ static int size_one(struct open_file *of, void *ctx)
     return 1;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 int fs_pending_size(struct fs_handles *h, const char *path, size_t *len)
 {
     return each_at(h, path, size_one, len) == 1 ? 0 : -ENOENT;
@@ -339,7 +339,7 @@ static int copy_one(struct open_file *of, void *ctx)
     return 1;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 int fs_pending_copy(struct fs_handles *h, const char *path, char **data, size_t *len)
 {
     struct pending_copy c = { NULL, 0 };
@@ -358,7 +358,7 @@ static int is_new_one(struct open_file *of, void *ctx)
     return of->is_new && unsaved(of);
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 int fs_pending_is_new(struct fs_handles *h, const char *path)
 {
     return each_at(h, path, is_new_one, NULL);
@@ -402,7 +402,7 @@ static int follow_one(struct open_file *of, void *ctx)
     return 0;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 int fs_pending_follow(struct fs_handles *h, const char *from, const char *to, const char *old_etag,
                       const char *new_etag)
 {
@@ -412,7 +412,7 @@ int fs_pending_follow(struct fs_handles *h, const char *from, const char *to, co
     return f.n;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 void fs_pending_list(struct fs_handles *h, const char *dir, void (*fn)(void *ctx, const char *name),
                      void *ctx)
 {
@@ -447,7 +447,7 @@ static long long mono_ns(void)
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* See fscommon.h: the oldest note (or a free slot) makes room. */
+/* See fs/fs_i.h: the oldest note (or a free slot) makes room. */
 void fs_conflict_note(struct fs_handles *h, const char *path)
 {
     struct conflict *slot = &h->conflicts[0];
@@ -470,7 +470,7 @@ void fs_conflict_note(struct fs_handles *h, const char *path)
     pthread_mutex_unlock(&h->lock);
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 int fs_conflict_take(struct fs_handles *h, const char *path)
 {
     int hit = 0;
@@ -492,7 +492,7 @@ int fs_conflict_take(struct fs_handles *h, const char *path)
 
 /* --- attributes ------------------------------------------------------------------ */
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 uint64_t fs_ino(const struct aztfs *a, uint64_t ino)
 {
     uint64_t folded = (ino >> 32) ^ (ino & 0xFFFFFFFFu);
@@ -502,7 +502,7 @@ uint64_t fs_ino(const struct aztfs *a, uint64_t ino)
     return folded < 2 ? folded + 2 : folded;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len, struct timespec mtime,
                        struct stat *st)
 {
@@ -522,14 +522,14 @@ void fs_fill_file_stat(const struct aztfs *a, const char *path, size_t len, stru
     st->st_atim = st->st_mtim = st->st_ctim = mtime;
 }
 
-/* See fscommon.h: as an empty file with the mount's time. */
+/* See fs/fs_i.h: as an empty file with the mount's time. */
 void fs_fill_dir_stat(const struct aztfs *a, const char *path, struct stat *st)
 {
     fs_fill_file_stat(a, path, 0, (struct timespec){ a->mount_time, 0 }, st);
     st->st_mode = S_IFDIR | a->dir_mode;
 }
 
-/* See fscommon.h. */
+/* See fs/fs_i.h. */
 void fs_fill_scratch_stat(const struct aztfs *a, const char *path, const struct scratch_attr *sa,
                           struct stat *st)
 {
@@ -538,7 +538,7 @@ void fs_fill_scratch_stat(const struct aztfs *a, const char *path, const struct 
     st->st_nlink = 1;
 }
 
-/* See fscommon.h. -ENOENT from libfuse means the kernel has no inode for
+/* See fs/fs_i.h. -ENOENT from libfuse means the kernel has no inode for
  * the path, so there is nothing to drop. */
 void fs_kernel_forget(void *ctx, const char *path)
 {

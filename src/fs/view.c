@@ -52,7 +52,7 @@ static int read_only(const char *path)
     return path && (fspath_in_view(path) || fspath_is_stream(path));
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_attr(struct aztfs *a, const char *path, struct fspath *fp, struct stat *st)
 {
     struct fspath nfp;
@@ -86,7 +86,7 @@ int fs_view_attr(struct aztfs *a, const char *path, struct fspath *fp, struct st
     return rc;
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi)
 {
     struct open_file *of;
@@ -109,7 +109,7 @@ int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp, struct fu
     return rc;
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_opendir(const char *path, struct fuse_file_info *fi)
 {
     struct aztfs *a = fs_ctx();
@@ -139,7 +139,7 @@ int fs_view_opendir(const char *path, struct fuse_file_info *fi)
     return rc;
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                     struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
@@ -189,7 +189,7 @@ out:
     return rc;
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_releasedir(const char *path, struct fuse_file_info *fi)
 {
     if (!path || !fspath_in_view(path))
@@ -200,13 +200,13 @@ int fs_view_releasedir(const char *path, struct fuse_file_info *fi)
 
 /* --- changes: read-only in a view and in an export stream -------------------------------------------- */
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     return read_only(path) ? fs_refuse("create", path) : fs_create(path, mode, fi);
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
     /* '>' on an import stream: it holds no bytes, nothing to do */
@@ -215,13 +215,13 @@ int fs_view_truncate(const char *path, off_t size, struct fuse_file_info *fi)
     return read_only(path) ? fs_refuse("truncate", path) : fs_truncate(path, size, fi);
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_unlink(const char *path)
 {
     return read_only(path) ? fs_refuse("unlink", path) : fs_unlink(path);
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_rename(const char *from, const char *to, unsigned int flags)
 {
     if (read_only(from) || read_only(to))
@@ -229,31 +229,31 @@ int fs_view_rename(const char *from, const char *to, unsigned int flags)
     return fs_rename(from, to, flags);
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_mkdir(const char *path, mode_t mode)
 {
     return read_only(path) ? fs_refuse("mkdir", path) : fs_mkdir(path, mode);
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_rmdir(const char *path)
 {
     return read_only(path) ? fs_refuse("rmdir", path) : fs_rmdir(path);
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     return read_only(path) ? fs_refuse("chmod", path) : fs_chmod(path, mode, fi);
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
     return read_only(path) ? fs_refuse("chown", path) : fs_chown(path, uid, gid, fi);
 }
 
-/* See fsview.h. */
+/* See fs/fs_i.h. */
 int fs_view_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
     return read_only(path) ? fs_refuse("utimens", path) : fs_utimens(path, tv, fi);

@@ -147,7 +147,7 @@ static int create_exclusive(struct aztfs *a, const char *path, struct fspath *fp
     return 0;
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     struct aztfs *a = fs_ctx();
@@ -190,7 +190,7 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
     return 0;
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi)
 {
     struct open_file *of;
@@ -218,7 +218,7 @@ int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp, struct f
     return 0;
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
@@ -248,7 +248,7 @@ int fs_write(const char *path, const char *buf, size_t size, off_t off, struct f
     return rc;
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
     struct aztfs *a = fs_ctx();
@@ -308,7 +308,7 @@ static int drop_detached(struct aztfs *a, struct open_file *of)
     return 0;
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_flush(const char *path, struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
@@ -331,7 +331,7 @@ int fs_flush(const char *path, struct fuse_file_info *fi)
     return rc;
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
     int rc = fs_flush(path, fi);
@@ -343,14 +343,14 @@ int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
     return rc;
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_fsyncdir(const char *path, int datasync, struct fuse_file_info *fi)
 {
     (void)datasync, (void)fi;
     return store_sync(&fs_ctx()->store, path);
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_release_write(const char *path, struct open_file *of)
 {
     int rc = 0;
@@ -366,7 +366,7 @@ int fs_release_write(const char *path, struct open_file *of)
     return rc;
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_unlink(const char *path)
 {
     struct aztfs *a = fs_ctx();
@@ -506,7 +506,7 @@ static int rename_parsed(struct aztfs *a, const char *from, struct fspath *ff, c
     return -EXDEV; /* across partitions or tables, or directories: copy + unlink */
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_rename(const char *from, const char *to, unsigned int flags)
 {
     struct aztfs *a = fs_ctx();
@@ -541,7 +541,7 @@ static int is_scratch(const char *path)
     return rc;
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
     int rc;
@@ -553,7 +553,7 @@ int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
     return scratch_chmod(fs_ctx()->scratch, path, mode);
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
     struct aztfs *a = fs_ctx();
@@ -563,7 +563,7 @@ int fs_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
     return 0;
 }
 
-/* See fswrite.h. */
+/* See fs/fs_i.h. */
 int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
     struct timespec mt;

@@ -90,7 +90,7 @@ static int entity_xattr(struct aztfs *a, const char *path, struct fspath *fp, co
     return rc;
 }
 
-/* See fsxattr.h. */
+/* See fs/fs_i.h. */
 int fs_getxattr(const char *path, const char *name, char *value, size_t size)
 {
     struct aztfs *a = fs_ctx();
@@ -108,7 +108,7 @@ int fs_getxattr(const char *path, const char *name, char *value, size_t size)
     return rc;
 }
 
-/* See fsxattr.h. */
+/* See fs/fs_i.h. */
 int fs_listxattr(const char *path, char *list, size_t size)
 {
     static const char names[] = XATTR_ETAG "\0" XATTR_TIMESTAMP; /* both NUL-ended */
@@ -122,7 +122,7 @@ int fs_listxattr(const char *path, char *list, size_t size)
     return entity ? answer(names, sizeof(names), list, size) : 0;
 }
 
-/* See fsxattr.h. */
+/* See fs/fs_i.h. */
 int fs_setxattr(const char *path, const char *name, const char *value, size_t size, int flags)
 {
     struct aztfs *a = fs_ctx();
@@ -146,7 +146,7 @@ int fs_setxattr(const char *path, const char *name, const char *value, size_t si
     return rc == -ENOENT ? -ENODATA : rc;
 }
 
-/* See fsxattr.h. */
+/* See fs/fs_i.h. */
 int fs_removexattr(const char *path, const char *name)
 {
     (void)path, (void)name;

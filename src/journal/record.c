@@ -39,7 +39,7 @@ static int digest_hex(const unsigned char *key, const char *text, size_t len, ch
     return 0;
 }
 
-/* See journal_int.h. */
+/* See journal/journal_i.h. */
 int jrec_format(struct buf *b, const json_t *rec, const unsigned char *key)
 {
     char hex[JREC_MAC_HEX + 1];
@@ -165,7 +165,7 @@ static size_t resync(const char *d, size_t len, size_t off, const unsigned char 
     return len;
 }
 
-/* See journal_int.h. */
+/* See journal/journal_i.h. */
 int jrec_scan(const char *d, size_t len, const unsigned char *key, int legacy, struct jscan *s)
 {
     size_t off = 0, last_rec_end = 0;
@@ -196,7 +196,7 @@ int jrec_scan(const char *d, size_t len, const unsigned char *key, int legacy, s
     return rc;
 }
 
-/* See journal_int.h. */
+/* See journal/journal_i.h. */
 void jrec_scan_free(struct jscan *s)
 {
     for (size_t i = 0; i < s->n; i++)
@@ -205,7 +205,7 @@ void jrec_scan_free(struct jscan *s)
     memset(s, 0, sizeof(*s));
 }
 
-/* See journal_int.h. */
+/* See journal/journal_i.h. */
 char *jrec_salvage_path(const char *d, size_t len)
 {
     static const char key[] = "\"path\":\"";

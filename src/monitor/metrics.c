@@ -138,7 +138,7 @@ static void put_latency(struct buf *b, json_t *root, const char *mp)
                json_integer_value(json_object_get(l, "count")));
 }
 
-/* See metrics.h. */
+/* See monitor/monitor.h. */
 char *metrics_text(struct store *s, const char *mountpoint)
 {
     json_t *root = stats_object(s);
@@ -157,7 +157,7 @@ char *metrics_text(struct store *s, const char *mountpoint)
     return out;
 }
 
-/* See metrics.h. */
+/* See monitor/monitor.h. */
 int metrics_write(struct store *s, const char *mountpoint, const struct safe_dir *dir,
                   const char *name)
 {
@@ -233,7 +233,7 @@ static void *metrics_thread(void *p)
     return NULL;
 }
 
-/* See metrics.h. */
+/* See monitor/monitor.h. */
 struct metrics *metrics_new(const char *path, int allow_shared)
 {
     struct metrics *m = calloc(1, sizeof(*m));
@@ -251,7 +251,7 @@ struct metrics *metrics_new(const char *path, int allow_shared)
     return m;
 }
 
-/* See metrics.h. */
+/* See monitor/monitor.h. */
 int metrics_start(struct metrics *m, struct store *s, const char *mountpoint, unsigned interval)
 {
     pthread_condattr_t ca;
@@ -283,7 +283,7 @@ int metrics_start(struct metrics *m, struct store *s, const char *mountpoint, un
     return 0;
 }
 
-/* See metrics.h. */
+/* See monitor/monitor.h. */
 void metrics_stop(struct metrics *m)
 {
     if (!m)

@@ -105,7 +105,7 @@ json_t *stats_object(struct store *s)
     return root;
 }
 
-/* See stats.h. */
+/* See monitor/monitor.h. */
 char *stats_json(struct store *s)
 {
     json_t *root = stats_object(s);

@@ -235,7 +235,7 @@ int keycodec_matches(const char *key, const char *name)
     return match;
 }
 
-/* See keycodec.h. */
+/* See names/names.h. */
 int keycodec_file_matches(const char *key, const char *name)
 {
     char *enc = keycodec_file_encode(key);

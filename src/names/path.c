@@ -27,7 +27,7 @@ int fspath_valid_table_name(const char *name)
     return 1;
 }
 
-/* See fspath.h. */
+/* See names/names.h. */
 char *fspath_join(const char *parent, const char *name)
 {
     char *p;
@@ -306,7 +306,7 @@ const char *fspath_invalid_reason(const char *path)
     return rc == -EINVAL || rc == -ENAMETOOLONG ? why : NULL;
 }
 
-/* See fspath.h. */
+/* See names/names.h. */
 int fspath_in_view(const char *path)
 {
     const char *p = path;
@@ -331,7 +331,7 @@ int fspath_is_stream(const char *path)
     return last && last != path && is_stream_name(last + 1); /* not "/.ndjson" */
 }
 
-/* See fspath.h. */
+/* See names/names.h. */
 char *fspath_normal(const struct fspath *fp)
 {
     char *p;

@@ -106,7 +106,7 @@ int store_partition_exists(struct store *s, struct fspath *fp, int fresh)
     return rc;
 }
 
-/* See storedir.h. */
+/* See store/store.h. */
 int store_partition_other(struct store *s, const struct fspath *fp)
 {
     struct az_status st = { 0 };

@@ -27,7 +27,7 @@ static int pk_listed_then(struct store *s, struct fspath *tf, const char *to)
     return rc < 0 ? rc : store_partition_other(s, tf);
 }
 
-/* See storemove.h. */
+/* See store/store.h. */
 int store_move_check(struct store *s, const char *from, struct fspath *ff, const char *to,
                      struct fspath *tf, int unsaved)
 {

@@ -203,7 +203,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* See prefetch.h. */
+/* See store/store.h. */
 struct prefetch *prefetch_new(struct store *s, int n, int *err)
 {
     struct prefetch *p;
@@ -239,7 +239,7 @@ static void start_workers(struct prefetch *p)
     p->nthreads = n;
 }
 
-/* See prefetch.h. */
+/* See store/store.h. */
 void prefetch_free(struct prefetch *p)
 {
     if (!p)
@@ -259,7 +259,7 @@ void prefetch_free(struct prefetch *p)
     free(p);
 }
 
-/* See prefetch.h. */
+/* See store/store.h. */
 struct prefetch_walk *prefetch_walk_new(struct prefetch *p, const char *table)
 {
     struct prefetch_walk *w;
@@ -283,7 +283,7 @@ static int cached(struct store *s, const char *dir)
     return l != NULL;
 }
 
-/* See prefetch.h. */
+/* See store/store.h. */
 int prefetch_add(struct prefetch_walk *w, const char *pk, size_t pk_len, const char *dir)
 {
     struct prefetch *p = w ? w->p : NULL;
@@ -320,7 +320,7 @@ int prefetch_add(struct prefetch_walk *w, const char *pk, size_t pk_len, const c
     return 0;
 }
 
-/* See prefetch.h. */
+/* See store/store.h. */
 void prefetch_walk_end(struct prefetch_walk *w, int complete)
 {
     struct prefetch *p;
@@ -356,7 +356,7 @@ void prefetch_walk_end(struct prefetch_walk *w, int complete)
     free(w);
 }
 
-/* See prefetch.h. */
+/* See store/store.h. */
 void prefetch_claim(struct prefetch *p, const char *dir)
 {
     struct pf_job *j;

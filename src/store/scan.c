@@ -508,7 +508,7 @@ static int scan_dir(struct store *s, const struct fspath *fp, const char *dir, c
     return rc;
 }
 
-/* See scan.h. */
+/* See store/store.h. */
 int scan_list_partition(struct store *s, const struct fspath *fp, const char *dir)
 {
     struct fspath dfp = { .kind = FSP_PARTITION, .table = fp->table, .pk = fp->pk };
@@ -517,7 +517,7 @@ int scan_list_partition(struct store *s, const struct fspath *fp, const char *di
     return scan_dir(s, &dfp, dir, NULL, NULL, &st);
 }
 
-/* See scan.h. */
+/* See store/store.h. */
 int scan_fetch_partition(struct store *s, const char *table, const char *pk, const char *dir,
                          int (*stop)(void *ctx, size_t bytes), void *ctx, size_t *bytes)
 {
@@ -545,7 +545,7 @@ int scan_fetch_partition(struct store *s, const char *table, const char *pk, con
     return rc;
 }
 
-/* See scan.h. */
+/* See store/store.h. */
 int scan_list_root(struct store *s, struct az_status *st)
 {
     struct fspath fp = { .kind = FSP_ROOT };
@@ -571,7 +571,7 @@ static int resolve_by_listing(struct store *s, const struct fspath *fp, const ch
     return scan_dir(s, &dfp, dirpath, name, key, &st);
 }
 
-/* See scan.h. */
+/* See store/store.h. */
 int scan_resolve_keys(struct store *s, struct fspath *fp)
 {
     char *tdir;
@@ -597,7 +597,7 @@ struct scan_view {
     struct scan *scan; /* pages still to fetch, or NULL */
 };
 
-/* See scan.h. */
+/* See store/store.h. */
 struct scan_view *scan_view_empty(void)
 {
     struct scan_view *v = calloc(1, sizeof(*v));
@@ -609,7 +609,7 @@ struct scan_view *scan_view_empty(void)
     return v;
 }
 
-/* See scan.h. */
+/* See store/store.h. */
 int scan_view_open(struct store *s, struct fspath *fp, const char *dir, struct scan_view **out)
 {
     struct scan_view *v = calloc(1, sizeof(*v));
@@ -638,7 +638,7 @@ int scan_view_open(struct store *s, struct fspath *fp, const char *dir, struct s
     return 0;
 }
 
-/* See scan.h. */
+/* See store/store.h. */
 int scan_view_get(struct scan_view *v, size_t i, struct listing_ent *e)
 {
     struct az_status st = { 0 };
@@ -654,19 +654,19 @@ int scan_view_get(struct scan_view *v, size_t i, struct listing_ent *e)
     return 0;
 }
 
-/* See scan.h. */
+/* See store/store.h. */
 size_t scan_view_count(const struct scan_view *v)
 {
     return listing_count(v->l);
 }
 
-/* See scan.h. */
+/* See store/store.h. */
 long scan_view_find(const struct scan_view *v, const char *name)
 {
     return listing_find(v->l, name);
 }
 
-/* See scan.h. */
+/* See store/store.h. */
 void scan_view_free(struct scan_view *v)
 {
     if (!v)

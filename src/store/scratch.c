@@ -29,7 +29,7 @@ struct scratch {
     const struct logger *log; /* set by scratch_new */
 };
 
-/* See scratch.h. */
+/* See store/store.h. */
 struct scratch *scratch_new(size_t max_bytes, const struct logger *log)
 {
     struct scratch *s = calloc(1, sizeof(*s));

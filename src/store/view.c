@@ -310,7 +310,7 @@ static int stream_start(struct store *s, struct fspath *fp, const char *dir, int
 
 /* --- the queries waiting for their reader ------------------------------------ */
 
-/* See view.h. */
+/* See store/store.h. */
 struct view_pending *view_pending_new(void)
 {
     struct view_pending *vp = calloc(1, sizeof(*vp));
@@ -322,7 +322,7 @@ struct view_pending *view_pending_new(void)
     return vp;
 }
 
-/* See view.h. */
+/* See store/store.h. */
 void view_pending_free(struct view_pending *vp)
 {
     if (!vp)
@@ -388,7 +388,7 @@ static void pending_put(struct view_pending *vp, struct vstream *v)
 
 /* --- lookups and readers -------------------------------------------------------- */
 
-/* See view.h. */
+/* See store/store.h. */
 int view_where_exists(struct store *s, struct fspath *fp)
 {
     struct fspath pfp;
@@ -447,7 +447,7 @@ static int prepare(struct store *s, struct view_pending *vp, struct fspath *fp)
     return rc;
 }
 
-/* See view.h. */
+/* See store/store.h. */
 int view_lookup(struct store *s, struct view_pending *vp, struct fspath *fp, const char *dir)
 {
     struct listing *l = cache_get_listing(s->cache, dir);
@@ -471,7 +471,7 @@ int view_lookup(struct store *s, struct view_pending *vp, struct fspath *fp, con
     return rc;
 }
 
-/* See view.h. */
+/* See store/store.h. */
 int view_reader_open(struct store *s, struct view_pending *vp, struct fspath *fp, const char *dir,
                      struct view_reader **out)
 {
@@ -497,7 +497,7 @@ int view_reader_open(struct store *s, struct view_pending *vp, struct fspath *fp
     return 0;
 }
 
-/* See view.h. */
+/* See store/store.h. */
 int view_reader_get(struct view_reader *r, size_t i, struct listing_ent *e)
 {
     int rc;
@@ -512,13 +512,13 @@ int view_reader_get(struct view_reader *r, size_t i, struct listing_ent *e)
     return 0;
 }
 
-/* See view.h. */
+/* See store/store.h. */
 int view_reader_files(const struct view_reader *r)
 {
     return r->files;
 }
 
-/* See view.h. */
+/* See store/store.h. */
 void view_reader_free(struct view_reader *r)
 {
     if (!r)
@@ -551,7 +551,7 @@ static int read_all(struct store *s, struct view_pending *vp, struct fspath *fp,
     return rc;
 }
 
-/* See view.h. */
+/* See store/store.h. */
 int view_entity(struct store *s, struct view_pending *vp, struct fspath *fp, struct fspath *nfp,
                 char **npath)
 {

@@ -423,7 +423,7 @@ static int on_exists_page(void *p, json_t *value)
 }
 
 /* Query Tables with a TableName filter (GET /Tables('x') is not answered
- * as documented by Azurite); exact-case match required. See table_i.h. */
+ * as documented by Azurite); exact-case match required. See table/table.h. */
 int table_exists(struct table_client *tc, const char *name, struct az_status *st)
 {
     struct exists_scan s = { .name = name };

@@ -28,7 +28,7 @@ static const char *skip_literal(const char *p)
     return NULL;
 }
 
-/* See userfilter.h. */
+/* See table/table.h. */
 int userfilter_comparisons(const char *filter)
 {
     static const char *const ops[] = { "eq", "ne", "gt", "ge", "lt", "le" };
@@ -78,7 +78,7 @@ static const char *unscoped(const char *filter)
     return depth ? WHY_PARENS : NULL;
 }
 
-/* See userfilter.h. */
+/* See table/table.h. */
 size_t userfilter_encoded_len(const char *filter)
 {
     size_t n = 0;
@@ -88,7 +88,7 @@ size_t userfilter_encoded_len(const char *filter)
     return n;
 }
 
-/* See userfilter.h. */
+/* See table/table.h. */
 int userfilter_build(const char *pk, const char *filter, char **out, const char **why)
 {
     char *scope = NULL, *f = NULL;

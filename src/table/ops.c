@@ -159,7 +159,7 @@ int table_entity_holds(const json_t *cur, const json_t *entity, int merged,
     return rc;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 int table_write_applied(void *ctx, const struct http_response *resp)
 {
     struct write_probe *p = ctx;

@@ -214,7 +214,7 @@ static json_t *read_entity_text(struct jtok *r)
                    json_stringn(start, (size_t)(r->p - start));
 }
 
-/* See table_i.h. */
+/* See table/table.h. */
 char *table_entity_key(const json_t *e, enum entity_sys which)
 {
     const char *want = which == ENTITY_PK ? "PartitionKey" : "RowKey", *name, *v;

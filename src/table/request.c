@@ -83,7 +83,7 @@ const char *table_code_name(int i)
     return i >= 0 && i < HTTP_CODES ? code_names[i] : NULL;
 }
 
-/* See tablereq.h. */
+/* See table/table.h. */
 const char *table_kind_name(int kind)
 {
     return kind >= 0 && kind < TK_COUNT ? kind_names[kind] : NULL;
@@ -127,7 +127,7 @@ void table_target_key(char *buf, size_t len, const char *table, const char *pk)
     snprintf(buf, len, "%s\n%s", table, pk);
 }
 
-/* See tablereq.h. */
+/* See table/table.h. */
 void table_client_set_cancel(struct table_client *tc, int (*cancelled)(void *ctx), void *ctx)
 {
     tc->cancelled = cancelled;
@@ -135,7 +135,7 @@ void table_client_set_cancel(struct table_client *tc, int (*cancelled)(void *ctx
     http_pool_set_cancel(tc->pool, cancelled, ctx);
 }
 
-/* See tablereq.h. */
+/* See table/table.h. */
 void table_client_set_abort(struct table_client *tc, int (*aborted)(void *ctx), void *ctx)
 {
     tc->cancelled = aborted;
@@ -165,7 +165,7 @@ void table_client_disorder(struct table_client *tc, const char *what)
                  what);
 }
 
-/* See tablereq.h. */
+/* See table/table.h. */
 void table_client_free(struct table_client *tc)
 {
     if (!tc)
@@ -230,7 +230,7 @@ char *table_odata_literal(const char *s)
     return out;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 char *table_filter_cmp(const char *field, const char *op, const char *value, const char *rest)
 {
     char *lit = table_odata_literal(value), *f = NULL;
@@ -242,19 +242,19 @@ char *table_filter_cmp(const char *field, const char *op, const char *value, con
     return f;
 }
 
-/* See tablereq.h. */
+/* See table/table.h. */
 char *table_filter_partition(const char *pk)
 {
     return table_filter_cmp("PartitionKey", "eq", pk, NULL);
 }
 
-/* See tablereq.h. */
+/* See table/table.h. */
 char *table_filter_after(const char *pk)
 {
     return table_filter_cmp("PartitionKey", "gt", pk, NULL);
 }
 
-/* See tablereq.h. */
+/* See table/table.h. */
 char *table_filter_from_row(const char *pk, const char *rk)
 {
     char *row = table_filter_cmp("RowKey", "ge", rk, NULL);
@@ -264,14 +264,13 @@ char *table_filter_from_row(const char *pk, const char *rk)
     return f;
 }
 
-/* See tablereq.h. */
-/* See tablereq.h. */
+/* See table/table.h. */
 const char *table_select_key(enum entity_sys which)
 {
     return which == ENTITY_PK ? "PartitionKey" : "RowKey";
 }
 
-/* See tablereq.h. */
+/* See table/table.h. */
 const char *table_page_table_name(const json_t *t)
 {
     return json_string_value(json_object_get(t, "TableName"));
@@ -297,7 +296,7 @@ int table_etag_timestamp(const char *etag, char *out, size_t outlen)
     return rc;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 char *table_entity_path(const char *table, const char *pk, const char *rk)
 {
     char *lp, *lr, *ep = NULL, *er = NULL, *path = NULL;
@@ -320,7 +319,7 @@ char *table_entity_path(const char *table, const char *pk, const char *rk)
     return path;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 char *table_entity_body(const json_t *entity, const char *pk, const char *rk)
 {
     json_t *copy = entity ? json_deep_copy(entity) : json_object();
@@ -335,7 +334,7 @@ char *table_entity_body(const json_t *entity, const char *pk, const char *rk)
     return body;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 void table_error_parse(const char *text, enum table_error_src src, struct az_status *st)
 {
     json_t *root = json_loads(text, src == TE_BATCH_PART ? JSON_DISABLE_EOF_CHECK : 0, NULL);
@@ -507,7 +506,7 @@ out:
     return rc;
 }
 
-/* See tableint.h. A bearer token the service refuses as expired is dropped
+/* See table/table_i.h. A bearer token the service refuses as expired is dropped
  * and the request sent once more with a new one. */
 int table_send(struct table_client *tc, const struct table_req *rq, struct http_response *resp,
                struct az_status *st)
@@ -544,7 +543,7 @@ out:
     return rc;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 int table_fail(struct table_client *tc, const char *what, const struct az_status *st)
 {
     int e = az_status_errno(st);

@@ -486,7 +486,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 int table_split_new(struct table_split **out, const struct table_cursor *c, int ways,
                     enum split_cuts cuts, const struct table_prep *prep)
 {
@@ -513,13 +513,13 @@ int table_split_new(struct table_split **out, const struct table_cursor *c, int 
     return 0;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 void *table_split_page_prep(const struct table_split *sp)
 {
     return sp->page_prep;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 void table_split_free(struct table_split *sp)
 {
     struct split_range *r, *n;
@@ -566,7 +566,7 @@ static void drop_read(struct table_split *sp)
     }
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 int table_split_next(struct table_client *tc, struct table_split *sp, table_page_fn fn, void *ctx,
                      struct az_status *st)
 {

@@ -29,7 +29,7 @@ static long long digit_run(const char *key, size_t *pre)
     return v;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 int table_split_cuts(const char *first, const char *last, const char *hi, char **cuts, int max)
 {
     size_t pre = 0, fpre = 0, len = strlen(last), p = 0;
@@ -110,7 +110,7 @@ int table_page_in_order(const json_t *value)
     return ok;
 }
 
-/* See tableint.h. */
+/* See table/table_i.h. */
 int table_token_names(const char *tok, const char *pk)
 {
     size_t len, pad = 0, want = strlen(pk);

@@ -43,7 +43,7 @@ static void wipe(char *entry, size_t nlen, int have_block, unsigned long start, 
 
 #define SCRUB_MAX 16 /* copies of one name wiped whole; more: values only */
 
-/* See secenv.h. */
+/* See util/util.h. */
 void env_scrub(const char *name)
 {
     size_t nlen = strlen(name), n = 0;

@@ -32,7 +32,7 @@ struct failring {
                                    guarded by lock */
 };
 
-/* See failring.h. */
+/* See util/util.h. */
 struct failring *failring_new(void)
 {
     struct failring *r = calloc(1, sizeof(*r));
@@ -52,7 +52,7 @@ void failring_free(struct failring *r)
     free(r);
 }
 
-/* See failring.h. */
+/* See util/util.h. */
 void failring_add(struct failring *r, const struct failure *f)
 {
     struct entry *e;
@@ -72,7 +72,7 @@ void failring_add(struct failring *r, const struct failure *f)
     pthread_mutex_unlock(&r->lock);
 }
 
-/* See failring.h. */
+/* See util/util.h. */
 unsigned long failring_count(struct failring *r)
 {
     unsigned long n;
@@ -124,7 +124,7 @@ static char *dump_newest(struct failring *r, size_t n)
     return out;
 }
 
-/* See failring.h. */
+/* See util/util.h. */
 char *failring_json(struct failring *r, size_t max_bytes)
 {
     size_t n;

@@ -127,7 +127,7 @@ static void log_vmsg(const struct logger *lg, enum log_level level, const char *
         fprintf(stderr, "aztfs: %s: %s\n", level_names[level], line);
 }
 
-/* See log.h. */
+/* See util/util.h. */
 void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...)
 {
     va_list ap;
@@ -137,7 +137,7 @@ void log_msg(const struct logger *lg, enum log_level level, const char *fmt, ...
     va_end(ap);
 }
 
-/* See log.h. */
+/* See util/util.h. */
 int log_open_file(struct logger *lg, const char *path, int allow_shared)
 {
     struct safe_dir dir;
@@ -167,7 +167,7 @@ int log_open_file(struct logger *lg, const char *path, int allow_shared)
     return 0;
 }
 
-/* See log.h. */
+/* See util/util.h. */
 int log_reopen(struct logger *lg)
 {
     char why[512];
@@ -188,7 +188,7 @@ int log_reopen(struct logger *lg)
     return -err;
 }
 
-/* See log.h. */
+/* See util/util.h. */
 void log_close(struct logger *lg)
 {
     if (lg->use_file)
@@ -214,13 +214,13 @@ static int syslog_connects(int type)
     return ok;
 }
 
-/* See log.h. syslog(3) tries a datagram socket, then a stream one. */
+/* See util/util.h. syslog(3) tries a datagram socket, then a stream one. */
 int log_syslog_listening(void)
 {
     return syslog_connects(SOCK_DGRAM) || syslog_connects(SOCK_STREAM);
 }
 
-/* See log.h. */
+/* See util/util.h. */
 void log_detach(struct logger *lg, const char *mountpoint)
 {
     if (lg->use_file)

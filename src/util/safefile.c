@@ -256,7 +256,7 @@ fail:
     return rc;
 }
 
-/* See safefile.h. */
+/* See util/util.h. */
 int safe_dir_open(const char *path, int create, int allow_shared, struct safe_dir *out, char *why,
                   size_t whylen)
 {
@@ -276,7 +276,7 @@ int safe_dir_open(const char *path, int create, int allow_shared, struct safe_di
     return rc;
 }
 
-/* See safefile.h. */
+/* See util/util.h. */
 void safe_dir_close(struct safe_dir *d)
 {
     if (d->path)
@@ -285,7 +285,7 @@ void safe_dir_close(struct safe_dir *d)
     *d = (struct safe_dir){ .fd = -1 };
 }
 
-/* See safefile.h. */
+/* See util/util.h. */
 int safe_path_split(const char *path, char **dir, char **name)
 {
     char *abs = absolute(path), *slash;
@@ -309,7 +309,7 @@ int safe_path_split(const char *path, char **dir, char **name)
     return rc;
 }
 
-/* See safefile.h. */
+/* See util/util.h. */
 int safe_parent_open(const char *path, int allow_shared, struct safe_dir *dir, char **name,
                      char *why, size_t whylen)
 {
@@ -376,7 +376,7 @@ static int open_failed(const struct safe_dir *d, const char *name, int rc, char 
     return why_set(rc, why, whylen, "%s/%s: %s", d->path, name, strerror(-rc));
 }
 
-/* See safefile.h. */
+/* See util/util.h. */
 int safe_open(const struct safe_dir *d, const char *name, int flags, mode_t mode, char *why,
               size_t whylen)
 {
@@ -399,7 +399,7 @@ int safe_open(const struct safe_dir *d, const char *name, int flags, mode_t mode
     return fd;
 }
 
-/* See safefile.h. */
+/* See util/util.h. */
 int safe_tmp(const struct safe_dir *d, const char *name, mode_t mode, char **tmp)
 {
     static const char chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -433,7 +433,7 @@ int safe_tmp(const struct safe_dir *d, const char *name, mode_t mode, char **tmp
     return fd;
 }
 
-/* See safefile.h. */
+/* See util/util.h. */
 int safe_same_file(const struct safe_dir *d, const char *name, int fd)
 {
     struct stat a, b;

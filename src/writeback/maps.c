@@ -13,7 +13,7 @@
  * with one): at most this many, the oldest forgotten first. */
 #define WB_DONE_MAX 16384
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 struct timespec wb_now(void)
 {
     struct timespec t;
@@ -22,7 +22,7 @@ struct timespec wb_now(void)
     return t;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 int wb_wait_sent(struct writeback *wb)
 {
     struct timespec until;
@@ -40,7 +40,7 @@ int wb_wait_sent(struct writeback *wb)
 
 /* --- the maps ------------------------------------------------------------------ */
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 struct wb_ent *wb_ent_get(struct writeback *wb, const char *path, int create)
 {
     size_t b = hash_fnv1a(path) % wb->n_ent_buckets;
@@ -132,7 +132,7 @@ void wb_done_put(struct writeback *wb, const char *token, const char *etag)
     wb->n_dones++;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 int wb_done_get(struct writeback *wb, const char *token, char **etag)
 {
     LOCK_HELD(&wb->mu);

@@ -44,7 +44,7 @@ void wb_op_free(struct wb_op *op)
     free(op);
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 void wb_part_unlink(struct wb_op *op)
 {
     struct wb_part *p = op->part;
@@ -76,7 +76,7 @@ void wb_part_push_back(struct wb_op *op)
     p->n++;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 void wb_part_push_front(struct wb_op *op)
 {
     struct wb_part *p = op->part;
@@ -91,7 +91,7 @@ void wb_part_push_front(struct wb_op *op)
     p->n++;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 void wb_failed_unlink(struct writeback *wb, struct wb_op *f)
 {
     struct wb_ent *e = wb_ent_get(wb, f->path, 0);
@@ -156,7 +156,7 @@ json_t *wb_op_record(const struct wb_op *op, uint64_t replaces)
     return r;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 json_t *wb_seq_array(struct wb_op **ops, size_t n)
 {
     json_t *a = json_array();
@@ -169,7 +169,7 @@ json_t *wb_seq_array(struct wb_op **ops, size_t n)
     return a;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 int wb_journal(struct writeback *wb, json_t *rec)
 {
     uint64_t lsn = 0;
@@ -265,14 +265,14 @@ static json_t *live_records(void *ctx)
     return recs;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 int wb_compact(struct writeback *wb)
 {
     LOCK_HELD(&wb->mu);
     return journal_rewrite(wb->j, live_records, wb);
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 void wb_maybe_compact(struct writeback *wb)
 {
     uint64_t live;

@@ -40,7 +40,7 @@ void wb_call_add(struct wb_call **calls, int applied, const struct wb_op *op, co
     *calls = k;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 void wb_calls_run(struct writeback *wb, struct wb_call *calls)
 {
     while (calls) {
@@ -58,7 +58,7 @@ void wb_calls_run(struct writeback *wb, struct wb_call *calls)
     }
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 void wb_op_applied(struct writeback *wb, struct wb_op *op, const char *etag, struct wb_call **calls)
 {
     struct wb_ent *e;
@@ -118,7 +118,7 @@ void wb_failed_keep(struct writeback *wb, struct wb_op *op, int rc, const char *
         e->failed = op;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 void wb_op_failed(struct writeback *wb, struct wb_op *op, int rc, const char *why,
                   struct wb_call **calls)
 {

@@ -284,7 +284,7 @@ static int replay_record(void *ctx, const json_t *rec)
     return 0;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 int wb_replay(struct writeback *wb)
 {
     struct replay r = { wb, wb->j, 0, NULL, NULL, 0, 0, 0 };

@@ -155,7 +155,7 @@ static struct timespec stop_deadline(const struct writeback *wb, struct timespec
     return !until.tv_sec || before(end, until) ? end : until;
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 size_t wb_take_batch(struct writeback *wb, int force, struct wb_op **ops,
                      struct timespec *wait_until)
 {
@@ -297,7 +297,7 @@ static void batch_later(struct writeback *wb, struct wb_op **ops, size_t n, int 
     pthread_mutex_unlock(&wb->mu);
 }
 
-/* See wb_int.h (exposed for the unit tests). */
+/* See writeback/writeback_i.h (exposed for the unit tests). */
 size_t wb_batch_drop_failed(struct writeback *wb, struct wb_op **ops, size_t n, size_t i, int rc,
                             const char *why)
 {
@@ -348,7 +348,7 @@ static int cuts_rename(struct wb_op **ops, size_t h)
     return ops[h]->group && ops[h]->group == ops[h - 1]->group;
 }
 
-/* See wb_int.h (exposed for the unit tests). */
+/* See writeback/writeback_i.h (exposed for the unit tests). */
 size_t wb_split_at(struct wb_op **ops, size_t n)
 {
     size_t h = n / 2;
@@ -378,7 +378,7 @@ static void split_rest(struct writeback *wb, struct wb_op **ops, size_t n)
     pthread_mutex_unlock(&wb->mu);
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
 {
     struct table_batch_op bops[WB_BATCH_OPS];
@@ -454,7 +454,7 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
     pthread_mutex_unlock(&wb->mu);
 }
 
-/* See wb_int.h. */
+/* See writeback/writeback_i.h. */
 void *wb_sender(void *arg)
 {
     struct writeback *wb = arg;

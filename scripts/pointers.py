@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""pointers.py [--fix] [SRCDIR] - the "See X.h" comments of src/ point somewhere.
+
+A function's comment may say only "See X.h." (its contract is where it is
+declared). Such a pointer is right when X.h names a header of src/ (as
+"dir/name.h", or "name.h" when one header has that name) and, when the
+comment stands right before a function's definition, that header declares
+the function. Prints each wrong one ("FILE:LINE: See X.h: why") and exits
+1 when any is; with --fix, rewrites each pointer that names a header (or
+none) to "See dir/name.h" for the header that declares the function, and
+prints what it could not fix. Part of `make lint` (scripts/lint.sh)."""
+
+import os
+import re
+import sys
+
+POINTER = re.compile(r"\bSee ([A-Za-z0-9_/]+\.h)\b")
+# a definition's first line: a type, the name, "(" (static ones too)
+DEFINITION = re.compile(r"^[A-Za-z_][A-Za-z0-9_ \t\*]*?\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+def headers(src):
+    """{"dir/name.h": text} of every header under SRC/src."""
+    out = {}
+    for root, _dirs, files in os.walk(os.path.join(src, "src")):
+        for f in files:
+            if f.endswith(".h"):
+                path = os.path.join(root, f)
+                rel = os.path.relpath(path, os.path.join(src, "src"))
+                with open(path, encoding="utf-8") as fh:
+                    out[rel] = fh.read()
+    return out
+
+
+def resolve(name, hdrs):
+    """The header NAME points to ("dir/name.h"), or None."""
+    if name in hdrs:
+        return name
+    same = [h for h in hdrs if os.path.basename(h) == name]
+    return same[0] if len(same) == 1 else None
+
+
+def declares(text, func):
+    return re.search(r"\b%s\s*\(" % re.escape(func), text) is not None
+
+
+def defined_after(lines, i):
+    """The function whose definition starts right after the comment that
+    line I is in (the first line after its end), or None."""
+    end = i
+    while end < len(lines) and "*/" not in lines[end]:
+        end += 1
+    if end + 1 >= len(lines):
+        return None
+    nxt = lines[end + 1]
+    m = DEFINITION.match(nxt)
+    if m and not nxt.rstrip().endswith(";") and "=" not in nxt.split("(")[0]:
+        return m.group(1)
+    return None
+
+
+def check_file(path, rel, hdrs, fix):
+    """Problems of PATH ([(line, text)]); with FIX, the file rewritten."""
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    problems, changed = [], False
+    for i, line in enumerate(lines):
+        for m in POINTER.finditer(line):
+            name = m.group(1)
+            target = resolve(name, hdrs)
+            func = defined_after(lines, i) if line.lstrip().startswith(("/*", "*")) else None
+            if target and (not func or declares(hdrs[target], func)):
+                continue
+            right = [h for h in sorted(hdrs) if func and declares(hdrs[h], func)]
+            if fix and len(right) >= 1:
+                lines[i] = lines[i].replace(m.group(0), "See %s" % right[0], 1)
+                changed = True
+                continue
+            why = ("no header of src/ is named %s" % name if not target else
+                   "%s does not declare %s()" % (target, func))
+            if right:
+                why += " (%s does)" % ", ".join(right)
+            problems.append((i + 1, "See %s: %s" % (name, why)))
+    if changed:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(lines))
+    return problems
+
+
+def main(argv):
+    fix = "--fix" in argv
+    args = [a for a in argv if a != "--fix"]
+    src = args[0] if args else "."
+    hdrs = headers(src)
+    bad = 0
+    for root, _dirs, files in os.walk(os.path.join(src, "src")):
+        for f in sorted(files):
+            if not f.endswith((".c", ".h")):
+                continue
+            path = os.path.join(root, f)
+            rel = os.path.relpath(path, src)
+            for line, text in check_file(path, rel, hdrs, fix):
+                print("%s:%d: %s" % (rel, line, text))
+                bad += 1
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
