@@ -495,16 +495,27 @@ static int target_wait(struct perform *p)
     return 0;
 }
 
-/* Count P's answer (throttled or not) in the targets, for a write in bulk
- * whose attempt started at T0. */
+/* Is P's answer a write in bulk's refusal for its rate (http_request.
+ * rate_limited): one its target answers for? */
+static int target_refused(const struct perform *p)
+{
+    const struct http_request *r = p->req;
+    long status = counted_status(p);
+
+    if (!r->target || !http_pool_targets(p->pool) || (status != 503 && status != 429))
+        return 0;
+    return r->rate_limited ? r->rate_limited(r->settle_ctx, p->resp) : 1;
+}
+
+/* Count P's answer (refused for its rate or not) in the targets, for a
+ * write in bulk whose attempt started at T0. */
 static void target_answered(struct perform *p, double t0)
 {
     struct http_targets *t = http_pace_targets(p->pool->cfg.pace);
-    long status = counted_status(p);
 
     if (t && p->req->target)
-        http_targets_answered(t, p->req->target, p->req->target_n, status == 503 || status == 429,
-                              t0, http_now_ms());
+        http_targets_answered(t, p->req->target, p->req->target_n, target_refused(p), t0,
+                              http_now_ms());
 }
 
 static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
@@ -529,9 +540,9 @@ static int perform_attempt(struct perform *p, CURL *h, int attempt, int *done)
     if (rc == 0)
         target_answered(p, t0);
     resp->throttled = p->throttled;
-    if (rc == 0 && p->pool->cfg.pace) /* a write in bulk's throttling is its target's */
+    if (rc == 0 && p->pool->cfg.pace) /* a write in bulk's refusal for its rate is its target's */
         http_pace_answered(p->pool->cfg.pace, http_now_ms(),
-                           !(p->req->target && http_pool_targets(p->pool)) &&
+                           !target_refused(p) &&
                                (counted_status(p) == 503 || counted_status(p) == 429),
                            http_retry_after_ms(resp));
     if (rc == -EINTR) {
@@ -588,8 +599,8 @@ static int perform_backoff(struct perform *p, int attempt, int rc)
         (attempt > pool->cfg.max_retries && !unlimited))
         return 1;
     wait = http_backoff_ms(&pool->cfg, attempt, http_retry_after_ms(resp));
-    if ((status == 503 || status == 429) && p->req->target && http_pool_targets(pool))
-        wait = http_retry_after_ms(resp) > 0 ? http_retry_after_ms(resp) : 0; /* target_wait */
+    if (rc == 0 && target_refused(p)) /* at its target's next turn (target_wait) */
+        wait = http_retry_after_ms(resp) > 0 ? http_retry_after_ms(resp) : 0;
     why = rc == 0 ? "transient HTTP status" : resp->transport_error;
     if (http_now_ms() - p->start + (double)wait > (double)pool->cfg.retry_deadline_ms) {
         log_info(pool->lg,

@@ -175,6 +175,12 @@ struct http_request {
      * with no backoff of its own. NULL: none. */
     const char *target;
     unsigned target_n;
+    /* Does the answer RESP (503 or 429) say the service is over its rate
+     * (and not failing for another reason), with SETTLE_CTX? Only such an
+     * answer slows TARGET and is retried at its next turn; any other is
+     * retried after its backoff and judged by the pace. NULL: every 503
+     * and 429 does. */
+    int (*rate_limited)(void *ctx, const struct http_response *resp);
 };
 
 /* Response headers of HTTP itself, kept from every response. */

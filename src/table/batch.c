@@ -267,6 +267,30 @@ static long batch_status(void *ctx, const struct http_response *resp)
     return resp->status;
 }
 
+/* Does RESP refuse the batch for the service's rate (http_request.
+ * rate_limited)? A 429 (Cosmos DB), or a 503 whose code is ServerBusy:
+ * the code Azure Storage gives for "The server is busy" and "Operations
+ * per second is over the account limit" (Common REST API error codes);
+ * also as a failed part of a 202. A 503 with another code, or none, is
+ * the service failing, not its rate: it slows no partition. */
+static int batch_rate_limited(void *ctx, const struct http_response *resp)
+{
+    struct az_status st = { 0 };
+    long status = batch_status(ctx, resp);
+
+    if (status == 429)
+        return 1;
+    if (status != 503)
+        return 0;
+    if (resp->status == 202 && resp->body)
+        (void)table_batch_outcome(resp->body, &st);
+    else if (resp->captured[TCAP_ERROR_CODE])
+        snprintf(st.code, sizeof(st.code), "%s", resp->captured[TCAP_ERROR_CODE]);
+    else if (resp->body && resp->body[0])
+        table_error_parse(resp->body, TE_BODY, &st);
+    return strcmp(st.code, "ServerBusy") == 0;
+}
+
 /* Append OP, the changeset part of one operation on PK of TABLE, to B (a
  * multipart body with changeset boundary ID). Returns 0 or -ENOMEM. */
 static int batch_add_op(struct buf *b, const struct table_client *tc, const char *id,
@@ -447,6 +471,7 @@ int table_batch_again(struct table_client *tc, const char *table, const char *pk
     table_target_key(key, sizeof(key), table, pk); /* paced by the partition's target */
     rq.target = key;
     rq.target_n = (unsigned)n;
+    rq.rate_limited = batch_rate_limited;
     rc = table_send(tc, &rq, &resp, st);
     rc = batch_answer(&probe, rc, &resp, st);
 out:

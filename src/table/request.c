@@ -479,6 +479,7 @@ static int send_once(struct table_client *tc, const struct table_req *rq, const 
         .capture = table_capture,
         .target = rq->target,
         .target_n = rq->target_n,
+        .rate_limited = rq->rate_limited,
     };
     rc = http_perform(tc->pool, &req, resp);
     st->attempts = resp->attempts;

@@ -92,6 +92,8 @@ struct table_req {
                                    * SETTLE_CTX: see http_request.status_of */
     const char *target; /* see http_request.target (table_target_key) */
     unsigned target_n;
+    int (*rate_limited)(void *ctx, const struct http_response *resp); /* with
+                                   * SETTLE_CTX: see http_request.rate_limited */
 };
 
 /* Sign and send RQ (table/request.c). On return 0 an HTTP response is in *RESP
