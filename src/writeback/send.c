@@ -24,19 +24,22 @@ static int same_time(struct timespec a, struct timespec b)
     return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
-/* When the oldest change of P is due (its delay over). */
-static struct timespec due_at(const struct writeback *wb, const struct wb_part *p)
+/* T plus SECS seconds (0 or more). */
+static struct timespec later_by(struct timespec t, double secs)
 {
-    struct timespec t = p->head->queued_at;
-    double d = wb->cfg.delay;
-
-    t.tv_sec += (time_t)d;
-    t.tv_nsec += (long)((d - (double)(time_t)d) * 1e9);
+    t.tv_sec += (time_t)secs;
+    t.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
     if (t.tv_nsec >= 1000000000L) {
         t.tv_sec++;
         t.tv_nsec -= 1000000000L;
     }
     return t;
+}
+
+/* When the oldest change of P is due (its delay over). */
+static struct timespec due_at(const struct writeback *wb, const struct wb_part *p)
+{
+    return later_by(p->head->queued_at, wb->cfg.delay);
 }
 
 /* Does the partition's target (http_targets: the rate the service was
@@ -57,13 +60,7 @@ static int held_by_target(const struct writeback *wb, const struct wb_part *p, s
                              http_now_ms());
     if (wait <= 0)
         return 0;
-    at = now;
-    at.tv_sec += (time_t)(wait / 1000);
-    at.tv_nsec += (long)((wait - 1000.0 * (double)(time_t)(wait / 1000)) * 1e6);
-    if (at.tv_nsec >= 1000000000L) {
-        at.tv_sec++;
-        at.tv_nsec -= 1000000000L;
-    }
+    at = later_by(now, wait / 1000);
     if (!next->tv_sec || before(at, *next))
         *next = at;
     return 1;
