@@ -479,7 +479,7 @@ static long counted_status(const struct perform *p)
     return r->status_of && p->resp->status ? r->status_of(r->settle_ctx, p->resp) : p->resp->status;
 }
 
-/* Wait until the targets admit P's write in bulk (http_request.target).
+/* Wait for the turn the targets give P's write in bulk (http_request.target).
  * Returns 0, or -EINTR when cancelled meanwhile. */
 static int target_wait(struct perform *p)
 {
@@ -489,22 +489,24 @@ static int target_wait(struct perform *p)
 
     if (!t || !r->target)
         return 0;
-    while ((wait = http_targets_admit(t, r->target, r->target_n, http_now_ms())) > 0)
-        if (backoff_wait(p->pool, p->cancellable, (long)wait + 1) < 0)
-            return -EINTR;
-    return 0;
+    wait = http_targets_admit(t, r->target, r->target_n, http_now_ms());
+    return wait > 0 && backoff_wait(p->pool, p->cancellable, (long)wait + 1) < 0 ? -EINTR : 0;
 }
 
 /* Is P's answer a write in bulk's refusal for its rate (http_request.
- * rate_limited): one its target answers for? */
+ * rate_limited): one its target answers for? An enum http_refusal. */
 static int target_refused(const struct perform *p)
 {
     const struct http_request *r = p->req;
     long status = counted_status(p);
 
+    int kind;
+
     if (!r->target || !http_pool_targets(p->pool) || (status != 503 && status != 429))
-        return 0;
-    return r->rate_limited ? r->rate_limited(r->settle_ctx, p->resp) : 1;
+        return HTTP_SERVED;
+    kind = r->rate_limited ? r->rate_limited(r->settle_ctx, p->resp) : HTTP_REFUSED_KEY;
+    /* the account's alone: another refusal is retried after its backoff */
+    return kind == HTTP_REFUSED_KEY && !r->target[0] ? HTTP_SERVED : kind;
 }
 
 /* Count P's answer (refused for its rate or not) in the targets, for a

@@ -71,12 +71,18 @@ void http_pace_answered(struct http_pace *p, double now, int throttled, long ret
 double http_pace_rate(struct http_pace *p, unsigned long *cuts);
 
 /* The service's scalability targets as the mount learns them (targets.c):
- * the entities a second each key (a partition: "table\npk") takes before
- * the service throttles; the account's limit shows as its partitions'. A
- * key has no limit until a write of it is throttled; then it grows while
- * served and is cut by each throttled write. Shared by every thread that writes
- * in bulk. */
+ * the entities a second each key (a partition: "table\npk") and the
+ * account take before the service throttles. Neither has a limit until a
+ * write is refused for it; then it grows while served and is cut by each
+ * refusal. Shared by every thread that writes in bulk. */
 struct http_targets;
+
+/* What a refusal for the service's rate names (http_request.rate_limited). */
+enum http_refusal {
+    HTTP_SERVED = 0,      /* not a refusal for the rate */
+    HTTP_REFUSED_KEY,     /* the key's (a partition's) rate, or not said */
+    HTTP_REFUSED_ACCOUNT, /* the account's ("over the account limit") */
+};
 
 /* New targets in *OUT, none learned; LG (borrowed, may be NULL) gets a
  * line per cut. Returns 0 or -ENOMEM. */
@@ -91,22 +97,25 @@ double http_now_ms(void);
  * share them as they share the pace. */
 struct http_targets *http_pace_targets(struct http_pace *p);
 
-/* May a write of N entities to KEY start at NOW (ms, CLOCK_MONOTONIC)?
- * 0: yes, and it is charged to KEY; else the ms until it may (nothing
- * charged). */
+/* A write of N entities to KEY ("": to the account alone, as a query
+ * across partitions) asks to start at NOW (ms, CLOCK_MONOTONIC):
+ * it is given the next turn of KEY and the account, charged to both, and
+ * the ms until that turn comes (0: now) are returned. Turns go in the
+ * order asked: a write waiting for its turn is not passed by a later
+ * one. */
 double http_targets_admit(struct http_targets *t, const char *key, unsigned n, double now);
 
 /* As http_targets_admit, but nothing is charged: the ms until a write of
  * N to KEY may start (0: now). */
 double http_targets_wait(struct http_targets *t, const char *key, unsigned n, double now);
 
-/* The write of N entities to KEY admitted at STARTED was answered at
- * NOW: THROTTLED (503, 429), or served. */
-void http_targets_answered(struct http_targets *t, const char *key, unsigned n, int throttled,
+/* The write of N entities to KEY admitted at STARTED was answered at NOW:
+ * REFUSED (an enum http_refusal) or served. */
+void http_targets_answered(struct http_targets *t, const char *key, unsigned n, int refused,
                            double started, double now);
 
-/* The rate KEY is held to now (0: none) and, in *CUTS (may be NULL), the
- * cuts so far. */
+/* The rate KEY (NULL: the account) is held to now (0: none) and, in *CUTS
+ * (may be NULL), the cuts so far. */
 double http_targets_rate(struct http_targets *t, const char *key, unsigned long *cuts);
 
 #define HTTP_KINDS \
@@ -169,17 +178,19 @@ struct http_request {
      * NULL: none. The protocol above names its own headers here. */
     const char *const *capture;
     /* A write in bulk of TARGET_N entities to the partition TARGET names
-     * (a key of the pace's http_targets): each attempt waits until the
+     * (a key of the pace's http_targets; "": the account alone, and a
+     * refusal that names no account is then any 503's): each attempt waits until the
      * targets admit it, and its answer is counted there; a throttled one
      * is tried again as soon as they admit it (or after its Retry-After),
      * with no backoff of its own. NULL: none. */
     const char *target;
     unsigned target_n;
     /* Does the answer RESP (503 or 429) say the service is over its rate
-     * (and not failing for another reason), with SETTLE_CTX? Only such an
-     * answer slows TARGET and is retried at its next turn; any other is
-     * retried after its backoff and judged by the pace. NULL: every 503
-     * and 429 does. */
+     * (and not failing for another reason), with SETTLE_CTX? An enum
+     * http_refusal: which rate, or HTTP_SERVED for none. Only a refusal
+     * slows TARGET (or the account) and is retried at its next turn; any
+     * other answer is retried after its backoff and judged by the pace.
+     * NULL: every 503 and 429 is HTTP_REFUSED_KEY. */
     int (*rate_limited)(void *ctx, const struct http_response *resp);
 };
 

@@ -268,27 +268,17 @@ static long batch_status(void *ctx, const struct http_response *resp)
 }
 
 /* Does RESP refuse the batch for the service's rate (http_request.
- * rate_limited)? A 429 (Cosmos DB), or a 503 whose code is ServerBusy:
- * the code Azure Storage gives for "The server is busy" and "Operations
- * per second is over the account limit" (Common REST API error codes);
- * also as a failed part of a 202. A 503 with another code, or none, is
- * the service failing, not its rate: it slows no partition. */
+ * rate_limited), and which? table_refusal of RESP, or of its failed part
+ * when it is a 202. */
 static int batch_rate_limited(void *ctx, const struct http_response *resp)
 {
     struct az_status st = { 0 };
     long status = batch_status(ctx, resp);
 
-    if (status == 429)
-        return 1;
-    if (status != 503)
-        return 0;
-    if (resp->status == 202 && resp->body)
-        (void)table_batch_outcome(resp->body, &st);
-    else if (resp->captured[TCAP_ERROR_CODE])
-        snprintf(st.code, sizeof(st.code), "%s", resp->captured[TCAP_ERROR_CODE]);
-    else if (resp->body && resp->body[0])
-        table_error_parse(resp->body, TE_BODY, &st);
-    return strcmp(st.code, "ServerBusy") == 0;
+    if (resp->status != 202 || !resp->body)
+        return table_rate_limited(NULL, resp);
+    (void)table_batch_outcome(resp->body, &st);
+    return table_refusal(status, &st);
 }
 
 /* Append OP, the changeset part of one operation on PK of TABLE, to B (a

@@ -365,6 +365,29 @@ void table_error_parse(const char *text, enum table_error_src src, struct az_sta
     }
 }
 
+/* See table/table_i.h. */
+int table_refusal(long status, const struct az_status *st)
+{
+    if (status == 429)
+        return HTTP_REFUSED_KEY;
+    if (status != 503 || strcmp(st->code, "ServerBusy") != 0)
+        return HTTP_SERVED;
+    return strstr(st->message, "over the account limit") ? HTTP_REFUSED_ACCOUNT : HTTP_REFUSED_KEY;
+}
+
+/* See table/table_i.h. */
+int table_rate_limited(void *ctx, const struct http_response *resp)
+{
+    struct az_status st = { 0 };
+
+    (void)ctx;
+    if (resp->status == 503 && resp->body && resp->body[0])
+        table_error_parse(resp->body, TE_BODY, &st);
+    if (resp->status == 503 && resp->captured[TCAP_ERROR_CODE])
+        snprintf(st.code, sizeof(st.code), "%s", resp->captured[TCAP_ERROR_CODE]);
+    return table_refusal(resp->status, &st);
+}
+
 /* The URL of FULL_PATH (the base path included) with QUERY (encoded, no
  * '?', may be NULL or "") and the account's SAS: malloc'd, or NULL. */
 static char *request_url(const struct account *a, const char *full_path, const char *query)

@@ -122,6 +122,19 @@ enum table_error_src {
  * was when TEXT does not carry it. */
 void table_error_parse(const char *text, enum table_error_src src, struct az_status *st);
 
+/* Does an answer of STATUS with details ST refuse its request for the
+ * service's rate, and which (an enum http_refusal)? A 429 (Cosmos DB), or
+ * a 503 whose code is ServerBusy: the code Azure Storage gives for "The
+ * server is busy" and for "Operations per second is over the account
+ * limit." (or "Ingress"/"Egress ... over the account limit."), the
+ * account's (Common REST API error codes). A 503 with another code, or
+ * none, is the service failing, not its rate. */
+int table_refusal(long status, const struct az_status *st);
+
+/* table_refusal of the answer RESP (an http_request.rate_limited hook;
+ * CTX unused). */
+int table_rate_limited(void *ctx, const struct http_response *resp);
+
 /* "/TABLE(PartitionKey='PK',RowKey='RK')" with the keys quoted and
  * percent-encoded: malloc'd, NULL when PK or RK is NULL or on ENOMEM. */
 char *table_entity_path(const char *table, const char *pk, const char *rk);

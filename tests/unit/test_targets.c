@@ -1,9 +1,10 @@
 /* test_targets.c - http/targets.c on a clock of the test's own: no limit
  * until a write is throttled; then 0.9 of what was served, writes spaced
- * by it, a throttled write's slot given back, grown by 2% a second, cut
+ * by it, a throttled write's retry a write's time later, grown by 2% a second, cut
  * again by 0.9 only by a write started after the cut, the limit ended at
  * twice the level, one
- * partition's limit not another's; and, against a simulated service with Azure's targets (token
+ * partition's limit not another's, the account's learned only from
+ * refusals that name it; and, against a simulated service with Azure's targets (token
  * buckets of one second per partition and for the account, a throttled
  * write retried after a backoff as the http layer does), writers that
  * reach at least 0.8 of the service's limit with a quarter of the sends
@@ -37,32 +38,78 @@ static void test_learning(void)
     ok(http_targets_rate(t, "T\np", &cuts) == 0 && cuts == 0, "no rate, no cut");
     for (int i = 1; i <= 3; i++)
         http_targets_answered(t, "T\np", 100, 0, T0, T0 + 50 * i);
-    http_targets_answered(t, "T\np", 100, 1, T0, T0 + 200);
+    http_targets_answered(t, "T\np", 100, HTTP_REFUSED_KEY, T0, T0 + 200);
     r = http_targets_rate(t, "T\np", &cuts);
     ok(fabs(r - 0.9 * 300) < 1e-6 && cuts == 1,
        "throttled after 300 served within a second: 0.9 of 300/s (%.1f)", r);
     slot = 100 * 1000.0 / r;
     w = http_targets_wait(t, "T\np", 100, T0 + 200);
-    ok(fabs(w - slot / 2) < 1e-6, "the throttled write's retry waits half a write's time (%.0f ms)",
-       w);
-    http_targets_answered(t, "T\np", 100, 1, T0, T0 + 300);
+    ok(fabs(w - slot) < 1e-6, "the throttled write's retry waits a write's time (%.0f ms)", w);
+    http_targets_answered(t, "T\np", 100, HTTP_REFUSED_KEY, T0, T0 + 300);
     ok(http_targets_rate(t, "T\np", &cuts) == r && cuts == 1,
        "a write started before the cut, throttled: no second cut");
-    ok(http_targets_admit(t, "T\np", 100, T0 + 300 + slot / 2) == 0,
-       "the next write goes half a write's time after the last refusal");
-    w = http_targets_admit(t, "T\np", 100, T0 + 300 + slot / 2);
+    ok(http_targets_admit(t, "T\np", 100, T0 + 300 + slot) == 0,
+       "the next write goes a write's time after the last refusal");
+    w = http_targets_admit(t, "T\np", 100, T0 + 300 + slot);
     ok(fabs(w - slot) < 1e-6, "the one after it waits 100 / %.0f s (%.0f ms)", r, w);
     ok(http_targets_admit(t, "T\nq", 100, T0 + 300) == 0, "another partition is not held");
     http_targets_answered(t, "T\np", 100, 0, T0 + 300, T0 + 1200);
     w = http_targets_rate(t, "T\np", NULL);
     ok(fabs(w - r * 1.02) < 1e-6, "a second served: +2%% (%.2f)", w);
-    http_targets_answered(t, "T\np", 100, 1, T0 + 1100, T0 + 1400);
+    http_targets_answered(t, "T\np", 100, HTTP_REFUSED_KEY, T0 + 1100, T0 + 1400);
     ok(fabs(http_targets_rate(t, "T\np", &cuts) - w * 0.9) < 1e-6 && cuts == 2,
        "a write started after the cut, throttled: cut again by 0.9 (%.1f)",
        http_targets_rate(t, "T\np", NULL));
     for (double now = T0 + 1500; now < T0 + 120000; now += 500)
         http_targets_answered(t, "T\np", 50, 0, now, now);
     ok(http_targets_rate(t, "T\np", NULL) == 0, "back to twice the level: no limit");
+    http_targets_free(t);
+}
+
+static void test_near_and_high(void)
+{
+    struct http_targets *t;
+    double r, w;
+
+    http_targets_new(&t, &quiet);
+    http_targets_answered(t, "T\np", 100, HTTP_SERVED, T0, T0 + 100);
+    http_targets_answered(t, "T\np", 100, HTTP_REFUSED_KEY, T0, T0 + 200);
+    r = http_targets_rate(t, "T\np", NULL); /* 90: refused at 100 */
+    for (double now = T0 + 1200; now <= T0 + 6200; now += 1000)
+        http_targets_answered(t, "T\np", 90, HTTP_SERVED, now - 50, now);
+    w = http_targets_rate(t, "T\np", NULL);
+    ok(w > 0.97 * r / 0.9 && w < 0.985 * r / 0.9,
+       "grown 2%% a second to 97%% of the rate refused, then a tenth of that (%.2f)", w);
+    http_targets_free(t);
+
+    http_targets_new(&t, &quiet);
+    http_targets_answered(t, "T\na", 300, HTTP_SERVED, T0, T0 + 100);
+    http_targets_answered(t, "T\na", 100, HTTP_REFUSED_KEY, T0, T0 + 200); /* level 270 */
+    for (double now = T0 + 1200; now <= T0 + 4200; now += 100)
+        http_targets_answered(t, "T\nb", 10, HTTP_SERVED, now - 50, now); /* b: 100/s */
+    http_targets_answered(t, "T\nb", 10, HTTP_REFUSED_KEY, T0 + 4250, T0 + 4300);
+    r = http_targets_rate(t, "T\nb", NULL);
+    ok(r > 85 && r < 95,
+       "a key started at another's 270/s and served 100/s is cut from what it was served (%.1f)",
+       r);
+    http_targets_free(t);
+}
+
+static void test_slot_bound(void)
+{
+    struct http_targets *t;
+    double w;
+
+    http_targets_new(&t, &quiet);
+    http_targets_answered(t, "", 1, HTTP_SERVED, T0, T0 + 10);
+    http_targets_answered(t, "", 1, HTTP_REFUSED_ACCOUNT, T0, T0 + 20);
+    ok(http_targets_rate(t, NULL, NULL) < 2, "the account cut to %.1f a second",
+       http_targets_rate(t, NULL, NULL));
+    ok(http_targets_admit(t, "", 1000, T0 + 2000) == 0, "a query charged 1,000 goes");
+    w = http_targets_admit(t, "", 1000, T0 + 2000);
+    ok(fabs(w - 2000) < 1e-6, "the next waits two seconds, not 1,000 / %.1f s (%.0f ms)",
+       http_targets_rate(t, NULL, NULL), w);
+    ok(http_targets_rate(t, "", NULL) == 0, "the key \"\" has no rate of its own: the account's");
     http_targets_free(t);
 }
 
@@ -76,12 +123,14 @@ static void test_many_keys(void)
     for (int i = 0; i < 3; i++) {
         snprintf(key, sizeof(key), "T\np%d", i);
         http_targets_answered(t, key, 100, 0, T0, T0 + 10);
-        http_targets_answered(t, key, 100, 1, T0 + 20, T0 + 30);
+        http_targets_answered(t, key, 100, HTTP_REFUSED_KEY, T0 + 20, T0 + 30);
     }
     ok(http_targets_rate(t, "T\np0", &cuts) > 0 && cuts == 3, "three partitions: three cuts");
     ok(http_targets_admit(t, "T\nnew", 100, T0 + 50) == 0 &&
-           http_targets_admit(t, "T\nnew", 100, T0 + 50) == 0,
-       "a partition never throttled is not held by the others'");
+           http_targets_rate(t, "T\nnew", NULL) == http_targets_rate(t, "T\np2", NULL) &&
+           http_targets_admit(t, "T\nnew", 100, T0 + 50) > 0,
+       "a partition first seen after the others were cut starts at the last cut's level (%.1f/s)",
+       http_targets_rate(t, "T\nnew", NULL));
     ok(http_targets_wait(t, "T\np0", 100, T0 + 5000) == 0 &&
            http_targets_wait(t, "T\np0", 100, T0 + 5000) == 0 &&
            http_targets_admit(t, "T\np0", 100, T0 + 5000) == 0 &&
@@ -95,6 +144,44 @@ static void test_many_keys(void)
     http_targets_free(t);
 }
 
+static void test_account(void)
+{
+    struct http_targets *t;
+    unsigned long cuts;
+    double r, w, slot;
+    char key[16];
+
+    http_targets_new(&t, &quiet);
+    for (int i = 0; i < 20; i++) {
+        snprintf(key, sizeof(key), "T\np%d", i);
+        http_targets_answered(t, key, 50, HTTP_SERVED, T0, T0 + 10 + 40 * i);
+    }
+    http_targets_answered(t, "T\np0", 100, HTTP_REFUSED_ACCOUNT, T0 + 100, T0 + 900);
+    r = http_targets_rate(t, NULL, &cuts);
+    ok(fabs(r - 0.9 * 1000) < 1e-6 && cuts == 1,
+       "over the account limit after 1,000 served in a second: 0.9 of 1,000/s (%.1f)", r);
+    ok(http_targets_rate(t, "T\np0", NULL) == 0, "the partition it named is not held");
+    slot = 100 * 1000.0 / r;
+    w = http_targets_wait(t, "T\np7", 100, T0 + 900);
+    ok(fabs(w - slot) < 1e-6,
+       "every partition's next write waits a write's time of the account (%.0f ms)", w);
+    ok(http_targets_admit(t, "T\np5", 100, T0 + 900 + slot) == 0, "then a write of 100 goes");
+    w = http_targets_wait(t, "T\np7", 100, T0 + 900 + slot);
+    ok(fabs(w - slot) < 1e-6, "and one to another partition waits 100 / %.0f s (%.0f ms)", r, w);
+    ok(http_targets_admit(t, "T\np3", 100, T0 + 900 + 2 * slot) == 0, "then it goes");
+    http_targets_answered(t, "T\np3", 100, HTTP_REFUSED_KEY, T0 + 900 + 2 * slot, T0 + 1150);
+    ok(http_targets_rate(t, NULL, &cuts) == r && http_targets_rate(t, "T\np3", NULL) > 0 &&
+           cuts == 2,
+       "a partition's refusal cuts the partition, not the account");
+    w = http_targets_wait(t, "T\np7", 100, T0 + 1150);
+    ok(fabs(w - (900 + 3 * slot - 1150)) < 1e-6, "nor moves the account's turns (%.0f ms)", w);
+    w = http_targets_wait(t, "T\np3", 100, T0 + 1150);
+    slot = 100 * 1000.0 / http_targets_rate(t, "T\np3", NULL);
+    ok(fabs(w - (slot < 2000 ? slot : 2000)) < 1e-6,
+       "and holds the partition off for a write's time, two seconds at most (%.0f ms)", w);
+    http_targets_free(t);
+}
+
 /* --- a simulated service ---------------------------------------------------------------- */
 
 #define SIM_PARTS 20
@@ -105,17 +192,14 @@ struct bucket {
     double tokens, rate, at;
 };
 
-/* May BK pay N at NOW? (refilled to one second's worth at most) */
-static int pay(struct bucket *bk, double n, double now)
+/* Has BK N at NOW? (refilled to one second's worth at most) */
+static int can_pay(struct bucket *bk, double n, double now)
 {
     bk->tokens += (now - bk->at) * bk->rate / 1000.0;
     bk->at = now;
     if (bk->tokens > bk->rate)
         bk->tokens = bk->rate;
-    if (bk->tokens < n)
-        return 0;
-    bk->tokens -= n;
-    return 1;
+    return bk->tokens >= n;
 }
 
 struct sim_result {
@@ -142,6 +226,7 @@ static struct sim_result simulate(int parts, int per, double part_rate, double a
     struct bucket part[SIM_PARTS], acct = { acct_rate, acct_rate, T0 };
     struct sim_sender snd[SIM_SENDERS];
     struct http_targets *t;
+    double last[SIM_PARTS] = { 0 };
     int left[SIM_PARTS], out[SIM_PARTS] = { 0 }, remaining = parts * per / 100, busy = 0;
     double end = T0;
     struct sim_result r = { 0, 0, 0 };
@@ -157,15 +242,16 @@ static struct sim_result simulate(int parts, int per, double part_rate, double a
     while (remaining > 0 || busy > 0) {
         struct sim_sender *e = &snd[0];
         double now, wait = 0, w;
+        int kind;
 
         for (int i = 1; i < SIM_SENDERS; i++)
             if (snd[i].at < e->at)
                 e = &snd[i];
         now = e->at;
-        if (e->p < 0) { /* idle: pick (importsend.c) */
+        if (e->p < 0) { /* idle: pick (importsend.c), least recently sent first */
             for (int pass = 0; pass < 2 && e->p < 0; pass++)
-                for (int q = 0; q < parts && e->p < 0; q++) {
-                    if (!left[q] || (pass == 0 && out[q]))
+                for (int q = 0; q < parts; q++) {
+                    if (!left[q] || (pass == 0 && out[q]) || (e->p >= 0 && last[q] >= last[e->p]))
                         continue;
                     snprintf(key, sizeof(key), "T\n%d", q);
                     if ((w = http_targets_wait(t, key, 100, now)) == 0)
@@ -179,30 +265,33 @@ static struct sim_result simulate(int parts, int per, double part_rate, double a
             }
             left[e->p]--;
             out[e->p]++;
+            last[e->p] = now;
             remaining--;
             busy++;
             e->sent = 0;
             continue;
         }
         snprintf(key, sizeof(key), "T\n%d", e->p);
-        if (e->sent == 0) { /* the http layer: admitted, then sent */
-            if ((w = http_targets_admit(t, key, 100, now)) > 0) {
-                e->at = now + w;
-                continue;
-            }
-            e->sent = now;
-            e->at = now + SIM_RTT / 2;
+        if (e->sent == 0) { /* the http layer: given a turn, sent at it */
+            e->sent = now + http_targets_admit(t, key, 100, now);
+            e->at = e->sent + SIM_RTT / 2;
             continue;
         }
         r.batches++;
-        if (!(pay(&part[e->p], 100, now) && pay(&acct, 100, now))) {
+        /* checked in limitmodel.py's order, charged only when both pay */
+        kind = !can_pay(&part[e->p], 100, now) ? HTTP_REFUSED_KEY :
+            !can_pay(&acct, 100, now)          ? HTTP_REFUSED_ACCOUNT :
+                                                 HTTP_SERVED;
+        if (kind != HTTP_SERVED) {
             r.throttled++;
-            http_targets_answered(t, key, 100, 1, e->sent, now + SIM_RTT / 2);
+            http_targets_answered(t, key, 100, kind, e->sent, now + SIM_RTT / 2);
             e->sent = 0;
             e->at = now + SIM_RTT / 2;
             continue;
         }
-        http_targets_answered(t, key, 100, 0, e->sent, now + SIM_RTT / 2);
+        part[e->p].tokens -= 100;
+        acct.tokens -= 100;
+        http_targets_answered(t, key, 100, HTTP_SERVED, e->sent, now + SIM_RTT / 2);
         out[e->p]--;
         busy--;
         end = now + SIM_RTT / 2 > end ? now + SIM_RTT / 2 : end;
@@ -239,7 +328,10 @@ static void test_simulated(void)
 int main(void)
 {
     test_learning();
+    test_near_and_high();
+    test_slot_bound();
     test_many_keys();
+    test_account();
     test_simulated();
     return done_testing();
 }
