@@ -34,6 +34,8 @@
 #define IMPORT_QUEUE_MAX 4096
 /* Transactions out at once, whatever -o scan_parallel says (its range). */
 #define IMPORT_SENDERS_MAX 64
+/* Sends remembered for spreading them over partitions (importsend.c). */
+#define IMPORT_RECENT 64
 /* One transaction: lines of one partition, being filled or queued. */
 struct import_batch {
     char *pk;
@@ -81,6 +83,9 @@ struct import_stream {
     struct import_batch *out[IMPORT_SENDERS_MAX]; /* by sender: the transaction it sends,
                                                      NULL when none; guarded by lock */
     int next_slot;                            /* the next sender's index in out; guarded by lock */
+    uint64_t recent[IMPORT_RECENT];           /* the partitions (pk_hash) of the last sends,
+                                                 a ring; guarded by lock */
+    unsigned recent_n;                        /* sends so far; guarded by lock */
     int stopping;                             /* guarded by lock */
     uint16_t *filter;                         /* keys held or out; guarded by lock */
     int err;                                  /* the first failure: 0 or -errno; guarded by lock */

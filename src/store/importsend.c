@@ -2,13 +2,16 @@
  * keys held or out, the queue of full transactions, and the senders that
  * take from it.
  *
- * A sender takes the first queued transaction of a partition that has
- * none out, else the first of any, that the service's targets let go now
- * (http_targets_wait: the rate learned from throttled answers, per
- * partition, which every $batch heeds), so that the transactions out at
- * once spread over the partitions queued, and each partition is written
- * as fast as the service takes it: a partition's 503s slow that
- * partition, not the stream. The writer reads up to the cache's size of
+ * A sender takes the first queued transaction of the partition sent to
+ * least recently among those with none out, else the first of any, that
+ * the service's targets let go now (http_targets_wait: the rates learned
+ * from throttled answers, per partition and for the account, which every
+ * $batch heeds), so that the transactions out at once spread over the
+ * partitions queued, each partition takes its turn (a stream in
+ * partition order would otherwise send its first partition's
+ * transactions back to back, faster than a partition is served), and
+ * each is written as fast as the service takes it: a partition's 503s
+ * slow that partition, not the stream. The writer reads up to the cache's size of
  * lines ahead of what is sent: a stream in partition order (an export)
  * has that many partitions to spread over. */
 #include <errno.h>
@@ -19,8 +22,10 @@
 #include "names/names.h"
 #include "store/import_i.h"
 
-/* Partitions the targets refused, remembered through one pick. */
+/* Partitions the targets refused, remembered through one pick; and the
+ * partitions weighed for the first choice. */
 #define PICK_REFUSED 32
+#define PICK_CANDIDATES 32
 /* --- keys held or out ------------------------------------------------------------------ */
 
 uint64_t import_key_hash(const char *pk, const char *rk)
@@ -173,6 +178,70 @@ static int among(const uint64_t *set, int n, uint64_t h)
     return 0;
 }
 
+/* How many sends ago M last sent to the partition of hash H
+ * (IMPORT_RECENT when not among the last IMPORT_RECENT). */
+static unsigned sends_since(const struct import_stream *m, uint64_t h)
+{
+    unsigned n = m->recent_n < IMPORT_RECENT ? m->recent_n : IMPORT_RECENT;
+
+    for (unsigned age = 0; age < n; age++)
+        if (m->recent[(m->recent_n - 1 - age) % IMPORT_RECENT] == h)
+            return age;
+    return IMPORT_RECENT;
+}
+
+/* May a transaction of B's partition go now (M's targets, T, may be
+ * NULL)? Else *WAIT is lowered to the ms until it may. */
+static int may_go(struct import_stream *m, struct http_targets *t, const struct import_batch *b,
+                  double now, double *wait)
+{
+    char key[TARGET_KEY_MAX];
+    double w;
+
+    if (!t)
+        return 1;
+    table_target_key(key, sizeof(key), m->table, b->pk);
+    if ((w = http_targets_wait(t, key, (unsigned)b->n, now)) == 0)
+        return 1;
+    *wait = *wait > 0 && *wait < w ? *wait : w;
+    return 0;
+}
+
+/* The first choice of a pick: the first queued transaction (its link in
+ * M's queue) of the partition sent to least recently among those with
+ * none out that may go now; NULL when none. */
+static struct import_batch **pick_spread(struct import_stream *m, struct http_targets *t,
+                                         double now, double *wait)
+{
+    struct import_batch **cand[PICK_CANDIDATES], **pp;
+    unsigned age[PICK_CANDIDATES];
+    int n = 0;
+
+    for (pp = &m->queue; *pp && n < PICK_CANDIDATES; pp = &(*pp)->next) {
+        int seen = 0;
+
+        for (int i = 0; i < n && !seen; i++)
+            seen = (*cand[i])->pk_hash == (*pp)->pk_hash;
+        if (seen || is_out(m, (*pp)->pk_hash))
+            continue;
+        cand[n] = pp;
+        age[n++] = sends_since(m, (*pp)->pk_hash);
+    }
+    while (n > 0) { /* the oldest first; of equals, the first queued */
+        int best = 0;
+
+        for (int i = 1; i < n; i++)
+            if (age[i] > age[best])
+                best = i;
+        if (may_go(m, t, *cand[best], now, wait))
+            return cand[best];
+        n--; /* in queue order still */
+        memmove(&cand[best], &cand[best + 1], (size_t)(n - best) * sizeof(cand[0]));
+        memmove(&age[best], &age[best + 1], (size_t)(n - best) * sizeof(age[0]));
+    }
+    return NULL;
+}
+
 /* The queued transaction of M a sender sends next, unlinked (see the top:
  * table_batch charges it to the targets; a partition held to a rate has
  * one out at a time); NULL when none may go now, with *WAIT the ms
@@ -180,44 +249,40 @@ static int among(const uint64_t *set, int n, uint64_t h)
 static struct import_batch *pick(struct import_stream *m, double *wait)
 {
     struct http_targets *t = table_client_targets(m->s->tc);
-    struct import_batch **pp = NULL, *b;
+    struct import_batch **pp, *b;
     uint64_t refused[PICK_REFUSED];
     char key[TARGET_KEY_MAX];
-    double now = http_now_ms(), w;
-    int n_refused = 0, found = 0;
+    double now = http_now_ms();
+    int n_refused = 0;
 
     LOCK_HELD(&m->lock);
     *wait = 0;
-    for (int pass = 0; pass < 2 && !found; pass++) {
-        for (pp = &m->queue; *pp; pp = &(*pp)->next) {
+    if (!(pp = pick_spread(m, t, now, wait)))
+        for (pp = &m->queue; *pp; pp = &(*pp)->next) { /* a second out, of one not held */
             b = *pp;
-            if ((pass == 0 && is_out(m, b->pk_hash)) || among(refused, n_refused, b->pk_hash))
+            if (among(refused, n_refused, b->pk_hash))
                 continue;
             if (t) {
                 table_target_key(key, sizeof(key), m->table, b->pk);
                 /* a partition held to a rate has one out at a time: its
                  * next is charged only when sent, so a second one picked
                  * now would wait in the http layer, holding a sender */
-                if (pass == 1 && http_targets_rate(t, key, NULL) > 0)
+                if (http_targets_rate(t, key, NULL) > 0)
                     continue;
-                if ((w = http_targets_wait(t, key, (unsigned)b->n, now)) > 0) {
-                    *wait = *wait > 0 && *wait < w ? *wait : w;
-                    if (n_refused < PICK_REFUSED)
-                        refused[n_refused++] = b->pk_hash;
-                    continue;
-                }
             }
-            found = 1;
-            break;
+            if (may_go(m, t, b, now, wait))
+                break;
+            if (n_refused < PICK_REFUSED)
+                refused[n_refused++] = b->pk_hash;
         }
-    }
-    if (!found)
+    if (!pp || !*pp)
         return NULL;
     b = *pp;
     if (!(*pp = b->next))
         m->queue_tail = pp;
     m->queued--;
     m->queued_bytes -= b->bytes;
+    m->recent[m->recent_n++ % IMPORT_RECENT] = b->pk_hash;
     return b;
 }
 
