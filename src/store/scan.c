@@ -12,8 +12,6 @@
 /* What one scanned entity costs the cache beyond its text: the entry's
  * overhead, path and ETag, and its record in a listing (an estimate). */
 #define SCAN_ENTITY_COST 320
-/* Entities in a full page of Query Entities (the service's maximum). */
-#define TABLE_PAGE 1000
 
 /* A scan that fills listings: the tables of the account (FSP_ROOT), the
  * entities of a whole table (FSP_TABLE: the table's listing holds its
@@ -214,7 +212,7 @@ static int start_partition(struct scan *s, const char *pk)
  * only pays when it saves at least a page per partition. */
 static int over_budget(const struct scan *s)
 {
-    return s->charged > s->budget && s->entities >= (size_t)TABLE_PAGE * s->partitions;
+    return s->charged > s->budget && s->entities >= (size_t)TABLE_PAGE_MAX * s->partitions;
 }
 
 /* FSP_TABLE: could the next page take the scan over its budget? (Then the
@@ -223,7 +221,7 @@ static int near_budget(const struct scan *s)
 {
     size_t per = s->entities ? s->charged / s->entities : 1024;
 
-    return s->charged + per * TABLE_PAGE > s->budget;
+    return s->charged + per * TABLE_PAGE_MAX > s->budget;
 }
 
 /* FSP_TABLE without order: entity E (or PRE) of partition PK gathered.

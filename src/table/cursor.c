@@ -29,11 +29,13 @@ struct table_cursor {
     int tables;        /* Query Tables (NextTableName) vs entities */
     char *tok1, *tok2; /* continuation to send next (NULL: first page) */
     int done;
-    int empty_run; /* pages in a row without an entity */
-    int unbounded; /* no bound on empty_run (table_cursor_unbounded) */
-    int prefetch;  /* fetch page N+1 while page N is parsed */
-    int text;      /* entities handed as their text (table_cursor_text) */
-    int fetching;  /* pf holds a running fetch of page tok1/tok2 */
+    int empty_run;   /* pages in a row without an entity */
+    int unbounded;   /* no bound on empty_run (table_cursor_unbounded) */
+    int prefetch;    /* fetch page N+1 while page N is parsed */
+    int text;        /* entities handed as their text (table_cursor_text) */
+    int fetching;    /* pf holds a running fetch of page tok1/tok2 */
+    unsigned last_n; /* entities of the last page taken: what the next is
+                        charged to the account's target */
     struct page_fetch pf;
     struct worker *fetcher; /* owned: runs pf's fetches (started with the first) */
 };
@@ -242,6 +244,14 @@ static int cursor_send(struct table_client *tc, const struct table_cursor *c, co
         .what = c->what,
     };
 
+    if (!c->tables) { /* paced by the account's target: a page is charged
+                         the entities of the last one, or as many as a
+                         page may hold (at first, or after an empty one) */
+        rq.target = "";
+        rq.target_n = c->last_n ? c->last_n : c->top > 0 ? (unsigned)c->top : TABLE_PAGE_MAX;
+        rq.rate_limited = table_rate_limited;
+    }
+
     return table_send(tc, &rq, resp, st);
 }
 
@@ -312,6 +322,7 @@ static int page_take(struct table_client *tc, struct table_cursor *c, struct htt
     if (rc == -EIO)
         log_debug(tc->lg, "%s: %s", c->what, st->message);
     c->empty_run = pc.n ? 0 : c->empty_run + 1;
+    c->last_n = (unsigned)pc.n;
     if (rc == 0 && n1 && !c->unbounded && c->empty_run >= TABLE_MAX_EMPTY_PAGES) {
         snprintf(st->message, sizeof(st->message),
                  "the service sent %d pages in a row "

@@ -291,6 +291,9 @@ int table_batch_etag(const char *body, size_t index, char **etag);
  * forever). A query view lifts the bound: table_pager_unbounded. */
 #define TABLE_MAX_EMPTY_PAGES 100
 
+/* Entities in a full page of Query Entities (the service's maximum). */
+#define TABLE_PAGE_MAX 1000
+
 /* Called once per page with the page's "value" array (borrowed). Return 0 to
  * continue, 1 to stop early (not an error), or -errno to abort. */
 typedef int (*table_page_fn)(void *ctx, json_t *value);

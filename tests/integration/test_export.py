@@ -547,3 +547,35 @@ def test_killed_reader_stops_an_endless_stream(mounter):
         assert os.listdir(m) == ["flood"]
     finally:
         srv.close()
+
+
+@pytest.mark.azurite_only(reason="the model stands in front of Azurite")
+def test_reads_past_the_account_limit_are_paced_not_stalled(seeded, mounter, sh, tmp_path,
+                                                            azurite):
+    """Queries past the account's target (bench/limitmodel.py answers
+    "Operations per second is over the account limit." as Azure does, a
+    query charged the entities it returned) hold the account to a learned
+    rate (issue 43): the export and a walk of 5,000 entities at 1,500 a
+    second are refused now and then, each page waits its turn, and every
+    line and file arrives. A page is charged an estimate (its last page's
+    entities, or a full page's), and a turn is two seconds at most: an
+    account cut low by estimates once stalled a walk for 15 minutes, so the
+    commands here have a minute."""
+    import sys
+    from conftest import ROOT, conn_str_for
+    sys.path.insert(0, str(ROOT / "bench"))
+    from limitmodel import LimitModel
+    lm = LimitModel(upstream_port=azurite.port, account_rate=1500, partition_rate=100000).start()
+    try:
+        m = mounter.mount(conn_str=conn_str_for(lm.port))
+        mark = lm.mark()
+        sh("cat '%s' > '%s'" % (m.join(BIG, ".ndjson"), tmp_path / "big.ndjson"), timeout=60)
+        sh(["rsync", "-a", m.join(BIG) + "/", str(tmp_path / "backup") + "/"], timeout=60)
+        win = lm.window(mark)
+        log = m.stderr()
+    finally:
+        lm.stop()
+    assert win["busy_account"] >= 1, win
+    assert "account throttled: " in log, log[-3000:]
+    assert len(read_lines(str(tmp_path / "big.ndjson"))) == BIG_N
+    assert sum(len(files) for _, _, files in os.walk(tmp_path / "backup")) == BIG_N
