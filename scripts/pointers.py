@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """pointers.py [--fix] [SRCDIR] - the "See X.h" comments of src/ point somewhere.
 
-A function's comment may say only "See X.h." (its contract is where it is
+A function's comment may say only "See X.h." (or "...; see X.h."; its contract is where it is
 declared). Such a pointer is right when X.h names a header of src/ (as
 "dir/name.h", or "name.h" when one header has that name) and, when the
 comment stands right before a function's definition, that header declares
@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-POINTER = re.compile(r"\bSee ([A-Za-z0-9_/]+\.h)\b")
+POINTER = re.compile(r"\b([Ss]ee) ([A-Za-z0-9_/]+\.h)\b")
 # a definition's first line: a type, the name, "(" (static ones too)
 DEFINITION = re.compile(r"^[A-Za-z_][A-Za-z0-9_ \t\*]*?\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
@@ -66,14 +66,14 @@ def check_file(path, rel, hdrs, fix):
     problems, changed = [], False
     for i, line in enumerate(lines):
         for m in POINTER.finditer(line):
-            name = m.group(1)
+            see, name = m.group(1), m.group(2)
             target = resolve(name, hdrs)
             func = defined_after(lines, i) if line.lstrip().startswith(("/*", "*")) else None
             if target and (not func or declares(hdrs[target], func)):
                 continue
             right = [h for h in sorted(hdrs) if func and declares(hdrs[h], func)]
             if fix and len(right) >= 1:
-                lines[i] = lines[i].replace(m.group(0), "See %s" % right[0], 1)
+                lines[i] = lines[i].replace(m.group(0), "%s %s" % (see, right[0]), 1)
                 changed = True
                 continue
             why = ("no header of src/ is named %s" % name if not target else

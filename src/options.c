@@ -163,7 +163,7 @@ static int permission_checks(struct fuse_args *args, struct aztfs_opts *o)
     return fuse_opt_add_arg(args, "-odefault_permissions") == -1 ? -ENOMEM : 0;
 }
 
-/* The modes files and directories show: see options.h. */
+/* The modes files and directories show (struct aztfs_opts, options.h). */
 static void modes(struct aztfs_opts *o)
 {
     if (o->file_mode == UINT_MAX)

@@ -175,7 +175,7 @@ void credential_free(struct credential *c);
 /* The kind of C. */
 enum cred_kind credential_kind(const struct credential *c);
 
-/* Get a new access token now (no cache: see token.h). Re-reads the
+/* Get a new access token now (no cache: the cache is auth/token.c, below). Re-reads the
  * federated token file of a workload identity each time. Returns 0 with
  * *TOKEN (malloc'd; the caller wipes and frees it) and *EXPIRES_AT, or
  * -errno with E filled: -EHOSTUNREACH (the identity endpoint did not answer;

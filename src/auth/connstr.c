@@ -432,7 +432,7 @@ static int set_address(const struct fields *f, struct account *acct, char *errbu
     return 0;
 }
 
-/* Parse connection string S into the zeroed *ACCT (see connstr.h).
+/* Parse connection string S into the zeroed *ACCT (see auth/auth.h).
  * The working copy of S is wiped before it is freed. */
 int connstr_parse(const char *s, struct account *acct, char *errbuf, size_t errlen)
 {
@@ -573,7 +573,7 @@ static char *join_lines(char *text, size_t len)
     return out;
 }
 
-/* Load config file PATH into the zeroed *ACCT (see connstr.h). Error
+/* Load config file PATH into the zeroed *ACCT (see auth/auth.h). Error
  * messages start with the file name. Returns 0, -EACCES (secret in a file
  * open to group/others), -ENOENT and other open/read errors, -EINVAL
  * (not a regular file, NUL byte, bad content), -EFBIG or -ENOMEM. */
@@ -652,7 +652,7 @@ out:
     return rc;
 }
 
-/* Loopback check of the endpoint host; see connstr.h. */
+/* Loopback check of the endpoint host; see auth/auth.h. */
 int account_is_loopback(const struct account *acct)
 {
     const char *h = acct->host;

@@ -119,7 +119,7 @@ static int error_answer(const json_t *root, char *err, size_t errlen)
     return -EACCES;
 }
 
-/* Parse a token answer; see tokenresp.h. */
+/* Parse a token answer; see auth/auth_i.h. */
 int token_response_parse(const char *body, size_t len, time_t now, char **token, time_t *expires_at,
                          char *err, size_t errlen)
 {

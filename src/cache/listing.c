@@ -30,7 +30,7 @@ struct listing {
     size_t index_size; /* a power of two, or 0 */
 };
 
-/* A new listing; see listing.h. */
+/* A new listing; see cache/cache.h. */
 struct listing *listing_new(void)
 {
     struct listing *l = calloc(1, sizeof(*l));
@@ -100,7 +100,7 @@ static int index_build(struct listing *l, size_t need)
     return 0;
 }
 
-/* Append an entry; see listing.h. */
+/* Append an entry; see cache/cache.h. */
 int listing_add(struct listing *l, const char *name, const char *key, int has_attr, uint64_t size,
                 struct timespec mtime)
 {
@@ -132,7 +132,7 @@ int listing_add(struct listing *l, const char *name, const char *key, int has_at
     return 0;
 }
 
-/* Seal and index; see listing.h. */
+/* Seal and index; see cache/cache.h. */
 int listing_seal(struct listing *l)
 {
     void *p;
@@ -175,7 +175,7 @@ size_t listing_count(const struct listing *l)
     return l->n;
 }
 
-/* Entry view; see listing.h. */
+/* Entry view; see cache/cache.h. */
 void listing_get(const struct listing *l, size_t i, struct listing_ent *out)
 {
     const struct rec *r = &l->recs[i];
@@ -189,7 +189,7 @@ void listing_get(const struct listing *l, size_t i, struct listing_ent *out)
     out->mtime.tv_nsec = (long)r->mtime_nsec;
 }
 
-/* Look a name up; see listing.h. */
+/* Look a name up; see cache/cache.h. */
 long listing_find(const struct listing *l, const char *name)
 {
     if (!l->index) {
@@ -232,7 +232,7 @@ static int copy_rec(struct listing *dst, const struct listing *src, const struct
     return rc;
 }
 
-/* Edited copy; see listing.h. */
+/* Edited copy; see cache/cache.h. */
 struct listing *listing_edit(const struct listing *l, const char *name, const char *key,
                              int has_attr, uint64_t size, struct timespec mtime, int remove)
 {
@@ -297,7 +297,7 @@ struct listing *listing_sorted(const struct listing *l)
     return out;
 }
 
-/* Copy a key out; see listing.h. */
+/* Copy a key out; see cache/cache.h. */
 char *listing_key_dup(const struct listing *l, size_t i)
 {
     const struct rec *r = &l->recs[i];

@@ -13,7 +13,7 @@
 
 #define METRICS_TEXT_MAX (1024 * 1024) /* far more than the metrics below take */
 
-/* One metric: where its value is in the stats document (stats.h), its
+/* One metric: where its value is in the stats document (monitor/stats.c), its
  * name, type and help. SUB "*": one sample per member, labelled LABEL. */
 struct metric_def {
     const char *key, *sub, *name, *type, *label, *help;

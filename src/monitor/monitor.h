@@ -6,7 +6,7 @@
 #include "util/util.h"
 #include "store/store.h"
 
-/* ---- monitor/metrics.c: the mount's counters (stats.h) in the Prometheus text format,
+/* ---- monitor/metrics.c: the mount's counters (monitor/stats.c) in the Prometheus text format,
  * written to a file now and then (-o metrics_file=, for node_exporter's
  * textfile collector). */
 

@@ -69,7 +69,7 @@ static int add_latency(json_t *root, struct http_stats *h)
     return b && json_object_set_new(root, "latency", b) == 0 ? 0 : -ENOMEM;
 }
 
-/* Build the JSON document; see stats.h. */
+/* Build the JSON document; see monitor/monitor.h. */
 json_t *stats_object(struct store *s)
 {
     struct http_stats *h = &s->stats;

@@ -99,7 +99,7 @@ static int key_hash_hex(const char *key, size_t len, char *out)
     return 0;
 }
 
-/* keycodec_encode: see keycodec.h. */
+/* keycodec_encode: see names/names.h. */
 char *keycodec_encode(const char *key)
 {
     const unsigned char *u = (const unsigned char *)key;
@@ -188,7 +188,7 @@ fail:
     return rc;
 }
 
-/* keycodec_decode: see keycodec.h. */
+/* keycodec_decode: see names/names.h. */
 int keycodec_decode(const char *name, char **key_out)
 {
     const char *mark, *hash;
@@ -222,7 +222,7 @@ int keycodec_decode(const char *name, char **key_out)
     return rc < 0 ? rc : 1;
 }
 
-/* keycodec_matches: see keycodec.h. */
+/* keycodec_matches: see names/names.h. */
 int keycodec_matches(const char *key, const char *name)
 {
     char *enc = keycodec_encode(key);
@@ -293,19 +293,19 @@ static const char *text_problem(const unsigned char *u, size_t len, int escapes)
     return NULL;
 }
 
-/* keycodec_key_problem: see keycodec.h. */
+/* keycodec_key_problem: see names/names.h. */
 const char *keycodec_key_problem(const char *key, size_t len)
 {
     return text_problem((const unsigned char *)key, len, 0);
 }
 
-/* keycodec_name_problem: see keycodec.h. */
+/* keycodec_name_problem: see names/names.h. */
 const char *keycodec_name_problem(const char *name)
 {
     return text_problem((const unsigned char *)name, strlen(name), 1);
 }
 
-/* keycodec_file_encode: see keycodec.h. */
+/* keycodec_file_encode: see names/names.h. */
 char *keycodec_file_encode(const char *key)
 {
     char *enc = keycodec_encode(key), *out;
@@ -323,7 +323,7 @@ char *keycodec_file_encode(const char *key)
     return out;
 }
 
-/* keycodec_file_decode: see keycodec.h. */
+/* keycodec_file_decode: see names/names.h. */
 int keycodec_file_decode(const char *name, char **key_out)
 {
     size_t len = strlen(name), slen = strlen(ENTITY_SUFFIX);

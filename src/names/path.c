@@ -286,7 +286,7 @@ fail:
     return rc;
 }
 
-/* Parse a FUSE path; see fspath.h. */
+/* Parse a FUSE path; see names/names.h. */
 int fspath_parse(const char *path, struct fspath *fp)
 {
     const char *why;
@@ -294,7 +294,7 @@ int fspath_parse(const char *path, struct fspath *fp)
     return parse(path, fp, &why);
 }
 
-/* fspath_invalid_reason: see fspath.h. */
+/* fspath_invalid_reason: see names/names.h. */
 const char *fspath_invalid_reason(const char *path)
 {
     struct fspath fp;

@@ -108,7 +108,7 @@ struct store_page_render {
     struct store_rendered e[];
 };
 
-/* The table_prep (cursor.h) a split listing's workers apply to each page:
+/* The table_prep (table/table.h) a split listing's workers apply to each page:
  * every entity of the page VALUE rendered, with its digest and system
  * properties, in a store_page_render (NULL on ENOMEM), which replaces the
  * page (its JSON is freed by the worker), and its free. Touch nothing but

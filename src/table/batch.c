@@ -15,7 +15,7 @@
 
 #define BATCH_MAX_OPS 100
 
-/* Outcome of a batch; see batch.h. */
+/* Outcome of a batch; see table/table.h. */
 int table_batch_outcome(const char *body, struct az_status *st)
 {
     const char *p = body;
@@ -35,7 +35,7 @@ int table_batch_outcome(const char *body, struct az_status *st)
     return 0;
 }
 
-/* ETag of one operation's response; see batch.h. */
+/* ETag of one operation's response; see table/table.h. */
 int table_batch_etag(const char *body, size_t index, char **etag)
 {
     const char *p = body;
@@ -390,14 +390,14 @@ static int batch_idempotent(const struct table_batch_op *ops, size_t n)
     return 1;
 }
 
-/* Run an entity group transaction; see batch.h. */
+/* Run an entity group transaction; see table/table.h. */
 int table_batch(struct table_client *tc, const char *table, const char *pk,
                 const struct table_batch_op *ops, size_t n, struct az_status *st)
 {
     return table_batch_again(tc, table, pk, ops, n, NULL, st);
 }
 
-/* The index a failed batch's error names; see batch.h. */
+/* The index a failed batch's error names; see table/table.h. */
 int table_batch_failed_index(const struct az_status *st)
 {
     const char *m = st->message;
@@ -410,7 +410,7 @@ int table_batch_failed_index(const struct az_status *st)
     return *end == ':' && i >= 0 && i < BATCH_MAX_OPS ? (int)i : -1;
 }
 
-/* Run an entity group transaction sent before; see batch.h. */
+/* Run an entity group transaction sent before; see table/table.h. */
 int table_batch_again(struct table_client *tc, const char *table, const char *pk,
                       const struct table_batch_op *ops, size_t n, const struct timespec *first_sent,
                       struct az_status *st)

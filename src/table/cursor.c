@@ -68,7 +68,8 @@ int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
     return parse_page(body, len, 0, fn, ctx, st);
 }
 
-/* Start a query of PATH; see table_i.h for the public constructor. */
+/* Start a query of PATH (the public constructor, table_cursor_new, is
+ * declared in table/table_i.h). */
 static int cursor_new(struct table_cursor **out, const char *path, const char *what,
                       const char *filter, const char *select, int top, int tables)
 {
@@ -401,7 +402,7 @@ static int cursor_run(struct table_client *tc, struct table_cursor *c, table_pag
     return rc;
 }
 
-/* Query Tables; see table_i.h. */
+/* Query Tables; see table/table.h. */
 int table_list_tables(struct table_client *tc, int top, table_page_fn fn, void *ctx,
                       struct az_status *st)
 {
@@ -454,7 +455,7 @@ int table_exists(struct table_client *tc, const char *name, struct az_status *st
     return rc < 0 ? rc : s.found;
 }
 
-/* Query Entities; see table_i.h. */
+/* Query Entities; see table/table.h. */
 int table_query(struct table_client *tc, const char *table, const char *filter, const char *select,
                 int top, table_page_fn fn, void *ctx, struct az_status *st)
 {

@@ -89,7 +89,7 @@ const char *table_kind_name(int kind)
     return kind >= 0 && kind < TK_COUNT ? kind_names[kind] : NULL;
 }
 
-/* Create a client; see tablereq.h. */
+/* Create a client; see table/table.h. */
 int table_client_new(struct table_client **out, const struct account *acct,
                      const struct http_config *hcfg, const struct logger *lg,
                      struct http_stats *stats)

@@ -1,5 +1,5 @@
 /* table/split.c - one query's pages fetched as disjoint key ranges in
- * parallel (cursor.h: table_cursor_split).
+ * parallel (table/table_i.h: table_split_new).
  *
  * The query starts as one range, read page by page by a worker. When a
  * page of a range comes back with more to come and fewer than

@@ -465,8 +465,9 @@ int userfilter_build_for(const struct table_client *tc, const char *pk, const ch
 
 /* ---- ops.c: the table protocol layer, the one header its users include:
  * Table service operations on entities and tables (table/ops.c), and, through
- * the headers below, the client, status and OData helpers (tablereq.h),
- * paged queries (cursor.h) and entity group transactions (batch.h). */
+ * the declarations below, the client, status and OData helpers
+ * (table/request.c), paged queries (table/cursor.c) and entity group
+ * transactions (table/batch.c). */
 
 /* Point query. On success *entity is a new reference (the wire object, with
  * "odata.etag"), and *etag (if ETAG non-NULL) a malloc'd copy of the ETag.

@@ -285,7 +285,7 @@ enum split_cuts {
 /* The split of cursor C (borrowed: it must outlive the split) with up to
  * WAYS workers (as many requests in flight, with CUTS other than
  * SPLIT_CUT_NONE); CUTS: what its query is cut into; PREP (copied; may be
- * NULL): the workers' work on each page (cursor.h). Nothing is sent yet.
+ * NULL): the workers' work on each page (table/cursor.c). Nothing is sent yet.
  * Returns 0 with *OUT or -ENOMEM. */
 int table_split_new(struct table_split **out, const struct table_cursor *c, int ways,
                     enum split_cuts cuts, const struct table_prep *prep);

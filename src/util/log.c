@@ -63,7 +63,7 @@ static size_t escape_unit(const char **in, char *unit)
     return w;
 }
 
-/* log_escape: see log.h. */
+/* log_escape: see util/util.h. */
 size_t log_escape(char *out, size_t outlen, const char *in)
 {
     size_t len = 0, kept = 0; /* length of the whole text; of what OUT holds */
