@@ -499,7 +499,6 @@ static int target_refused(const struct perform *p)
 {
     const struct http_request *r = p->req;
     long status = counted_status(p);
-
     int kind;
 
     if (!r->target || !http_pool_targets(p->pool) || (status != 503 && status != 429))
