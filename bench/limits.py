@@ -11,6 +11,9 @@ every request held D ms, each job on a fresh mount, timed with the unmount:
 * import:  ``mkdir /mnt/T && cat f > /mnt/T/.ndjson`` (f in partition order,
   as the export wrote it) and, with --shuffled (the default), the same
   with the lines shuffled
+* import_spool, import_memory: the import in partition order with 1 MiB of
+  memory (``-o cache_size=1``), reading ahead through the spool (-o
+  spool_dir=) or not (spool_dir=none)
 * restore: ``mkdir /mnt/T && rsync -a backup/ /mnt/T/`` synchronous, and
   with ``-o writeback`` (the mount's root fsync'd before the unmount)
 
@@ -46,7 +49,8 @@ _imp = __import__("import")          # bench/import.py: its table comparison
 same_tables = _imp.same_tables
 
 SOURCE = "src"
-JOBS = ("export", "backup", "import", "import_shuffled", "restore", "restore_writeback")
+JOBS = ("export", "backup", "import", "import_shuffled", "import_spool", "import_memory",
+        "restore", "restore_writeback")
 SETTLE = 2.0      # seconds between jobs: the buckets (one second each) refill
 
 
@@ -146,10 +150,16 @@ def run_delay(args, az, work, d):
             random.Random(1).shuffle(lines)
             with open(shuffled, "w", encoding="utf-8") as f:
                 f.writelines(lines)
-        for name, src, table in (("import", export, "imp" + tag),
-                                 ("import_shuffled", shuffled, "shuf" + tag)):
+        spool = os.path.join(work, "spool")
+        os.makedirs(spool, exist_ok=True)
+        for name, src, table, options in (
+                ("import", export, "imp" + tag, []),
+                ("import_shuffled", shuffled, "shuf" + tag, []),
+                ("import_spool", export, "isp" + tag,
+                 ["-o", "cache_size=1,spool_dir=%s" % spool]),
+                ("import_memory", export, "imm" + tag, ["-o", "cache_size=1,spool_dir=none"])):
             job(name, lambda m, src=src, table=table: "mkdir %s && cat %s > %s" % (
-                m.join(table), src, m.join(table, ".ndjson")),
+                m.join(table), src, m.join(table, ".ndjson")), options,
                 check=lambda table=table: table_check(az, table, n))
         for name, options, table in (
                 ("restore", [], "rs" + tag),

@@ -576,6 +576,7 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
         return -1;
     }
     a->store.scan_ways = o->scan_parallel;
+    a->store.spool_dir = o->spool_dir;
     if (o->unordered) /* the profile's answer otherwise (table_client_ordered) */
         table_client_set_ordered(a->store.tc, 0);
     if (!(a->prefetch = prefetch_new(&a->store, o->scan_parallel, &rc)) && rc < 0) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "names/names.h"
 #include "options.h"
@@ -46,9 +47,9 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_KEY("umask=", KEY_UMASK), FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE),
     FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE), OPT("ino32", ino32), OPT("writeback", writeback),
     OPT("writeback=%u", writeback_ms), OPT("journal_dir=%s", journal_dir),
-    OPT("writeback_queue=%lu", writeback_queue_mb), OPT("writeback_stop=%u", writeback_stop),
-    OPT("max_rps=%lf", max_rps), OPT("forget_after=%lu", forget_after), OPT("nonempty", nonempty),
-    OPT("unordered", unordered),
+    OPT("spool_dir=%s", spool_dir), OPT("writeback_queue=%lu", writeback_queue_mb),
+    OPT("writeback_stop=%u", writeback_stop), OPT("max_rps=%lf", max_rps),
+    OPT("forget_after=%lu", forget_after), OPT("nonempty", nonempty), OPT("unordered", unordered),
     /* libfuse's, but aztfs sets them itself (fs/ops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED), FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED), FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
@@ -173,6 +174,37 @@ static void modes(struct aztfs_opts *o)
 }
 
 /* Parse; see options.h. */
+/* O's spool_dir made absolute (the daemon works from "/"): -o spool_dir=,
+ * else $TMPDIR when absolute, else /var/tmp; NULL for "none" (or when the
+ * default is missing). One given that is not a directory is refused now,
+ * not at the first import that reads ahead. */
+static int spool_dir(struct aztfs_opts *o)
+{
+    const char *env = getenv("TMPDIR"), *dir = o->spool_dir;
+    struct stat st;
+    char *real;
+
+    if (dir && strcmp(dir, "none") == 0) {
+        free(o->spool_dir);
+        o->spool_dir = NULL;
+        return 0;
+    }
+    if (!dir)
+        dir = env && *env == '/' ? env : "/var/tmp";
+    if (!(real = realpath(dir, NULL)) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        if (!real && errno == ENOMEM)
+            return -ENOMEM;
+        free(real);
+        if (!o->spool_dir)
+            return 0; /* the default, missing: no spool */
+        fprintf(stderr, "aztfs: spool_dir '%s' is not a directory\n", dir);
+        return -EINVAL;
+    }
+    free(o->spool_dir);
+    o->spool_dir = real;
+    return 0;
+}
+
 int options_parse(struct fuse_args *args, struct aztfs_opts *o)
 {
     int rc;
@@ -207,7 +239,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     }
     if (o->n_positional > 0 && fuse_opt_add_arg(args, o->positional[o->n_positional - 1]) == -1)
         return -ENOMEM;
-    if ((rc = permission_checks(args, o)) < 0)
+    if ((rc = permission_checks(args, o)) < 0 || (rc = spool_dir(o)) < 0)
         return rc;
     if (o->cache_timeout < 0 || o->cache_timeout > 86400) {
         fprintf(stderr, "aztfs: cache_timeout must be between 0 and 86400 seconds\n");
@@ -266,6 +298,7 @@ void options_free(struct aztfs_opts *o)
 {
     free(o->config);
     free(o->journal_dir);
+    free(o->spool_dir);
     free(o->loglevel);
     free(o->cafile);
     free(o->tables);
@@ -343,6 +376,9 @@ void options_usage(const char *progname)
            "                            an import's transactions at once\n"
            "                            (1-64; 1: one after another; " SCAN_PARALLEL_DEFAULT_STR
            ")\n"
+           "    -o spool_dir=DIR        where an import reads ahead past cache_size, in\n"
+           "                            an unnamed file (default $TMPDIR, else /var/tmp;\n"
+           "                            none: as far as memory goes)\n"
            "    -o scratch_size=MIB     memory for all scratch files together (64)\n"
            "    -o connect_timeout=SECS TCP/TLS connect timeout (10)\n"
            "    -o timeout=SECS         timeout of one request (60)\n"

@@ -52,6 +52,7 @@ struct aztfs_opts {
     int writeback;                 /* -o writeback[=MS]: write-behind */
     unsigned writeback_ms;         /* its delay (UINT_MAX until given) */
     char *journal_dir;             /* -o journal_dir=DIR */
+    char *spool_dir;               /* -o spool_dir=DIR */
     unsigned long writeback_queue_mb; /* -o writeback_queue=MiB: writers wait beyond it */
     unsigned writeback_stop;          /* -o writeback_stop=SECONDS: the send at the stop, at most */
     char *positional[2];              /* non-option arguments, in order */

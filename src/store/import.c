@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "entity/entity.h"
 #include "names/names.h"
@@ -79,10 +80,10 @@ static int fullest(const struct import_stream *m)
     return f;
 }
 
-/* Is held transaction B full? */
+/* Is held transaction B full (or spooled: its lines are on disk)? */
 static int batch_full(const struct import_stream *m, const struct import_batch *b)
 {
-    return b->n == IMPORT_BATCH_OPS ||
+    return b->n == IMPORT_BATCH_OPS || b->spool_len ||
         b->bytes >= table_batch_room(m->s->tc, IMPORT_BATCH_BYTES, 512 * 1024);
 }
 
@@ -269,6 +270,7 @@ int import_open(struct store *s, struct fspath *fp, const char *path, int insert
     m->s = s;
     m->insert = insert;
     m->queue_tail = &m->queue;
+    m->spool_fd = -1;
     cache_get_stats(s->cache, &cs);
     m->queue_bytes = cs.max_bytes;
     buf_init(&m->partial, IMPORT_LINE_MAX + 1);
@@ -386,9 +388,11 @@ void import_free(struct import_stream *m)
         clock_gettime(CLOCK_MONOTONIC, &now);
         log_info(&m->s->log,
                  "import %s: %llu lines, %llu entities applied in %llu transactions "
-                 "(%s), %llu not applied, %.1f s%s",
+                 "(%s; %llu of them through the spool, %.1f MiB there at most), "
+                 "%llu not applied, %.1f s%s",
                  m->path, m->lines, m->applied, m->transactions,
-                 m->insert ? "insert" : "insert or replace", m->dropped,
+                 m->insert ? "insert" : "insert or replace", m->spooled,
+                 (double)m->spool_peak / (1024 * 1024), m->dropped,
                  (double)(now.tv_sec - m->started.tv_sec) +
                      (double)(now.tv_nsec - m->started.tv_nsec) / 1e9,
                  m->err ? ": stopped by the failure logged before" : "");
@@ -402,6 +406,8 @@ void import_free(struct import_stream *m)
         import_batch_free(b);
     }
     buf_free(&m->partial);
+    if (m->spool_fd >= 0)
+        close(m->spool_fd);
     pthread_cond_destroy(&m->cond);
     pthread_mutex_destroy(&m->lock);
     pthread_mutex_destroy(&m->wlock);

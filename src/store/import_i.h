@@ -26,10 +26,12 @@
 /* The counting filter of keys held or out: 2^20 counters. */
 #define IMPORT_FILTER_BITS 20
 #define IMPORT_FILTER_SIZE ((size_t)1 << IMPORT_FILTER_BITS)
-/* Transactions queued (full, waiting for a sender) at most; their lines'
- * bytes are held to the cache's size (-o cache_size, 32 MiB by default:
- * the memory the user gave the mount). The writer reads this far ahead of
- * what is sent, so that a stream in partition order has many partitions'
+/* Transactions queued (full, waiting for a sender) at most: 409,600
+ * entities, each transaction's bookkeeping 3.3 KiB (13 MiB). The lines of
+ * those in memory are held to the cache's size (-o cache_size, 32 MiB by
+ * default: the memory the user gave the mount); past it they wait in the
+ * spool on disk (importspool.c). The writer reads this far ahead of what
+ * is sent, so that a stream in partition order has many partitions'
  * transactions to send at once (importsend.c). */
 #define IMPORT_QUEUE_MAX 4096
 /* Transactions out at once, whatever -o scan_parallel says (its range). */
@@ -47,6 +49,11 @@ struct import_batch {
     uint64_t key[IMPORT_BATCH_OPS];            /* key_hash of pk, rk */
     unsigned long long line[IMPORT_BATCH_OPS]; /* 1-based line numbers */
     struct import_batch *next;                 /* in the queue */
+    /* spooled (importspool.c): where its lines are in the spool; until a
+     * sender reads them back, wire and rk are NULL and its keys are known
+     * by their hashes only. SPOOL_LEN is 0 for a transaction in memory. */
+    unsigned long long spool_off;
+    size_t spool_len;
 };
 
 struct import_stream {
@@ -72,6 +79,10 @@ struct import_stream {
     /* line LINES was taken at a flush before its newline: only blanks may
      * come until it; guarded by wlock */
     int cut;
+    /* the spool (importspool.c): written by the writer, read by senders */
+    int spool_fd;                 /* -1 until the first transaction spooled */
+    int spool_broken;             /* it failed once: memory only; guarded by wlock */
+    unsigned long long spool_end; /* its length; guarded by wlock */
 
     /* shared with the senders */
     pthread_mutex_t lock;
@@ -82,15 +93,18 @@ struct import_stream {
     size_t queue_bytes;                           /* what they may add up to (the cache's size) */
     struct import_batch *out[IMPORT_SENDERS_MAX]; /* by sender: the transaction it sends,
                                                      NULL when none; guarded by lock */
-    int next_slot;                            /* the next sender's index in out; guarded by lock */
-    uint64_t recent[IMPORT_RECENT];           /* the partitions (pk_hash) of the last sends,
+    int next_slot;                             /* the next sender's index in out; guarded by lock */
+    uint64_t recent[IMPORT_RECENT];            /* the partitions (pk_hash) of the last sends,
                                                  a ring; guarded by lock */
-    unsigned recent_n;                        /* sends so far; guarded by lock */
-    int stopping;                             /* guarded by lock */
-    uint16_t *filter;                         /* keys held or out; guarded by lock */
-    int err;                                  /* the first failure: 0 or -errno; guarded by lock */
-    unsigned long long applied, transactions; /* guarded by lock */
-    unsigned long long dropped;               /* lines not applied; guarded by lock */
+    unsigned recent_n;                         /* sends so far; guarded by lock */
+    int stopping;                              /* guarded by lock */
+    uint16_t *filter;                          /* keys held or out; guarded by lock */
+    int err;                                   /* the first failure: 0 or -errno; guarded by lock */
+    unsigned long long applied, transactions;  /* guarded by lock */
+    unsigned long long dropped;                /* lines not applied; guarded by lock */
+    unsigned long long spooled;                /* transactions spooled; guarded by lock */
+    unsigned long long spool_held, spool_peak; /* bytes spooled, not yet read back, now
+                                                  and at most; guarded by lock */
     struct workers senders;
 };
 
@@ -110,13 +124,24 @@ void import_batch_free(struct import_batch *b);
  * the log and user.aztfs.errors. Later ones are not logged. */
 void import_fail(struct import_stream *m, int rc, const struct az_status *st, const char *why);
 
-/* Queue held transaction I of M (the writer's), waiting for room.
- * Returns 0, the stream's failure, or -EINTR (the transaction stays held). */
+/* Queue held transaction I of M (the writer's), waiting for room: in
+ * memory while the cache's size allows, else through the spool while it
+ * works, else once the senders have made room. Returns 0, the stream's
+ * failure, or -EINTR (the transaction stays held, maybe spooled). */
 int import_submit(struct import_stream *m, int i);
 
 /* Queue every held transaction and wait until all are answered. Returns 0,
  * the stream's failure, or -EINTR. */
 int import_drain(struct import_stream *m);
+
+/* Write held transaction B of M (the writer's, its wlock held) to the
+ * spool, keeping its keys' hashes and freeing its lines. Returns 0, or
+ * -errno with the spool turned off (logged) and B as it was. */
+int import_spool_put(struct import_stream *m, struct import_batch *b);
+
+/* Read spooled transaction B's lines back (a sender's, without the lock).
+ * Returns 0 or -errno (-EIO: the spool does not hold what was written). */
+int import_spool_get(struct import_stream *m, struct import_batch *b);
 
 /* A sender thread of M (util/worker.c). */
 void *import_sender(void *arg);

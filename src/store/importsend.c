@@ -52,13 +52,14 @@ void import_filter_add(struct import_stream *m, uint64_t k, int by)
     m->filter[slot(k, 1)] = (uint16_t)(m->filter[slot(k, 1)] + by);
 }
 
-/* Does B hold entity PK, RK (hash K)? */
+/* Does B hold entity PK, RK (hash K)? (A spooled one's keys are known by
+ * their 64-bit hashes: one that matches another key's costs a wait.) */
 static int batch_holds(const struct import_batch *b, const char *pk, const char *rk, uint64_t k)
 {
     if (strcmp(b->pk, pk) != 0)
         return 0;
     for (size_t i = 0; i < b->n; i++)
-        if (b->key[i] == k && strcmp(b->rk[i], rk) == 0)
+        if (b->key[i] == k && (b->spool_len || strcmp(b->rk[i], rk) == 0))
             return 1;
     return 0;
 }
@@ -157,6 +158,25 @@ static int batch_send(struct import_stream *m, struct import_batch *b)
                  st.message[0] ? st.message : strerror(-rc));
     pthread_mutex_lock(&m->lock);
     import_fail(m, rc, &st, why);
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+/* Read spooled transaction B of M back (a sender's, without the lock).
+ * Returns 0 or -errno, with the failure recorded. */
+static int spooled_back(struct import_stream *m, struct import_batch *b)
+{
+    char why[300];
+    int rc = import_spool_get(m, b);
+
+    if (rc == 0)
+        return 0;
+    snprintf(why, sizeof(why),
+             "the transaction of lines %llu to %llu (%zu entities of partition '%.80s') could "
+             "not be read back from the spool: %s; not applied",
+             b->line[0], b->line[b->n - 1], b->n, b->pk, strerror(-rc));
+    pthread_mutex_lock(&m->lock);
+    import_fail(m, rc, NULL, why);
     pthread_mutex_unlock(&m->lock);
     return rc;
 }
@@ -281,7 +301,7 @@ static struct import_batch *pick(struct import_stream *m, double *wait)
     if (!(*pp = b->next))
         m->queue_tail = pp;
     m->queued--;
-    m->queued_bytes -= b->bytes;
+    m->queued_bytes -= b->spool_len ? 0 : b->bytes;
     m->recent[m->recent_n++ % IMPORT_RECENT] = b->pk_hash;
     return b;
 }
@@ -327,13 +347,14 @@ static void send_loop(struct import_stream *m, int slot)
             if (!(m->queue = b->next))
                 m->queue_tail = &m->queue;
             m->queued--;
-            m->queued_bytes -= b->bytes;
+            m->queued_bytes -= b->spool_len ? 0 : b->bytes;
         }
         m->running++;
         m->out[slot] = b;
         if (!m->err) {
             pthread_mutex_unlock(&m->lock);
-            rc = batch_send(m, b);
+            rc = b->spool_len ? spooled_back(m, b) : 0;
+            rc = rc == 0 ? batch_send(m, b) : rc;
             pthread_mutex_lock(&m->lock);
         } else {
             rc = -ECANCELED;
@@ -392,24 +413,32 @@ static int interrupted(const struct import_stream *m)
     return !m->closing && m->s->cancelled && m->s->cancelled(m->s->cancel_ctx);
 }
 
-/* Is M's queue full (the writer waits)? Never when empty. */
-static int queue_full(const struct import_stream *m)
+/* Has M's queue room for held transaction B? Always when empty; one in
+ * memory past the cache's size only when empty. */
+static int has_room(const struct import_stream *m, const struct import_batch *b)
 {
     LOCK_HELD(&m->lock);
-    return m->queued >= IMPORT_QUEUE_MAX || (m->queued > 0 && m->queued_bytes >= m->queue_bytes);
+    return m->queued == 0 ||
+        (m->queued < IMPORT_QUEUE_MAX && (b->spool_len || m->queued_bytes < m->queue_bytes));
 }
 
-/* Queue held transaction I of M (the writer's), waiting for room.
- * Returns 0, the stream's failure, or -EINTR (the transaction stays held). */
+/* See import_i.h. */
 int import_submit(struct import_stream *m, int i)
 {
     struct import_batch *b = m->held[i];
     int rc;
 
     pthread_mutex_lock(&m->lock);
-    while (!m->err && queue_full(m) && !interrupted(m))
+    while (!m->err && !has_room(m, b) && !interrupted(m)) {
+        if (!b->spool_len && m->s->spool_dir && !m->spool_broken && m->queued < IMPORT_QUEUE_MAX) {
+            pthread_mutex_unlock(&m->lock);
+            import_spool_put(m, b); /* a failure: B as it was, the spool off */
+            pthread_mutex_lock(&m->lock);
+            continue;
+        }
         wait_a_little(m);
-    rc = m->err ? m->err : queue_full(m) ? -EINTR : 0;
+    }
+    rc = m->err ? m->err : has_room(m, b) ? 0 : -EINTR;
     if (rc == 0) { /* B is the senders' from here: a sender may free it once we unlock */
         m->held_bytes -= b->bytes;
         m->held[i] = m->held[--m->n_held];
@@ -417,7 +446,7 @@ int import_submit(struct import_stream *m, int i)
         *m->queue_tail = b;
         m->queue_tail = &b->next;
         m->queued++;
-        m->queued_bytes += b->bytes;
+        m->queued_bytes += b->spool_len ? 0 : b->bytes;
         pthread_cond_signal(&m->cond);
     }
     pthread_mutex_unlock(&m->lock);

@@ -46,6 +46,7 @@ struct store {
     double negative_timeout; /* seconds an absence stays known (<= cache_timeout) */
     time_t mount_time;       /* the mtime of an entity without a Timestamp */
     int scan_ways;           /* -o scan_parallel: requests in flight of a listing */
+    const char *spool_dir;   /* -o spool_dir: imports read ahead there (NULL: none) */
     /* Told of every path store_forget drops (the layer above drops its
      * own copies, the kernel's); NULL: nobody to tell. */
     void (*dropped)(void *ctx, const char *path);
@@ -657,14 +658,13 @@ void export_free(struct export_stream *x);
 
 /* ---- store/import.c: NDJSON written to a table's or a partition's stream
  * (/t/.ndjson, /t/pk/.ndjson: doc/USAGE.md, "Import"), applied in entity
- * group transactions of up to 100 entities of one partition, scan_parallel
- * of them out at once. Part of the store layer: no FUSE, requests through
- * table.h. */
+ * group transactions of up to 100 entities of one partition. No FUSE. */
 
 /* One stream being written: the line not yet ended, the transactions being
  * filled (one per partition, at most 1,024 and 16 MiB of lines together),
- * queued (the cache's size of lines at most) and out (scan_ways, spread
- * over the partitions, each on a sender thread of its own). */
+ * queued (the cache's size of lines in memory, the rest in the spool: -o
+ * spool_dir) and out (scan_ways, spread over the partitions, each on a
+ * sender thread of its own). */
 struct import_stream;
 
 /* Open stream FP (FSP_STREAM; a table's or a partition's; a long-form

@@ -11,15 +11,17 @@ import datetime
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
 
 from aztfs_names import dir_name
 from conftest import ROOT, conn_str_for
-from harness import FaultProxy
+from harness import FaultProxy, aztfs_env
 from sdk_values import typed
 import test_export as ex
 
@@ -374,6 +376,46 @@ def test_interrupted_writes_take_each_line_once(sdk, seed, mounter, azurite):
     assert p.returncode == 0, p.stderr.decode()[-3000:] + m.stderr()[-3000:]
     assert int(p.stdout) > 0          # the signals did cut writes short
     assert sorted(e["n"] for e in t.list_entities(select=["n"])) == list(range(3000))
+
+
+def test_an_import_past_memory_reads_ahead_on_disk(sdk, seed, mounter, azurite, tmp_path):
+    """An input in partition order holding more than the memory given the
+    mount (-o cache_size=1): the writer reads ahead into the spool (-o
+    spool_dir=) instead of waiting for the senders, the log says how much
+    went through it, every entity arrives with its value, and nothing is
+    left in the spool's directory."""
+    t = seed.table(sdk, "importSpool")
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    px = FaultProxy(azurite.port, rate=0.0, delay=0.2)  # senders slower than any writer
+    px.start()
+    try:
+        m = mounter.mount(conn_str=conn_str_for(px.port),
+                          options=["-o", "cache_size=1,spool_dir=%s" % spool])
+        data = "".join(line("p%d" % (i // 600), "r%05d" % i, n=i, pad="z" * 1000) + "\n"
+                       for i in range(4800))
+        e = write_stream(m.join("importSpool", ".ndjson"), data)
+        pattern = r"insert or replace; (\d+) of them through the spool, ([0-9.]+) MiB"
+        for _ in range(100):  # the release, which logs the stream's end, follows the close
+            log = m.stderr()
+            spooled = re.search(pattern, log)
+            if spooled:
+                break
+            time.sleep(0.1)
+    finally:
+        px.stop()
+    assert e is None, (e, log[-3000:])
+    assert "the rest waits in a spool in %s" % spool in log, log[-3000:]
+    assert spooled and int(spooled.group(1)) >= 10, log[-3000:]
+    assert os.listdir(spool) == []
+    assert sorted(x["n"] for x in t.list_entities(select=["n"])) == list(range(4800))
+
+
+def test_a_spool_dir_that_is_not_a_directory_is_refused(azurite, aztfs_run, tmp_path):
+    res = aztfs_run(["-f", "-o", "spool_dir=%s" % (tmp_path / "missing"), str(tmp_path)],
+                    aztfs_env(azurite.conn_str))
+    assert res.returncode != 0, res
+    assert "spool_dir '%s' is not a directory" % (tmp_path / "missing") in res.stderr, res
 
 
 def test_lost_answers_insert_each_entity_once(sdk, seed, mounter, azurite):

@@ -2,7 +2,8 @@
  * (TAP): lines cut anywhere between writes, transactions of 100, an
  * entity named twice sent after its first, a bad line stopping the
  * stream after every line before it, a refused transaction's line, and
- * writes interrupted while they wait (short writes, nothing taken twice).
+ * writes interrupted while they wait (short writes, nothing taken twice),
+ * and a read-ahead past memory through the spool (importspool.c).
  * The server (httpd.h) answers every $batch with one 204 per operation,
  * or a 409 for the operation whose RowKey starts "conflict", and records each
  * transaction as "pk:rk,rk,...". */
@@ -16,6 +17,7 @@
 #include <jansson.h>
 
 #include "names/names.h"
+#include "store/import_i.h"
 #include "store/store.h"
 #include "table/table.h"
 #include "util/util.h"
@@ -29,8 +31,9 @@
 static struct {
     char *batch[SEEN_MAX]; /* "pk:rk,rk,..." of each transaction, in arrival order */
     int n;
-    int delay_ms; /* each answer held this long */
-} svc;            /* guarded by httpd.lock */
+    int delay_ms;     /* each answer held this long */
+    struct buf *body; /* when set: each entity sent, as sorted compact JSON, a line each */
+} svc;                /* guarded by httpd.lock */
 
 static void svc_reset(int delay_ms)
 {
@@ -66,6 +69,8 @@ static size_t batch_answer(char *out, size_t size, int parts, int bad)
     return n;
 }
 
+static atomic_int gate; /* while set, no request is answered */
+
 /* Each $batch recorded and answered (its entities read from their JSON
  * bodies); anything else is a 404. */
 static size_t serve(const char *head, int n, char *out, size_t size, int *keep)
@@ -75,6 +80,8 @@ static size_t serve(const char *head, int n, char *out, size_t size, int *keep)
     int parts = 0, bad = -1;
 
     (void)n;
+    while (atomic_load(&gate))
+        usleep(1000);
     *keep = 1;
     if (strncmp(head, "POST ", 5) != 0 || !strstr(head, "/$batch") || !p)
         return httpd_response(out, size, 404, NULL, "", 1);
@@ -83,6 +90,12 @@ static size_t serve(const char *head, int n, char *out, size_t size, int *keep)
         json_t *e = json_loadb(p + 4, strlen(p + 4), JSON_DISABLE_EOF_CHECK, &jerr);
         const char *rk = json_string_value(json_object_get(e, "RowKey"));
 
+        if (svc.body) {
+            char *text = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS);
+
+            buf_addf(svc.body, "%s\n", text ? text : "?");
+            free(text);
+        }
         if (parts == 0)
             buf_addf(&rec, "%s:", json_string_value(json_object_get(e, "PartitionKey")));
         buf_addf(&rec, "%s%s", parts ? "," : "", rk ? rk : "?");
@@ -146,9 +159,17 @@ static int cancelled(void *ctx)
     return atomic_load(&interrupt);
 }
 
+/* Requests that wait as long as a test holds their answer back. */
+static const struct http_config patient_hc = {
+    .connect_timeout_ms = 2000,
+    .request_timeout_ms = 600000,
+    .max_retries = 0,
+};
+
 /* A store of WAYS scan_parallel, its failures in *RING, its cache (and
- * so an import's read-ahead) CACHE bytes. */
-static struct store *new_store_cache(int ways, struct failring **ring, size_t cache)
+ * so an import's read-ahead) CACHE bytes, its requests configured by HC. */
+static struct store *new_store_hc(int ways, struct failring **ring, size_t cache,
+                                  const struct http_config *cfg)
 {
     struct store *s = calloc(1, sizeof(*s));
 
@@ -159,11 +180,16 @@ static struct store *new_store_cache(int ways, struct failring **ring, size_t ca
     s->cache_timeout = 60;
     s->negative_timeout = 1;
     s->scan_ways = ways;
-    if (store_open(s, &svc_acct, &hc, cache) != 0)
+    if (store_open(s, &svc_acct, cfg, cache) != 0)
         abort();
     store_set_hooks(s, cancelled, NULL, NULL);
     atomic_store(&interrupt, 0);
     return s;
+}
+
+static struct store *new_store_cache(int ways, struct failring **ring, size_t cache)
+{
+    return new_store_hc(ways, ring, cache, &hc);
 }
 
 static struct store *new_store(int ways, struct failring **ring)
@@ -644,6 +670,141 @@ static void test_refusal_stops_other_partitions(void)
     free_store(s, ring);
 }
 
+/* Lines of partitions "p0".."p9", 1,000 each in partition order, their
+ * values of many kinds (what a spool must give back as it was given). */
+static char *ordered_lines(void)
+{
+    struct buf b = BUF_INIT(SIZE_MAX);
+
+    for (int p = 0; p < 10; p++)
+        for (int i = 0; i < 1000; i++)
+            buf_addf(&b,
+                     "{\"PartitionKey\":\"p%d\",\"RowKey\":\"k%d-%04d\",\"n\":%d,"
+                     "\"big\":\"%lld\",\"big@odata.type\":\"Edm.Int64\",\"x\":%.17g,"
+                     "\"s\":\"caf\\u00e9 \\\"q\\\" \\u0001 \\ud83d\\ude00 %d\",\"b\":%s}\n",
+                     p, p, i, i, 9007199254740993LL + i, 0.1 * i - 7e300 * (i == 3), i,
+                     i % 2 ? "true" : "false");
+    buf_add(&b, "", 1);
+    return buf_take(&b, NULL);
+}
+
+/* Import TEXT through a store of 16 KiB and one sender (SPOOL_DIR: where
+ * it reads ahead), with GATED no answer given until every line is taken
+ * (the writer reads as far ahead as it can, however slow the run:
+ * valgrind's; the requests wait as long, and none is sent twice); the
+ * partitions of the first 20 transactions sent, how many differ; the
+ * entities sent, sorted, in *BODY; whether every line was sent once in
+ * *ONCE; the transactions spooled in *SPOOLED. */
+static int import_ordered(const char *text, const char *spool_dir, int gated, struct buf *body,
+                          int *once, unsigned long long *spooled)
+{
+    struct failring *ring;
+    struct store *s = new_store_hc(1, &ring, 16 * 1024, &patient_hc);
+    struct import_stream *m;
+    char first[20][8], *got, *tok, *save = NULL;
+    int n = 0, distinct = 0;
+
+    s->spool_dir = spool_dir;
+    m = open_import(s, NULL, 0);
+    svc_reset(10);
+    pthread_mutex_lock(&httpd.lock);
+    svc.body = body;
+    pthread_mutex_unlock(&httpd.lock);
+    atomic_store(&gate, gated);
+    is_int(put(m, text, 0), (int)strlen(text), "10,000 lines in partition order taken");
+    atomic_store(&gate, 0);
+    is_int(import_flush(m), 0, "and applied");
+    pthread_mutex_lock(&httpd.lock);
+    svc.body = NULL;
+    pthread_mutex_unlock(&httpd.lock);
+    got = seen();
+    for (tok = strtok_r(got, " ", &save); tok && n < 20; tok = strtok_r(NULL, " ", &save)) {
+        int seen_before = 0;
+
+        snprintf(first[n], sizeof(first[n]), "%.*s", (int)strcspn(tok, ":"), tok);
+        for (int i = 0; i < n; i++)
+            seen_before |= strcmp(first[i], first[n]) == 0;
+        distinct += !seen_before;
+        n++;
+    }
+    free(got);
+    *once = 1;
+    for (int p = 0; p < 10; p += 3)
+        for (int i = 0; i < 1000; i += 7) {
+            char rk[16];
+
+            snprintf(rk, sizeof(rk), "k%d-%04d", p, i);
+            *once &= times_sent(rk) == 1;
+        }
+    pthread_mutex_lock(&m->lock);
+    *spooled = m->spooled;
+    pthread_mutex_unlock(&m->lock);
+    import_free(m);
+    free_store(s, ring);
+    return distinct;
+}
+
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* B's lines sorted, joined again (B's text replaced). */
+static void sort_lines(struct buf *b)
+{
+    char **line = NULL, *save = NULL, *all = buf_take(b, NULL);
+    size_t n = 0;
+
+    for (char *t = strtok_r(all, "\n", &save); t; t = strtok_r(NULL, "\n", &save)) {
+        char **more = realloc(line, (n + 1) * sizeof(*line));
+
+        if (!more)
+            abort();
+        line = more;
+        line[n++] = t;
+    }
+    qsort(line, n, sizeof(*line), by_text);
+    for (size_t i = 0; i < n; i++)
+        buf_addf(b, "%s\n", line[i]);
+    free(line);
+    free(all);
+}
+
+static void test_spool_reads_ahead(void)
+{
+    char dir[] = "/tmp/test_import_spool.XXXXXX", *text = ordered_lines();
+    struct buf spooled_body = BUF_INIT(SIZE_MAX), memory_body = BUF_INIT(SIZE_MAX);
+    unsigned long long spooled, none, broken;
+    int once, once_memory, once_broken, spread, spread_memory;
+
+    if (!mkdtemp(dir))
+        abort();
+    spread = import_ordered(text, dir, 1, &spooled_body, &once, &spooled);
+    spread_memory = import_ordered(text, NULL, 0, &memory_body, &once_memory, &none);
+    import_ordered(text, "/nonexistent/aztfs-spool", 0, NULL, &once_broken, &broken);
+    ok(once_broken && broken == 0,
+       "a spool that cannot be written: memory alone, every line sent once");
+    ok(spooled >= 80 && none == 0,
+       "past 16 KiB of memory, %llu of 100 transactions spooled "
+       "(0 without a spool: %llu)",
+       spooled, none);
+    ok(spread >= 8, "the first 20 transactions sent spread over %d of 10 partitions", spread);
+    ok(spread_memory <= 4, "  (with memory alone, over %d: 16 KiB is one partition's read-ahead)",
+       spread_memory);
+    ok(once && once_memory, "every line sent once, spooled or not");
+    sort_lines(&spooled_body);
+    sort_lines(&memory_body);
+    ok(spooled_body.len > 10000 * 100 && spooled_body.err == 0, "every entity recorded (%zu bytes)",
+       spooled_body.len);
+    ok(spooled_body.len == memory_body.len &&
+           memcmp(spooled_body.ptr, memory_body.ptr, spooled_body.len) == 0,
+       "the entities sent through the spool are those sent from memory, byte for byte");
+    rmdir(dir);
+    buf_free(&spooled_body);
+    buf_free(&memory_body);
+    free(text);
+}
+
 int main(void)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -663,6 +824,7 @@ int main(void)
     test_limits_make_a_bad_line();
     test_bad_first_line();
     test_refusal_stops_other_partitions();
+    test_spool_reads_ahead();
     httpd_stop();
     svc_reset(0);
     free(httpd.body);
