@@ -50,7 +50,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("spool_dir=%s", spool_dir), OPT("writeback_queue=%lu", writeback_queue_mb),
     OPT("writeback_stop=%u", writeback_stop), OPT("max_rps=%lf", max_rps),
     OPT("forget_after=%lu", forget_after), OPT("nonempty", nonempty), OPT("unordered", unordered),
-    /* libfuse's, but aztfs sets them itself (fs/ops.c: aztfs_init) */
+    /* libfuse's, but aztfs sets them itself (fs/fuseops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED), FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED), FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
     FUSE_OPT_KEY("noauto_cache", KEY_MANAGED), FUSE_OPT_KEY("direct_io", KEY_MANAGED),

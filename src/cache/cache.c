@@ -1,4 +1,4 @@
-/* cache/cache.c - a bounded, thread-safe cache of rendered entities and directory listings (TTL + LRU): entries, eviction, files (listings and markers: cache/dirs.c). */
+/* cache/cache.c - a bounded, thread-safe cache of rendered entities and directory listings (TTL + LRU): entries, eviction, files (listings and markers: cache/dircache.c). */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>

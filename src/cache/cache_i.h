@@ -1,5 +1,5 @@
 /* cache_i.h - the inside of the cache, shared by its two files only:
- * cache/cache.c (entries, LRU, TTL, files) and cache/dirs.c (listings and the
+ * cache/cache.c (entries, LRU, TTL, files) and cache/dircache.c (listings and the
  * markers of what is known to exist or not). Not for other modules. */
 #ifndef AZTFS_CACHE_CACHE_I_H
 #define AZTFS_CACHE_CACHE_I_H

@@ -1,5 +1,5 @@
 /* fs.h - the state of one mount (struct aztfs, FUSE's private_data) and
- * the operations table. The FUSE adapters (fs/ops.c, fs/dir.c, fs/write.c,
+ * the operations table. The FUSE adapters (fs/fuseops.c, fs/dir.c, fs/write.c,
  * with fs/handles.c) translate paths, file handles and errno, and call the
  * store layer (store.h, scan.h) for anything the service holds. */
 #ifndef AZTFS_FS_FS_H
@@ -47,12 +47,12 @@ static inline struct aztfs *fs_ctx(void)
     return fuse_get_context()->private_data;
 }
 
-/* The operations table (fs/ops.c). */
+/* The operations table (fs/fuseops.c). */
 extern const struct fuse_operations aztfs_ops;
 
 /* The FUSE loop of A has ended: from now on the store's hooks (asked from
  * any thread, also while write-behind sends what is left) no longer reach
- * the session, which is about to be freed (fs/ops.c). */
+ * the session, which is about to be freed (fs/fuseops.c). */
 void fs_end_session(struct aztfs *a);
 
 /* The request the calling thread serves (fs/loop.c): its opcode

@@ -23,7 +23,7 @@
 #define OPEN_FILE_MAX (4 * 1024 * 1024)
 
 /* What every handle given to the kernel starts with (an open file's, an
- * open directory's, fs/dir.c's or fs/view.c's): its place in the mount's
+ * open directory's, fs/dir.c's or fs/viewops.c's): its place in the mount's
  * list of open handles, and how to free it. The list is what frees the
  * handles still open when the mount ends (the kernel's RELEASE may never
  * come: an unmount drops the requests not yet read, and SIGTERM ends the
@@ -272,8 +272,8 @@ int fs_refuse_name(struct aztfs *a, const char *op, const char *path);
 /* rmdir: a table or partition that holds no entity (-ENOTEMPTY). */
 int fs_rmdir(const char *path);
 
-/* ---- store/view.c: FUSE callbacks for query views (/t/.where/FILTER/...,
- * /t/pk/.where/FILTER/...; view.h): stat, open for reading and listing
+/* ---- fs/viewops.c: FUSE callbacks for query views (/t/.where/FILTER/...,
+ * /t/pk/.where/FILTER/...; store/store.h): stat, open for reading and listing
  * them, and EROFS for every change. The directory and change callbacks
  * here front the ordinary ones (fsdir.h, fswrite.h): a path outside a view
  * is handed on as it is. Each returns 0 or -errno, as libfuse's struct
@@ -317,7 +317,7 @@ int fs_refuse(const char *op, const char *path);
  * /t/.where/F/.ndjson, /t/pk/.where/F/.ndjson, /t/.where/F/pk/.ndjson;
  * doc/USAGE.md, "Export streams" and "Import"): never listed, read in
  * order (export), a table's or a partition's written in order (import).
- * Other changes are refused by fs/view.c's callbacks (fs_refuse). */
+ * Other changes are refused by fs/viewops.c's callbacks (fs_refuse). */
 
 /* getattr of stream PATH (FP: FSP_STREAM, FSP_VIEW_STREAM): a regular file
  * of size 0 (its length is known only once read: read it to its end),

@@ -13,7 +13,7 @@
 
 #define METRICS_TEXT_MAX (1024 * 1024) /* far more than the metrics below take */
 
-/* One metric: where its value is in the stats document (monitor/stats.c), its
+/* One metric: where its value is in the stats document (monitor/statsjson.c), its
  * name, type and help. SUB "*": one sample per member, labelled LABEL. */
 struct metric_def {
     const char *key, *sub, *name, *type, *label, *help;
@@ -107,7 +107,7 @@ static void put_metric(struct buf *b, const struct metric_def *d, json_t *root, 
     }
 }
 
-/* The request duration histogram from ROOT's "latency" (stats.c). */
+/* The request duration histogram from ROOT's "latency" (statsjson.c). */
 static void put_latency(struct buf *b, json_t *root, const char *mp)
 {
     static const char name[] = "aztfs_request_duration_seconds";

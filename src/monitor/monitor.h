@@ -6,7 +6,7 @@
 #include "util/util.h"
 #include "store/store.h"
 
-/* ---- monitor/metrics.c: the mount's counters (monitor/stats.c) in the Prometheus text format,
+/* ---- monitor/metrics.c: the mount's counters (monitor/statsjson.c) in the Prometheus text format,
  * written to a file now and then (-o metrics_file=, for node_exporter's
  * textfile collector). */
 
@@ -43,7 +43,7 @@ int metrics_start(struct metrics *m, struct store *s, const char *mountpoint, un
  * M (NULL: nothing). */
 void metrics_stop(struct metrics *m);
 
-/* ---- monitor/stats.c: the mount's request and cache counters as JSON (xattr user.aztfs.stats, SIGUSR1). */
+/* ---- monitor/statsjson.c: the mount's request and cache counters as JSON (xattr user.aztfs.stats, SIGUSR1). */
 
 #define STATS_XATTR "user.aztfs.stats"
 

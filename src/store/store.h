@@ -496,7 +496,7 @@ int store_pending_counts(struct store *s, struct store_pending_counts *out);
  * when there is none, or -ENOTSUP when the mount is synchronous. */
 int store_discard(struct store *s, const char *path);
 
-/* ---- dirs.c: tables and partitions: whether they exist (from the
+/* ---- store/tables.c: tables and partitions: whether they exist (from the
  * listings, the markers of what the mount learnt, else one query), and the
  * tables and partition directories the mount makes and removes. Part of the
  * store layer (storecore.h): no FUSE, requests through table.h.
@@ -553,7 +553,7 @@ int store_remove_table(struct store *s, const char *path, const char *table);
 int store_move_check(struct store *s, const char *from, struct fspath *ff, const char *to,
                      struct fspath *tf, int unsaved);
 
-/* ---- store/view.c: query views: a table or a partition restricted to a user's
+/* ---- store/viewquery.c: query views: a table or a partition restricted to a user's
  * OData filter (/t/.where/FILTER/..., /t/pk/.where/FILTER/...), listed with
  * one paged, filtered query whose entities are cached under their normal
  * paths (a view and the table share the entity cache) and whose listings

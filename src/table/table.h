@@ -463,8 +463,8 @@ int userfilter_build(const char *pk, const char *filter, char **out, const char 
 int userfilter_build_for(const struct table_client *tc, const char *pk, const char *filter,
                          char **out, const char **why);
 
-/* ---- ops.c: the table protocol layer, the one header its users include:
- * Table service operations on entities and tables (table/ops.c), and, through
+/* ---- crud.c: the table protocol layer, the one header its users include:
+ * Table service operations on entities and tables (table/crud.c), and, through
  * the declarations below, the client, status and OData helpers
  * (table/request.c), paged queries (table/cursor.c) and entity group
  * transactions (table/batch.c). */

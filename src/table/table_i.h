@@ -36,7 +36,7 @@ json_t *page_read(const char *body, size_t len, json_error_t *jerr);
 json_t *page_read_text(const char *body, size_t len, json_error_t *jerr);
 
 /* ---- tableint: inside the table protocol layer: what table/request.c, table/cursor.c, table/split.c,
- * table/batch.c and table/ops.c share and no other module uses (they use table.h).
+ * table/batch.c and table/crud.c share and no other module uses (they use table.h).
  * Sending a signed request, the Table headers each response is searched
  * for, the one error parser, wire addresses and bodies of entities, and
  * the check that settles a write whose answer was lost. */
@@ -144,7 +144,7 @@ char *table_entity_path(const char *table, const char *pk, const char *rk);
  * on ENOMEM. */
 char *table_entity_body(const json_t *entity, const char *pk, const char *rk);
 
-/* What settling a single-entity write needs (table/ops.c): the entity and how
+/* What settling a single-entity write needs (table/crud.c): the entity and how
  * it was written; ETAG receives the stored entity's ETag when the write
  * is found applied (the caller frees it). */
 struct write_probe {

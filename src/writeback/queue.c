@@ -2,7 +2,7 @@
  * entity's queued one and merged with it, journalled before it is
  * acknowledged, writers waiting for room; what a queued change shows
  * (wb_lookup) and the ETag a token stands for (wb_resolve). An operation's
- * records and lists are writeback/ops.c's, the maps writeback/maps.c's, the
+ * records and lists are writeback/oplog.c's, the maps writeback/maps.c's, the
  * batches and sending threads writeback/send.c's, what an answered change
  * leaves writeback/outcome.c's; opening, flushing, reporting and closing
  * writeback/life.c's, reading the journal back writeback/replay.c's. */

@@ -1,7 +1,7 @@
 /* writeback_i.h - the inside of write-behind, shared by the files of
  * writeback/ only: the queue's structures, then what each module offers
  * the others. Calls go one way: life.c -> replay.c, send.c -> outcome.c ->
- * ops.c, maps.c (replay.c and queue.c use ops.c and maps.c too). */
+ * oplog.c, maps.c (replay.c and queue.c use oplog.c and maps.c too). */
 #ifndef AZTFS_WRITEBACK_WRITEBACK_I_H
 #define AZTFS_WRITEBACK_WRITEBACK_I_H
 
@@ -147,7 +147,7 @@ struct writeback {
                                            * wb_close read it unlocked) */
 };
 
-/* --- writeback/maps.c, writeback/ops.c and writeback/outcome.c, for the
+/* --- writeback/maps.c, writeback/oplog.c and writeback/outcome.c, for the
  * others (lock held unless said). "Or replaying": also called by
  * wb_replay, at wb_open, without the lock (nobody else has WB yet); those
  * do not assert it. --- */
@@ -252,7 +252,7 @@ int wb_wait_sent(struct writeback *wb);
  * or -errno. */
 int wb_replay(struct writeback *wb);
 
-/* --- writeback/ops.c: compaction --- */
+/* --- writeback/oplog.c: compaction --- */
 
 /* Rewrite the journal with what is live (lock held): queued, sending and
  * failed changes. Returns 0 or -errno (journal_rewrite; the old file

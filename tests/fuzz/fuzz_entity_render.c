@@ -1,5 +1,5 @@
 /* fuzz_entity_render.c - libFuzzer target: arbitrary bytes -> json_loadb (as
- * table/ops.c loads service responses) -> entity_render; when rendering succeeds,
+ * table/crud.c loads service responses) -> entity_render; when rendering succeeds,
  * entity_parse of the text must succeed and re-render to the same bytes
  * (see fuzz_common.h). */
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* writeback/ops.c - write-behind's operations: an operation's token, its
+/* writeback/oplog.c - write-behind's operations: an operation's token, its
  * journal record, its place in its partition's queue and in the failed
  * list; the journal's appends, and its compaction (what is live written
  * anew). The bottom of writeback/ with writeback/maps.c: the queue, the

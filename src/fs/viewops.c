@@ -1,4 +1,4 @@
-/* fs/view.c - FUSE callbacks for query views: stat, read, list; EROFS for changes (fsview.h). */
+/* fs/viewops.c - FUSE callbacks for query views: stat, read, list; EROFS for changes (fs_i.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

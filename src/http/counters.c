@@ -1,4 +1,4 @@
-/* http/stats.c - the transport's counters: attempts by kind and answer,
+/* http/counters.c - the transport's counters: attempts by kind and answer,
  * bytes, and a histogram of how long attempts took (http.h). */
 #include <stdatomic.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* fs/ops.c - FUSE read-side callbacks (getattr, open, read, release, statfs, init) and the operations table. */
+/* fs/fuseops.c - FUSE read-side callbacks (getattr, open, read, release, statfs, init) and the operations table. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

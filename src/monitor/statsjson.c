@@ -1,4 +1,4 @@
-/* monitor/stats.c - the mount's request and cache counters as JSON (xattr user.aztfs.stats, SIGUSR1). */
+/* monitor/statsjson.c - the mount's request and cache counters as JSON (xattr user.aztfs.stats, SIGUSR1). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* cache/dirs.c - the cache's listings (looked up, edited after the mount's own
+/* cache/dircache.c - the cache's listings (looked up, edited after the mount's own
  * changes, owned when the mount made the directory) and its markers of
  * what exists, what does not, and where a walk goes (cache.h). */
 #include <errno.h>

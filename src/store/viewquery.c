@@ -1,4 +1,4 @@
-/* store/view.c - query views: a filtered query streamed into listings, entities shared with the table (view.h). */
+/* store/viewquery.c - query views: a filtered query streamed into listings, entities shared with the table (store.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* store/dirs.c - tables and partitions: existence, and the directories the mount makes (storedir.h). */
+/* store/tables.c - tables and partitions: existence, and the directories the mount makes (store.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

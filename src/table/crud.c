@@ -1,4 +1,4 @@
-/* table/ops.c - Table service operations on entities and tables, and the
+/* table/crud.c - Table service operations on entities and tables, and the
  * settling of a write whose answer was lost (is the entity ours?). */
 #include <errno.h>
 #include <stdio.h>
