@@ -15,6 +15,8 @@ architecture doc/ARCHITECTURE.md states, from the code itself:
   * the doc matches the tree: every file of src/ is named in the doc by its
     path under src/ (`table/split.c`), and every file the doc names exists
     (a bare `split.c` is a file of that name in some folder).
+  * one name, one file: no two files of src/ share a basename, so a bare
+    name (in the doc, a comment, a log line, a backtrace) means one file.
 
 Calls through function pointers (hooks handed down at creation) are not
 edges: that is how a lower layer reports to a higher one.
@@ -157,6 +159,16 @@ def depth(graph):
     return max((d(v) for v in graph), default=0)
 
 
+def check_unique(files, errors):
+    by_name = {}
+    for rel in files:
+        by_name.setdefault(os.path.basename(rel), []).append(rel)
+    for name, rels in sorted(by_name.items()):
+        if len(rels) > 1:
+            errors.append("%d files of src/ are named %s: %s (name each for what it holds)"
+                          % (len(rels), name, ", ".join(rels)))
+
+
 def check_doc(doc_text, files, errors):
     named = set(re.findall(r'`((?:[a-z_]+/)?[a-z_]+\.[ch])`', doc_text))
     for rel in files:
@@ -213,6 +225,7 @@ def main(argv):
             for b in comp:
                 if (a, b) in why:
                     errors.append("  %s.c -> %s.c: %s" % (a, b, " ".join(why[(a, b)])))
+    check_unique(files, errors)
     check_doc(doc_text, files, errors)
     if show:
         print("modules: %d, call depth: %d" % (len(graph), depth(graph)))

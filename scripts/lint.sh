@@ -10,7 +10,7 @@
 #   spelling  codespell finds no misspelling in docs, comments and scripts
 #   layers    scripts/layers.py: includes and calls go down the layers
 #             doc/ARCHITECTURE.md names, no call circle, the seams hold,
-#             the doc names every file of src/
+#             the doc names every file of src/, no two share a name
 #   pointers  scripts/pointers.py: every "See X.h" of src/ names a header
 #             that exists and declares the function the comment stands on
 #   threads   only src/util/worker.c starts threads
