@@ -1,5 +1,5 @@
-/* wb_util.h - helpers of the write-behind queue's unit tests (test_wbqueue.c,
- * test_wbsend.c): a struct writeback over a journal in a scratch directory
+/* wb_util.h - helpers of the write-behind queue's unit tests (test_queue.c,
+ * test_send.c): a struct writeback over a journal in a scratch directory
  * and an account at http://127.0.0.1:1 that no request ever reaches (no
  * wb_start, no wb_drain; wb_close's stop bound is 0 s, so it sends
  * nothing), changes written short, the queue looked at from the inside,

@@ -1,4 +1,4 @@
-/* test_wbsplit.c - write-behind's send when the service refuses a batch
+/* test_send_split.c - write-behind's send when the service refuses a batch
  * without naming an operation (writeback/send.c: wb_send_batch): the batch
  * is cut in two, the first half sent at once and the second put back at
  * the head of its partition's queue, in order, to go once the first half

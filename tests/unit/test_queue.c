@@ -1,11 +1,11 @@
-/* test_wbqueue.c - unit tests for write-behind's intake (writeback/queue.c),
+/* test_queue.c - unit tests for write-behind's intake (writeback/queue.c),
  * without a network: what two changes of one entity become (the merge
  * rules of every pair of kinds, the refusals and their errno, the If-Match
  * kept from the first change), what wb_lookup shows then, the first
  * change's guard, tokens, type annotations in a merge, a change made while
  * the entity's change is out (waiting for it, not merged), an insert
  * undone, and a rename's two halves submitted together. Batches and
- * failures: test_wbsend.c. */
+ * failures: test_send.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* test_fspath.c - unit tests for path parsing, table-name rules and inode numbers. */
+/* test_path.c - unit tests for path parsing, table-name rules and inode numbers. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

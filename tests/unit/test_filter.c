@@ -1,4 +1,4 @@
-/* test_userfilter.c - unit tests for a user's $filter: comparisons counted,
+/* test_filter.c - unit tests for a user's $filter: comparisons counted,
  * encoded length, the partition scope and the limits, and the filters
  * refused because they could reach outside that scope. */
 #include <errno.h>

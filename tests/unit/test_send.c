@@ -1,11 +1,11 @@
-/* test_wbsend.c - unit tests for write-behind's batches (writeback/send.c),
+/* test_send.c - unit tests for write-behind's batches (writeback/send.c),
  * without a network: how wb_take_batch cuts a partition's queue (at most
  * 100 operations and WB_BATCH_BYTES, one partition, a rename's halves
  * together, the order kept, a waiting change or a batch sent before
  * starting a batch of its own), when a partition is ready, and what a
  * failure for good does to a batch (wb_batch_drop_failed, wb_split_at):
  * the failed change kept and reported, the others kept in order to be
- * sent again. The intake's merge rules: test_wbqueue.c. */
+ * sent again. The intake's merge rules: test_queue.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
