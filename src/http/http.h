@@ -114,6 +114,13 @@ double http_targets_wait(struct http_targets *t, const char *key, unsigned n, do
 void http_targets_answered(struct http_targets *t, const char *key, unsigned n, int refused,
                            double started, double now);
 
+/* A write to KEY charged CHARGED entities when admitted (an estimate: a
+ * query's page) was served and moved N: its charge, and so the turns
+ * given after it, made N (a page that came back short gives the rest of
+ * its turn back; a longer one takes more). */
+void http_targets_settle(struct http_targets *t, const char *key, unsigned charged, unsigned n,
+                         double now);
+
 /* The rate KEY (NULL: the account) is held to now (0: none) and, in *CUTS
  * (may be NULL), the cuts so far. */
 double http_targets_rate(struct http_targets *t, const char *key, unsigned long *cuts);

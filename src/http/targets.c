@@ -226,6 +226,17 @@ static void hold_off(struct target *e, unsigned n, double now)
         e->next_ms = at;
 }
 
+/* A write charged CHARGED entities of E moved N: its turn and its count
+ * made what it was. */
+static void settle(struct target *e, unsigned charged, unsigned n)
+{
+    e->served += (double)n - charged;
+    if (e->served < 0)
+        e->served = 0;
+    if (e->rate > 0)
+        e->next_ms += slot_ms(e, n) - slot_ms(e, charged);
+}
+
 /* What an answer was to one target. */
 enum verdict { SERVED, REFUSED_HERE, REFUSED_ELSEWHERE };
 
@@ -310,6 +321,21 @@ void http_targets_answered(struct http_targets *t, const char *key, unsigned n, 
         t->cuts++;
         log_info(t->lg, "account throttled: %.0f entities a second from now", t->account.rate);
     }
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* See http.h. */
+void http_targets_settle(struct http_targets *t, const char *key, unsigned charged, unsigned n,
+                         double now)
+{
+    struct target *e;
+
+    if (n == charged)
+        return;
+    pthread_mutex_lock(&t->mu);
+    if ((e = find(t, key, now)))
+        settle(e, charged, n);
+    settle(&t->account, charged, n);
     pthread_mutex_unlock(&t->mu);
 }
 

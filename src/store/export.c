@@ -42,6 +42,7 @@ struct export_stream {
     char *filter; /* FILTER's (NULL: all), */
     int view;     /* a user's filter: pages without an entity go on */
     int one_partition;
+    char *pk; /* a partition's stream: its PartitionKey (its pages are paced by its target) */
     pthread_mutex_t lock;     /* one read at a time */
     struct table_pager *cur;  /* guarded by lock */
     struct export_page page;  /* the page being read; guarded by lock */
@@ -161,7 +162,8 @@ static int start(struct export_stream *x)
     static const struct table_prep prep = { page_prep, page_prep_free, 1, 1 };
     int rc;
 
-    if ((rc = table_pager_new(&x->cur, x->table, x->filter, NULL, 0)) < 0)
+    if ((rc = table_pager_new(&x->cur, x->table, x->filter, NULL, 0)) < 0 ||
+        (x->pk && (rc = table_pager_partition(x->cur, x->pk)) < 0))
         return rc;
     table_pager_text(x->cur); /* entities rendered from their text: no trees */
     if (x->view)              /* as a view's listing: one page ahead, empty pages go on */
@@ -205,7 +207,7 @@ static int query_of(struct store *s, struct fspath *fp, struct export_stream *x)
     if (fp->pk_name && !fp->pk && (rc = scan_resolve_keys(s, fp)) < 0)
         return rc;
     x->one_partition = fp->pk_name != NULL;
-    if (!(x->table = strdup(fp->table)))
+    if (!(x->table = strdup(fp->table)) || (fp->pk_name && !(x->pk = strdup(fp->pk))))
         return -ENOMEM;
     if (fp->kind != FSP_VIEW_STREAM)
         return !fp->pk_name || (x->filter = table_filter_partition(fp->pk)) ? 0 : -ENOMEM;
@@ -311,5 +313,6 @@ void export_free(struct export_stream *x)
     free(x->path);
     free(x->table);
     free(x->filter);
+    free(x->pk);
     free(x);
 }

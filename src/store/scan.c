@@ -98,7 +98,8 @@ static int scan_new(struct store *st, const struct fspath *fp, const char *dir, 
     if (fp->kind != FSP_ROOT)
         store_settle(st, dir); /* write-behind: the listing holds the queued changes */
     if (!(fp->kind == FSP_ROOT && st->tables)) {
-        if ((rc = table_pager_new(&s->cur, s->table, filter, NULL, 0)) < 0)
+        if ((rc = table_pager_new(&s->cur, s->table, filter, NULL, 0)) < 0 ||
+            (fp->kind == FSP_PARTITION && (rc = table_pager_partition(s->cur, fp->pk)) < 0))
             goto fail;
         table_pager_prefetch(s->cur, 1);
     }

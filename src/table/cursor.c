@@ -19,6 +19,7 @@ struct page_fetch {
     char *query;
     struct http_response resp;
     struct az_status st;
+    unsigned charged; /* the entities its targets were charged */
     int rc;
 };
 
@@ -35,7 +36,10 @@ struct table_cursor {
     int text;        /* entities handed as their text (table_cursor_text) */
     int fetching;    /* pf holds a running fetch of page tok1/tok2 */
     unsigned last_n; /* entities of the last page taken: what the next is
-                        charged to the account's target */
+                        charged to its targets */
+    char *table;     /* the table queried (NULL: the tables) */
+    char *target;    /* the partition its filter names (table_cursor_partition):
+                        its target key; NULL: the account's alone */
     struct page_fetch pf;
     struct worker *fetcher; /* owned: runs pf's fetches (started with the first) */
 };
@@ -92,6 +96,29 @@ static int cursor_new(struct table_cursor **out, const char *path, const char *w
     return 0;
 }
 
+/* Make C's table TABLE and its target TARGET (each may be NULL). Returns
+ * 0, or -ENOMEM with C freed. */
+static int cursor_name(struct table_cursor *c, const char *table, const char *target)
+{
+    if ((table && !(c->table = strdup(table))) || (target && !(c->target = strdup(target)))) {
+        table_cursor_free(c);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* See table_i.h. */
+int table_cursor_partition(struct table_cursor *c, const char *pk)
+{
+    char key[TARGET_KEY_MAX];
+
+    if (c->tables || !c->table)
+        return 0;
+    table_target_key(key, sizeof(key), c->table, pk);
+    free(c->target);
+    return (c->target = strdup(key)) ? 0 : -ENOMEM;
+}
+
 /* See table_i.h. */
 int table_cursor_new(struct table_cursor **out, const char *table, const char *filter,
                      const char *select, int top)
@@ -105,7 +132,9 @@ int table_cursor_new(struct table_cursor **out, const char *table, const char *f
     if (asprintf(&path, "/%s()", table) < 0)
         return -ENOMEM;
     if (asprintf(&what, "query %s", table) >= 0) {
-        rc = cursor_new(out, path, what, filter, select, top, 0);
+        if ((rc = cursor_new(out, path, what, filter, select, top, 0)) == 0 &&
+            (rc = cursor_name(*out, table, NULL)) < 0)
+            *out = NULL;
         free(what);
     }
     free(path);
@@ -145,6 +174,8 @@ void table_cursor_free(struct table_cursor *c)
     free(c->select);
     free(c->tok1);
     free(c->tok2);
+    free(c->table);
+    free(c->target);
     free(c);
 }
 
@@ -162,9 +193,14 @@ int table_cursor_narrow(const struct table_cursor *c, const char *extra, struct 
                                 c->filter,
                     c->select, c->top, c->tables);
     free(filter);
-    if (rc == 0)
-        (*out)->text = c->text;
-    return rc;
+    if (rc < 0)
+        return rc;
+    if ((rc = cursor_name(*out, c->table, c->target)) < 0) {
+        *out = NULL;
+        return rc;
+    }
+    (*out)->text = c->text;
+    return 0;
 }
 
 /* See table_i.h. */
@@ -233,9 +269,10 @@ static int cursor_query(const struct table_cursor *c, const char *tok1, const ch
     return (*q = buf_take(&b, NULL)) ? 0 : -ENOMEM;
 }
 
-/* Send C's query Q (encoded). Returns as table_send. */
+/* Send C's query Q (encoded), its targets charged *CHARGED entities (0:
+ * none). Returns as table_send. */
 static int cursor_send(struct table_client *tc, const struct table_cursor *c, const char *q,
-                       struct http_response *resp, struct az_status *st)
+                       struct http_response *resp, struct az_status *st, unsigned *charged)
 {
     struct table_req rq = {
         .kind = c->tables ? TK_LIST_TABLES : TK_QUERY,
@@ -245,14 +282,15 @@ static int cursor_send(struct table_client *tc, const struct table_cursor *c, co
         .what = c->what,
     };
 
-    if (!c->tables) { /* paced by the account's target: a page is charged
-                         the entities of the last one, or as many as a
-                         page may hold (at first, or after an empty one) */
-        rq.target = "";
+    if (!c->tables) { /* paced by the account's target, and its partition's
+                         when its filter names one: a page is charged the
+                         entities of the last one, or as many as a page
+                         may hold (at first, or after an empty one) */
+        rq.target = c->target ? c->target : "";
         rq.target_n = c->last_n ? c->last_n : c->top > 0 ? (unsigned)c->top : TABLE_PAGE_MAX;
         rq.rate_limited = table_rate_limited;
     }
-
+    *charged = rq.target_n;
     return table_send(tc, &rq, resp, st);
 }
 
@@ -260,7 +298,7 @@ static void fetch_main(void *arg)
 {
     struct page_fetch *pf = arg;
 
-    pf->rc = cursor_send(pf->tc, pf->c, pf->query, &pf->resp, &pf->st);
+    pf->rc = cursor_send(pf->tc, pf->c, pf->query, &pf->resp, &pf->st, &pf->charged);
 }
 
 /* Start fetching the page at continuation (TOK1, TOK2) in the background,
@@ -307,11 +345,13 @@ static int count_page(void *ctx, json_t *value)
     return pc->fn(pc->ctx, value);
 }
 
-/* Hand the page RESP (a 200) carries to FN and move C past it: its
- * continuation tokens move from RESP to C. Returns as table_cursor_next. */
+/* Hand the page RESP (a 200; its targets charged CHARGED entities) carries
+ * to FN and move C past it: its continuation tokens move from RESP to C,
+ * its charge is settled at what it held. Returns as table_cursor_next. */
 static int page_take(struct table_client *tc, struct table_cursor *c, struct http_response *resp,
-                     table_page_fn fn, void *ctx, struct az_status *st)
+                     unsigned charged, table_page_fn fn, void *ctx, struct az_status *st)
 {
+    struct http_targets *t = table_client_targets(tc);
     struct page_count pc = { fn, ctx, 0 };
     char **next = &resp->captured[c->tables ? TCAP_NEXT_TABLE : TCAP_NEXT_PK];
     char *n1 = *next, *n2 = c->tables ? NULL : resp->captured[TCAP_NEXT_RK];
@@ -324,6 +364,9 @@ static int page_take(struct table_client *tc, struct table_cursor *c, struct htt
         log_debug(tc->lg, "%s: %s", c->what, st->message);
     c->empty_run = pc.n ? 0 : c->empty_run + 1;
     c->last_n = (unsigned)pc.n;
+    if (t && charged) /* the account is charged one for an empty page */
+        http_targets_settle(t, c->target ? c->target : "", charged, pc.n ? (unsigned)pc.n : 1,
+                            http_now_ms());
     if (rc == 0 && n1 && !c->unbounded && c->empty_run >= TABLE_MAX_EMPTY_PAGES) {
         snprintf(st->message, sizeof(st->message),
                  "the service sent %d pages in a row "
@@ -358,6 +401,7 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
                       struct az_status *st)
 {
     struct http_response resp;
+    unsigned charged = 0;
     char *q;
     int rc;
 
@@ -373,10 +417,11 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
         rc = c->pf.rc;
         resp = c->pf.resp;
         *st = c->pf.st;
+        charged = c->pf.charged;
     } else {
         if ((rc = cursor_query(c, c->tok1, c->tok2, &q)) < 0)
             return rc;
-        rc = cursor_send(tc, c, q, &resp, st);
+        rc = cursor_send(tc, c, q, &resp, st, &charged);
         free(q);
     }
     if (rc < 0)
@@ -385,7 +430,7 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
     else if (resp.status != 200)
         rc = table_fail(tc, c->what, st);
     else
-        rc = page_take(tc, c, &resp, fn, ctx, st);
+        rc = page_take(tc, c, &resp, charged, fn, ctx, st);
     http_response_clear(&resp);
     return rc;
 }

@@ -54,6 +54,12 @@ void table_pager_prefetch(struct table_pager *p, int on)
     table_cursor_prefetch(p->c, on);
 }
 
+/* See table.h. */
+int table_pager_partition(struct table_pager *p, const char *pk)
+{
+    return table_cursor_partition(p->c, pk);
+}
+
 /* Read P through a split of WAYS workers cutting CUTS, with PREP (may be
  * NULL), unless it is split already or pages were read (0, nothing
  * changes). Returns 0 or -ENOMEM. */

@@ -123,16 +123,17 @@ static void range_free(const struct table_split *sp, struct split_range *r)
 }
 
 /* A range below HI (NULL: no bound) in one dimension, RowKeys of partition
- * PK when PK is set, else PartitionKeys, read by the query SP->c narrowed
- * by filter F (F NULL: ENOMEM; SP->c's fields are only read). NULL on
- * ENOMEM. */
+ * PK when PK is set (paced by its target), else PartitionKeys, read by the
+ * query SP->c narrowed by filter F (F NULL: ENOMEM; SP->c's fields are
+ * only read). NULL on ENOMEM. */
 static struct split_range *range_make(struct table_split *sp, const char *pk, const char *hi,
                                       const char *f)
 {
     struct split_range *r = f ? calloc(1, sizeof(*r)) : NULL;
 
     if (!r || (pk && !(r->pk = strdup(pk))) || (hi && !(r->hi = strdup(hi))) ||
-        table_cursor_narrow(sp->c, f, &r->cur) < 0) {
+        table_cursor_narrow(sp->c, f, &r->cur) < 0 ||
+        (pk && table_cursor_partition(r->cur, pk) < 0)) {
         range_free(sp, r);
         r = NULL;
     }

@@ -344,6 +344,11 @@ int table_pager_next(struct table_client *tc, struct table_pager *p, table_page_
  * (A split pager's workers fetch ahead anyway.) */
 void table_pager_prefetch(struct table_pager *p, int on);
 
+/* P's filter keeps it in partition PK: its pages are paced by that
+ * partition's target as well as the account's (table_cursor_partition).
+ * Call before its first page. Returns 0 or -ENOMEM. */
+int table_pager_partition(struct table_pager *p, const char *pk);
+
 /* Work on each page of a split query done by the worker that fetched it,
  * off the caller's thread (the pager's caller is FUSE's thread, which a walk
  * waits for): PREP(VALUE) returns what FN may use while it works on that

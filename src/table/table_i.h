@@ -209,6 +209,12 @@ void table_cursor_unbounded(struct table_cursor *c);
  * see table_pager_text). A query of tables: nothing changes. */
 void table_cursor_text(struct table_cursor *c);
 
+/* C's filter keeps it in partition PK: its pages (and those of the
+ * cursors narrowed from it) wait for that partition's turn as well as the
+ * account's, and a refusal for the partition's rate holds the partition
+ * off (http_targets_admit). Returns 0 or -ENOMEM. */
+int table_cursor_partition(struct table_cursor *c, const char *pk);
+
 /* Has the query been read to its end? */
 int table_cursor_done(const struct table_cursor *c);
 

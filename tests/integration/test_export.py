@@ -579,3 +579,33 @@ def test_reads_past_the_account_limit_are_paced_not_stalled(seeded, mounter, sh,
     assert "account throttled: " in log, log[-3000:]
     assert len(read_lines(str(tmp_path / "big.ndjson"))) == BIG_N
     assert sum(len(files) for _, _, files in os.walk(tmp_path / "backup")) == BIG_N
+
+
+def test_a_partitions_reads_are_paced_by_its_own_rate(seeded, mounter, sh, tmp_path, azurite):
+    """A query that reads one partition (its stream, its listing) waits for
+    that partition's turn and, refused for the partition's rate ("The
+    server is busy."), holds that partition to a learned rate instead of
+    backing off (issue 43): a partition's stream (500 entities, one page,
+    at 150 a second) and then its listing, which the partition refuses
+    until its debt is paid; the mount logs the partition's cut, not the
+    account's, and every line and file arrives."""
+    import sys
+    from conftest import ROOT, conn_str_for
+    sys.path.insert(0, str(ROOT / "bench"))
+    from limitmodel import LimitModel
+    lm = LimitModel(upstream_port=azurite.port, account_rate=100000, partition_rate=150).start()
+    try:
+        m = mounter.mount(conn_str=conn_str_for(lm.port))
+        mark = lm.mark()
+        sh("cat '%s' > '%s'" % (m.join(BIG, "p03", ".ndjson"), tmp_path / "p03.ndjson"),
+           timeout=60)
+        sh(["rsync", "-a", m.join(BIG, "p03") + "/", str(tmp_path / "p03") + "/"], timeout=60)
+        win = lm.window(mark)
+        log = m.stderr()
+    finally:
+        lm.stop()
+    assert win["busy_partition"] >= 1, win
+    assert "partition '%s\\x0ap03' throttled" % BIG in log, log[-3000:]
+    assert "account throttled" not in log, log[-3000:]
+    assert len(read_lines(str(tmp_path / "p03.ndjson"))) == BIG_N // BIG_PARTS
+    assert len(os.listdir(tmp_path / "p03")) == BIG_N // BIG_PARTS

@@ -325,6 +325,60 @@ static void test_simulated(void)
        r.seconds);
 }
 
+/* A query's page is charged an estimate when it goes (a full page) and
+ * settled at what it held: the rest of its turn is given back, to the
+ * partition and the account, and what it was served counts as moved. */
+static void test_settle(void)
+{
+    struct http_targets *t, *u;
+    double r, w_kept, w_settled, s_kept, s_settled;
+
+    http_targets_new(&t, &quiet);
+    http_targets_new(&u, &quiet);
+    for (struct http_targets **x = (struct http_targets *[]){ t, u, NULL }; *x; x++) {
+        http_targets_answered(*x, "T\np", 500, HTTP_SERVED, T0, T0 + 100);
+        http_targets_answered(*x, "T\np", 500, HTTP_REFUSED_KEY, T0, T0 + 200);
+        http_targets_answered(*x, "", 500, HTTP_REFUSED_ACCOUNT, T0, T0 + 200);
+    }
+    r = http_targets_rate(t, "T\np", NULL);
+    ok(r > 0 && http_targets_rate(t, NULL, NULL) > 0,
+       "a partition's rate (%.0f/s) and the "
+       "account's",
+       r);
+    http_targets_admit(t, "T\np", 1000, T0 + 5000);
+    http_targets_admit(u, "T\np", 1000, T0 + 5000);
+    http_targets_answered(t, "T\np", 1000, HTTP_SERVED, T0 + 5000, T0 + 5050);
+    http_targets_answered(u, "T\np", 1000, HTTP_SERVED, T0 + 5000, T0 + 5050);
+    http_targets_settle(t, "T\np", 1000, 10, T0 + 5050);
+    w_kept = http_targets_wait(u, "T\np", 100, T0 + 5050);
+    w_settled = http_targets_wait(t, "T\np", 100, T0 + 5050);
+    ok(w_kept > 1000 && w_settled < w_kept - 1000,
+       "a page of 10 charged 1,000 gives its turn back: the next waits %.0f ms, not %.0f",
+       w_settled, w_kept);
+    w_settled = http_targets_wait(t, "T\nq", 100, T0 + 5050);
+    w_kept = http_targets_wait(u, "T\nq", 100, T0 + 5050);
+    ok(w_settled < w_kept, "  and so does the account's (another partition: %.0f ms, not %.0f)",
+       w_settled, w_kept);
+    http_targets_free(t);
+    http_targets_free(u);
+    /* what was served: a first cut is from it */
+    http_targets_new(&t, &quiet);
+    http_targets_new(&u, &quiet);
+    http_targets_answered(t, "T\np", 1000, HTTP_SERVED, T0, T0 + 50);
+    http_targets_answered(u, "T\np", 1000, HTTP_SERVED, T0, T0 + 50);
+    http_targets_settle(t, "T\np", 1000, 10, T0 + 50);
+    http_targets_answered(t, "T\np", 10, HTTP_REFUSED_KEY, T0 + 100, T0 + 200);
+    http_targets_answered(u, "T\np", 10, HTTP_REFUSED_KEY, T0 + 100, T0 + 200);
+    s_settled = http_targets_rate(t, "T\np", NULL);
+    s_kept = http_targets_rate(u, "T\np", NULL);
+    ok(fabs(s_settled - 9) < 1e-6 && fabs(s_kept - 900) < 1e-6,
+       "  and counts 10 served, not 1,000: a first cut to 0.9 of 10/s (%.0f), not of 1,000 "
+       "(%.0f)",
+       s_settled, s_kept);
+    http_targets_free(t);
+    http_targets_free(u);
+}
+
 int main(void)
 {
     test_learning();
@@ -332,6 +386,7 @@ int main(void)
     test_slot_bound();
     test_many_keys();
     test_account();
+    test_settle();
     test_simulated();
     return done_testing();
 }
