@@ -288,8 +288,9 @@ class LimitModel(FaultProxy):
     def window(self, mark, end=None):
         """What happened between MARK and END (default now): dict of seconds,
         requests, entities, busy_partition, busy_account, rate (entities/s
-        over the window) and peak (most entities charged in any one second
-        of it)."""
+        over the window), peak (most entities charged in any one second
+        of it) and last (seconds from MARK to the last entity charged: when
+        the service's part of a job ended)."""
         t0, before = mark
         end = time.monotonic() if end is None else end
         after = self.counts()
@@ -307,7 +308,8 @@ class LimitModel(FaultProxy):
             return after.get(k, 0) - before.get(k, 0)
         return {"seconds": secs, "requests": d("requests"), "entities": d("entities"),
                 "busy_partition": d("busy_partition"), "busy_account": d("busy_account"),
-                "rate": d("entities") / secs, "peak": peak}
+                "rate": d("entities") / secs, "peak": peak,
+                "last": ev[-1][0] - t0 if ev else 0.0}
 
     # -- the buckets --------------------------------------------------------------
     def _part(self, key, now):
