@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "fs/fs_i.h"
 #include <fuse_lowlevel.h> /* fuse_session_receive_buf, _process_buf */
@@ -88,9 +89,16 @@ int fs_loop(struct fuse *f, int threads)
     }
     started = workers_start(&w, "aztfs-fuse", threads, serve_main, &l);
     if (started > 0) {
-        /* a signal (libfuse's handlers end the session) interrupts the wait */
-        while (!fuse_session_exited(l.se))
-            sem_wait(&l.finish);
+        /* a signal (libfuse's handlers end the session) interrupts the
+         * wait; one handled between the check and the wait is seen at the
+         * next check, a second later at most */
+        while (!fuse_session_exited(l.se)) {
+            struct timespec t;
+
+            clock_gettime(CLOCK_REALTIME, &t);
+            t.tv_sec += 1;
+            sem_timedwait(&l.finish, &t);
+        }
         for (int i = 0; i < w.n; i++)
             pthread_cancel(w.tids[i]);
         workers_join(&w);
