@@ -50,6 +50,15 @@ AZURITE_SAVE_TIMEOUT = 120   # seconds for Azurite to write its database file an
 MOUNT_TIMEOUT = 15           # seconds for a mount to appear
 UNMOUNT_TIMEOUT = 15         # seconds for aztfs to exit after the unmount
 
+# A job a non-interactive shell starts in the background (`cmd &`, as a
+# CI script may be) has SIGINT ignored, and an ignored signal stays ignored
+# across exec: aztfs (libfuse installs its handlers only over the default,
+# as a background job should) and the tests' writers would ignore the ^C
+# the tests send. A handled signal is reset to the default at exec, so one
+# handled here reaches every child as a terminal's ^C would.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 SANITIZER_PATTERNS = re.compile(
     r"ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer)"
     r"|runtime error:|SUMMARY: UndefinedBehaviorSanitizer")
