@@ -173,7 +173,6 @@ static void modes(struct aztfs_opts *o)
         o->dir_mode = o->umask == UINT_MAX ? 0755 : 0777 & ~o->umask;
 }
 
-/* Parse; see options.h. */
 /* O's spool_dir made absolute (the daemon works from "/"): -o spool_dir=,
  * else $TMPDIR when absolute, else /var/tmp; NULL for "none" (or when the
  * default is missing). One given that is not a directory is refused now,
@@ -205,6 +204,7 @@ static int spool_dir(struct aztfs_opts *o)
     return 0;
 }
 
+/* Parse; see options.h. */
 int options_parse(struct fuse_args *args, struct aztfs_opts *o)
 {
     int rc;

@@ -181,6 +181,13 @@ static int spooled_back(struct import_stream *m, struct import_batch *b)
     return rc;
 }
 
+/* The bytes of B's lines held in memory (0 once spooled): what it counts
+ * in the queue's bytes. */
+static size_t in_memory(const struct import_batch *b)
+{
+    return b->spool_len ? 0 : b->bytes;
+}
+
 /* Is a transaction of the partition of hash H out? */
 static int is_out(const struct import_stream *m, uint64_t h)
 {
@@ -301,7 +308,7 @@ static struct import_batch *pick(struct import_stream *m, double *wait)
     if (!(*pp = b->next))
         m->queue_tail = pp;
     m->queued--;
-    m->queued_bytes -= b->spool_len ? 0 : b->bytes;
+    m->queued_bytes -= in_memory(b);
     m->recent[m->recent_n++ % IMPORT_RECENT] = b->pk_hash;
     return b;
 }
@@ -347,7 +354,7 @@ static void send_loop(struct import_stream *m, int slot)
             if (!(m->queue = b->next))
                 m->queue_tail = &m->queue;
             m->queued--;
-            m->queued_bytes -= b->spool_len ? 0 : b->bytes;
+            m->queued_bytes -= in_memory(b);
         }
         m->running++;
         m->out[slot] = b;
@@ -446,7 +453,7 @@ int import_submit(struct import_stream *m, int i)
         *m->queue_tail = b;
         m->queue_tail = &b->next;
         m->queued++;
-        m->queued_bytes += b->spool_len ? 0 : b->bytes;
+        m->queued_bytes += in_memory(b);
         pthread_cond_signal(&m->cond);
     }
     pthread_mutex_unlock(&m->lock);

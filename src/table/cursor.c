@@ -269,6 +269,13 @@ static int cursor_query(const struct table_cursor *c, const char *tok1, const ch
     return (*q = buf_take(&b, NULL)) ? 0 : -ENOMEM;
 }
 
+/* The target C's pages are charged to: its partition's, else the
+ * account's alone (""). */
+static const char *target_of(const struct table_cursor *c)
+{
+    return c->target ? c->target : "";
+}
+
 /* Send C's query Q (encoded), its targets charged *CHARGED entities (0:
  * none). Returns as table_send. */
 static int cursor_send(struct table_client *tc, const struct table_cursor *c, const char *q,
@@ -286,7 +293,7 @@ static int cursor_send(struct table_client *tc, const struct table_cursor *c, co
                          when its filter names one: a page is charged the
                          entities of the last one, or as many as a page
                          may hold (at first, or after an empty one) */
-        rq.target = c->target ? c->target : "";
+        rq.target = target_of(c);
         rq.target_n = c->last_n ? c->last_n : c->top > 0 ? (unsigned)c->top : TABLE_PAGE_MAX;
         rq.rate_limited = table_rate_limited;
     }
@@ -365,8 +372,7 @@ static int page_take(struct table_client *tc, struct table_cursor *c, struct htt
     c->empty_run = pc.n ? 0 : c->empty_run + 1;
     c->last_n = (unsigned)pc.n;
     if (t && charged) /* the account is charged one for an empty page */
-        http_targets_settle(t, c->target ? c->target : "", charged, pc.n ? (unsigned)pc.n : 1,
-                            http_now_ms());
+        http_targets_settle(t, target_of(c), charged, pc.n ? (unsigned)pc.n : 1, http_now_ms());
     if (rc == 0 && n1 && !c->unbounded && c->empty_run >= TABLE_MAX_EMPTY_PAGES) {
         snprintf(st->message, sizeof(st->message),
                  "the service sent %d pages in a row "
