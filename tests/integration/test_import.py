@@ -364,9 +364,9 @@ def test_interrupted_writes_take_each_line_once(sdk, seed, mounter, azurite):
     px.start()
     try:
         # the writer waits for room once 1 MiB of lines (the cache's size)
-        # is queued: 6 MiB of them
+        # is queued: 6 MiB of them; without a spool, which would take them
         m = mounter.mount(conn_str=conn_str_for(px.port),
-                          options=["-o", "scan_parallel=1,cache_size=1"])
+                          options=["-o", "scan_parallel=1,cache_size=1,spool_dir=none"])
         data = "".join(line("p%d" % (i // 500), "r%05d" % i, n=i, pad="y" * 2000) + "\n"
                        for i in range(3000))
         p = subprocess.run([sys.executable, "-c", WRITER, m.join("importIntr", ".ndjson")],
