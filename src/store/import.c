@@ -83,8 +83,8 @@ static int fullest(const struct import_stream *m)
 /* Is held transaction B full (or spooled: its lines are on disk)? */
 static int batch_full(const struct import_stream *m, const struct import_batch *b)
 {
-    return b->n == IMPORT_BATCH_OPS || b->spool_len ||
-        b->bytes >= table_batch_room(m->s->tc, IMPORT_BATCH_BYTES, 512 * 1024);
+    return b->n == TABLE_BATCH_OPS || b->spool_len ||
+        b->bytes >= table_batch_room(m->s->tc, IMPORT_BATCH_HEADROOM);
 }
 
 /* The held transaction of partition PK with room for a line (a new one

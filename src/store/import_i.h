@@ -10,10 +10,11 @@
 #include "store/store.h"
 #include "store/store_i.h"
 
-#define IMPORT_BATCH_OPS 100
-/* What a transaction's lines may add up to: the service takes 4 MiB of
- * body, and each operation's headers and URL add some 400 bytes to it. */
-#define IMPORT_BATCH_BYTES ((size_t)3500 * 1024)
+/* What a transaction's lines (their text) leave out of its body: each
+ * operation's headers and URL (some 400 bytes), and what a line grows by
+ * on the wire. The lines of a transaction to Azure Storage add up to
+ * 3,500 KiB. See table_batch_room. */
+#define IMPORT_BATCH_HEADROOM ((size_t)596 * 1024)
 /* A line longer than this is refused (an entity is at most 1 MiB; its
  * Binary values as base64 grow by a third). */
 #define IMPORT_LINE_MAX ((size_t)4 * 1024 * 1024)
@@ -44,11 +45,11 @@ struct import_batch {
     uint64_t pk_hash; /* hash_fnv1a(pk) */
     size_t n;
     size_t bytes;
-    json_t *wire[IMPORT_BATCH_OPS];
-    char *rk[IMPORT_BATCH_OPS];
-    uint64_t key[IMPORT_BATCH_OPS];            /* key_hash of pk, rk */
-    unsigned long long line[IMPORT_BATCH_OPS]; /* 1-based line numbers */
-    struct import_batch *next;                 /* in the queue */
+    json_t *wire[TABLE_BATCH_OPS];
+    char *rk[TABLE_BATCH_OPS];
+    uint64_t key[TABLE_BATCH_OPS];            /* key_hash of pk, rk */
+    unsigned long long line[TABLE_BATCH_OPS]; /* 1-based line numbers */
+    struct import_batch *next;                /* in the queue */
     /* spooled (importspool.c): where its lines are in the spool; until a
      * sender reads them back, wire and rk are NULL and its keys are known
      * by their hashes only. SPOOL_LEN is 0 for a transaction in memory. */

@@ -131,7 +131,7 @@ static void batch_forget(struct import_stream *m, const struct import_batch *b)
  * lock. Returns 0 or -errno, with the failure recorded. */
 static int batch_send(struct import_stream *m, struct import_batch *b)
 {
-    struct table_batch_op ops[IMPORT_BATCH_OPS];
+    struct table_batch_op ops[TABLE_BATCH_OPS];
     struct az_status st;
     char why[800];
     int rc, at;

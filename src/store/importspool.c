@@ -95,7 +95,7 @@ static int write_all(int fd, const char *p, size_t len, off_t off)
 /* See import_i.h. */
 int import_spool_put(struct import_stream *m, struct import_batch *b)
 {
-    struct buf w = BUF_INIT(IMPORT_BATCH_BYTES + 2 * IMPORT_LINE_MAX);
+    struct buf w = BUF_INIT(TABLE_BATCH_BYTES + 2 * IMPORT_LINE_MAX);
     int rc = 0;
 
     if (m->spool_fd < 0)

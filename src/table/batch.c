@@ -13,8 +13,6 @@
 #include "util/util.h"
 #include "table/table_i.h"
 
-#define BATCH_MAX_OPS 100
-
 /* Outcome of a batch; see table/table.h. */
 int table_batch_outcome(const char *body, struct az_status *st)
 {
@@ -407,7 +405,7 @@ int table_batch_failed_index(const struct az_status *st)
     if (!m || *m < '0' || *m > '9')
         return -1;
     i = strtol(m, &end, 10);
-    return *end == ':' && i >= 0 && i < BATCH_MAX_OPS ? (int)i : -1;
+    return *end == ':' && i >= 0 && i < TABLE_BATCH_OPS ? (int)i : -1;
 }
 
 /* Run an entity group transaction sent before; see table/table.h. */
@@ -437,7 +435,7 @@ int table_batch_again(struct table_client *tc, const char *table, const char *pk
     memset(&resp, 0, sizeof(resp));
     memset(st, 0, sizeof(*st));
     batch_etags_clear(ops, n);
-    if (n == 0 || n > BATCH_MAX_OPS)
+    if (n == 0 || n > TABLE_BATCH_OPS)
         return -EINVAL;
     if (RAND_bytes(rnd, sizeof(rnd)) != 1)
         return -EIO;

@@ -28,7 +28,7 @@ static const struct table_profile storage = {
     .limits = { .pk_max = 0,
                 .rk_max = 0,
                 .entity_max = 0,
-                .batch_max = 4 * 1024 * 1024,
+                .batch_max = TABLE_BATCH_BYTES,
                 .empty_keys = 1,
                 .reserved = NULL },
     .entity = &entity_limits_storage,
@@ -94,11 +94,11 @@ const struct table_profile *table_client_profile(const struct table_client *tc)
 }
 
 /* See table.h. */
-size_t table_batch_room(const struct table_client *tc, size_t ours, size_t headroom)
+size_t table_batch_room(const struct table_client *tc, size_t headroom)
 {
-    size_t max = tc ? tc->profile->limits.batch_max : SIZE_MAX;
+    size_t max = tc ? tc->profile->limits.batch_max : TABLE_BATCH_BYTES;
 
-    return max > headroom && max - headroom < ours ? max - headroom : ours;
+    return max > headroom ? max - headroom : 0;
 }
 
 /* See table.h. */

@@ -147,6 +147,14 @@ char *table_url_encode(const char *s);
 
 enum table_service { TABLE_STORAGE, TABLE_COSMOS };
 
+/* An entity group transaction holds at most TABLE_BATCH_OPS operations on
+ * every service, and at most its profile's batch_max bytes of body:
+ * TABLE_BATCH_BYTES on Azure Storage ("Performing entity group
+ * transactions"), 2 MB on Cosmos DB. table_batch_room says what the
+ * operations may add up to; nothing else states these limits. */
+#define TABLE_BATCH_OPS 100
+#define TABLE_BATCH_BYTES ((size_t)4 * 1024 * 1024)
+
 /* What a service takes, checked before anything is sent. */
 struct table_limits {
     size_t pk_max, rk_max;       /* bytes of a PartitionKey, a RowKey (0: only
@@ -187,10 +195,11 @@ int table_profile_pick(const char *host, const char *service, const struct table
 const struct table_profile *table_client_profile(const struct table_client *tc);
 
 /* What the operations of one entity group transaction to TC's service
- * may add up to: OURS (the caller's bound, under Storage's 4 MiB), or the
- * service's batch_max less HEADROOM (each operation's headers) when that
- * is less (Cosmos DB: 2 MB). TC NULL: OURS. */
-size_t table_batch_room(const struct table_client *tc, size_t ours, size_t headroom);
+ * may add up to, as the caller weighs them: the service's batch_max (TC
+ * NULL: TABLE_BATCH_BYTES) less HEADROOM (what the caller's weights leave
+ * out: each operation's headers and URL, the growth from its text to the
+ * wire). */
+size_t table_batch_room(const struct table_client *tc, size_t headroom);
 
 /* The limits entity_check_limits holds an entity to on P's service. */
 const struct entity_limits *table_profile_entity_limits(const struct table_profile *p);

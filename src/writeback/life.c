@@ -160,7 +160,7 @@ out_err:
 /* See writeback.h. */
 int wb_drain(struct writeback *wb)
 {
-    struct wb_op *ops[WB_BATCH_OPS];
+    struct wb_op *ops[TABLE_BATCH_OPS];
     struct timespec until;
     int rc;
 

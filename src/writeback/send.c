@@ -56,7 +56,7 @@ static int held_by_target(const struct writeback *wb, const struct wb_part *p, s
     if (!t || !p->table || !p->pk)
         return 0;
     table_target_key(key, sizeof(key), p->table, p->pk);
-    wait = http_targets_wait(t, key, (unsigned)(p->n < WB_BATCH_OPS ? p->n : WB_BATCH_OPS),
+    wait = http_targets_wait(t, key, (unsigned)(p->n < TABLE_BATCH_OPS ? p->n : TABLE_BATCH_OPS),
                              http_now_ms());
     if (wait <= 0)
         return 0;
@@ -83,7 +83,7 @@ static int part_ready(struct writeback *wb, struct wb_part *p, int force, struct
     }
     if (held_by_target(wb, p, now, next))
         return 0;
-    if (force || wb->urgent || wb->stopping || p->flush || p->again || p->n >= WB_BATCH_OPS)
+    if (force || wb->urgent || wb->stopping || p->flush || p->again || p->n >= TABLE_BATCH_OPS)
         return 1;
     due = due_at(wb, p);
     if (!before(now, due))
@@ -96,13 +96,12 @@ static int part_ready(struct writeback *wb, struct wb_part *p, int force, struct
 /* Cut the next batch of P into OPS. Returns how many. */
 static size_t cut(const struct writeback *wb, struct wb_part *p, struct wb_op **ops)
 {
-    /* Cosmos DB takes 2 MB a transaction */
-    size_t room = table_batch_room(wb->tc, WB_BATCH_BYTES, 64 * 1024);
+    size_t room = table_batch_room(wb->tc, WB_BATCH_HEADROOM);
     struct timespec first = p->head->sent_at;
     size_t n = 0, bytes = 0;
     struct wb_op *op = p->head;
 
-    while (op && n < WB_BATCH_OPS) {
+    while (op && n < TABLE_BATCH_OPS) {
         size_t take = 1, weight = op->bytes;
         struct wb_op *o = op;
 
@@ -118,11 +117,11 @@ static size_t cut(const struct writeback *wb, struct wb_part *p, struct wb_op **
         for (size_t i = 0; i < take; i++, o = o->next)
             if (o->dep || !same_time(o->sent_at, first))
                 return n;
-        if (n + take > WB_BATCH_OPS && n > 0)
+        if (n + take > TABLE_BATCH_OPS && n > 0)
             break;
         if (n > 0 && bytes + weight > room)
             break;
-        for (size_t i = 0; i < take && n < WB_BATCH_OPS; i++, op = op->next) {
+        for (size_t i = 0; i < take && n < TABLE_BATCH_OPS; i++, op = op->next) {
             ops[n++] = op;
             bytes += op->bytes;
         }
@@ -378,8 +377,8 @@ static void split_rest(struct writeback *wb, struct wb_op **ops, size_t n)
 /* See writeback/writeback_i.h. */
 void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
 {
-    struct table_batch_op bops[WB_BATCH_OPS];
-    char *etags[WB_BATCH_OPS] = { 0 };
+    struct table_batch_op bops[TABLE_BATCH_OPS];
+    char *etags[TABLE_BATCH_OPS] = { 0 };
     struct az_status st = { 0 };
     struct timespec first;
     struct wb_part *p = ops[0]->part;
@@ -455,7 +454,7 @@ void wb_send_batch(struct writeback *wb, struct wb_op **ops, size_t n)
 void *wb_sender(void *arg)
 {
     struct writeback *wb = arg;
-    struct wb_op *ops[WB_BATCH_OPS];
+    struct wb_op *ops[TABLE_BATCH_OPS];
     struct timespec until;
 
     pthread_mutex_lock(&wb->mu);

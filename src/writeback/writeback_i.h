@@ -15,10 +15,11 @@
 #include "table/table.h"
 #include "writeback/writeback.h"
 
-#define WB_BATCH_OPS 100
-#define WB_BATCH_BYTES (4u * 1024 * 1024 - 64 * 1024) /* under the 4 MiB cap */
-#define WB_COMPACT_MIN (1024u * 1024)                 /* journal not compacted below this */
-#define WB_QUEUE_MIN (256u * 1024) /* the queue's bound is never lowered below this */
+/* What a batch's weights (wb_weight: the entities as sent) leave out of
+ * its body: each operation's headers and URL. See table_batch_room. */
+#define WB_BATCH_HEADROOM ((size_t)64 * 1024)
+#define WB_COMPACT_MIN (1024u * 1024) /* journal not compacted below this */
+#define WB_QUEUE_MIN (256u * 1024)    /* the queue's bound is never lowered below this */
 #define WB_TOKEN_PREFIX "W/\"aztfs-queued-"
 
 enum wb_state { WS_QUEUED, WS_SENDING, WS_FAILED };
@@ -266,7 +267,7 @@ void wb_maybe_compact(struct writeback *wb);
 /* --- writeback/send.c --- */
 
 /* Pick a partition ready to go (with FORCE: any with queued changes),
- * cut its next batch into OPS (at most WB_BATCH_OPS) and mark it sending.
+ * cut its next batch into OPS (at most TABLE_BATCH_OPS) and mark it sending.
  * Returns the number of ops (0: nothing ready; *wait_until then the
  * monotonic time the next one is due, or 0 for none). Lock held. */
 size_t wb_take_batch(struct writeback *wb, int force, struct wb_op **ops,

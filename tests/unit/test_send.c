@@ -1,6 +1,6 @@
 /* test_send.c - unit tests for write-behind's batches (writeback/send.c),
  * without a network: how wb_take_batch cuts a partition's queue (at most
- * 100 operations and WB_BATCH_BYTES, one partition, a rename's halves
+ * 100 operations and the service's bytes less WB_BATCH_HEADROOM, one partition, a rename's halves
  * together, the order kept, a waiting change or a batch sent before
  * starting a batch of its own), when a partition is ready, and what a
  * failure for good does to a batch (wb_batch_drop_failed, wb_split_at):
@@ -149,16 +149,17 @@ static void cut_weights(struct wbt *t, const char *part, const size_t *w, int n,
  * bound goes alone. */
 static void test_bytes(void)
 {
-    const size_t q = WB_BATCH_BYTES / 4;
+    const size_t room = table_batch_room(NULL, WB_BATCH_HEADROOM);
+    const size_t q = room / 4;
     const size_t exact[] = { q, q, q, q, 0 }, over[] = { q, q, q, q + 1 };
-    const size_t big[] = { WB_BATCH_BYTES + 1, 0, 0 };
+    const size_t big[] = { room + 1, 0, 0 };
     char sizes[64], p[48];
     char *json = weighing(row(p, "w", 0), q);
     struct wbt t;
 
     wbt_start(&t);
     is_int(wbt_put(&t, p, WB_INSERT, json, NULL, NULL), 0, "a change of a quarter");
-    is_int(wbt_bytes(&t, p), q, "weighs a quarter of WB_BATCH_BYTES (%zu)", q);
+    is_int(wbt_bytes(&t, p), q, "weighs a quarter of the room (%zu)", q);
     free(json);
     cut_weights(&t, "w", NULL, 0, sizes, sizeof(sizes));
     is_str(sizes, "1", "taken alone");

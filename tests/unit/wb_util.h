@@ -19,7 +19,7 @@
 #include "writeback/writeback_i.h"
 #include "tap.h"
 
-/* Room for a batch in the tests' arrays (more than WB_BATCH_OPS). */
+/* Room for a batch in the tests' arrays (more than TABLE_BATCH_OPS). */
 #define WBT_CAP 128
 
 /* One write-behind queue under test, and what its hooks heard. */
