@@ -14,6 +14,9 @@
 #   pointers  scripts/pointers.py: every "See X.h" of src/ names a header
 #             that exists and declares the function the comment stands on
 #   threads   only src/util/worker.c starts threads
+#   secrets   memory wiped and then freed goes through src/util/secret.c
+#             (secret_free, secret_str_free, secret_buf_free): nowhere
+#             else is what OPENSSL_cleanse wiped freed in the next two lines
 #   size      no file of src/ is longer than 700 lines (one responsibility a
 #             module: a longer one is split along what it owns)
 #   commits   commit subjects since the rule began are at most 72
@@ -77,6 +80,29 @@ threads() {
     [ -z "$where" ] || { echo "threads started outside src/util/worker.c: $where"; return 1; }
 }
 
+secrets() {
+    python3 - <<'PY'
+import pathlib, re
+bad = []
+for f in sorted(pathlib.Path("src").rglob("*.c")):
+    if f.as_posix() == "src/util/secret.c":
+        continue
+    lines = f.read_text().splitlines()
+    for i, line in enumerate(lines):
+        m = re.search(r"OPENSSL_cleanse\s*\(\s*(?:\(char \*\))?([^,]+?)\s*,", line)
+        if not m:
+            continue
+        what = m.group(1).removesuffix(".ptr")
+        for j in range(i + 1, min(i + 3, len(lines))):
+            if re.search(r"(?<![\w.>])(free|buf_free)\s*\(\s*&?" + re.escape(what) + r"\s*\)", lines[j]):
+                bad.append("%s:%d: %s" % (f, j + 1, lines[j].strip()))
+if bad:
+    print("a secret wiped and freed by hand (use util/secret.c):")
+    print("\n".join(bad))
+    raise SystemExit(1)
+PY
+}
+
 size() {
     local long
     long=$(find src -name '*.[ch]' -exec wc -l {} + | grep -v ' total$' |
@@ -102,6 +128,7 @@ check spelling spelling
 check layers layers
 check pointers python3 scripts/pointers.py
 check threads threads
+check secrets secrets
 check size size
 check commits commits
 echo "$passed passed, $failed failed"

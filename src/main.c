@@ -16,7 +16,6 @@
 #include "util/util.h"
 #include "fs/fs.h"
 #include <fuse_lowlevel.h>
-#include <openssl/crypto.h>
 #include <openssl/sha.h>
 
 #include "auth/auth.h"
@@ -104,16 +103,10 @@ static int pick_service(const struct aztfs_opts *o, struct account *acct)
 /* Drop the key and SAS of ACCT, wiped: requests carry a bearer token. */
 static void drop_shared_secrets(struct account *acct)
 {
-    if (acct->key) {
-        OPENSSL_cleanse(acct->key, acct->key_len);
-        free(acct->key);
-        acct->key = NULL;
-    }
-    if (acct->sas) {
-        OPENSSL_cleanse(acct->sas, strlen(acct->sas));
-        free(acct->sas);
-        acct->sas = NULL;
-    }
+    secret_free(acct->key, acct->key_len);
+    acct->key = NULL;
+    secret_str_free(acct->sas);
+    acct->sas = NULL;
 }
 
 /* Sign in with Microsoft Entra ID when AUTH (-o auth=, else the config's

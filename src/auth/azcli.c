@@ -204,9 +204,7 @@ int azcli_get_token(const char *resource, const char *tenant, long timeout_ms, c
         snprintf(err, errlen, "out of memory");
         rc = -ENOMEM;
     }
-    if (ob.ptr)
-        OPENSSL_cleanse(ob.ptr, ob.len);
-    buf_free(&ob);
+    secret_buf_free(&ob);
     buf_free(&eb);
     return rc;
 }

@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
-#include <openssl/crypto.h>
 
 /* Largest config file connstr_load_file accepts. */
 #define CONFIG_MAX (64 * 1024)
@@ -58,27 +57,15 @@ __attribute__((format(printf, 4, 5))) static int seterr(int rc, char *errbuf, si
     return rc;
 }
 
-/* Wipe and free a NUL-terminated string (NULL is fine). */
-static void free_secret_str(char *s)
-{
-    if (s) {
-        OPENSSL_cleanse(s, strlen(s));
-        free(s);
-    }
-}
-
 /* Free every member, wiping key and SAS first; zeroes *acct. */
 void account_free(struct account *acct)
 {
     if (!acct)
         return;
-    if (acct->key) {
-        OPENSSL_cleanse(acct->key, acct->key_len);
-        free(acct->key);
-    }
-    free_secret_str(acct->sas);
+    secret_free(acct->key, acct->key_len);
+    secret_str_free(acct->sas);
     for (int i = 0; i < AS_COUNT; i++)
-        free_secret_str(acct->auth[i]);
+        secret_str_free(acct->auth[i]);
     free(acct->name);
     free(acct->endpoint);
     free(acct->scheme);
@@ -479,15 +466,11 @@ service:
         rc = seterr(-ENOMEM, errbuf, errlen, "out of memory");
         goto fail;
     }
-    OPENSSL_cleanse(buf, len);
-    free(buf);
+    secret_free(buf, len);
     return 0;
 fail:
     account_free(acct);
-    if (buf) {
-        OPENSSL_cleanse(buf, len);
-        free(buf);
-    }
+    secret_free(buf, len);
     return rc;
 }
 
@@ -541,8 +524,7 @@ static int read_all(int fd, char **out, size_t *out_len)
     *out_len = len;
     return 0;
 fail:
-    OPENSSL_cleanse(buf, CONFIG_MAX + 2);
-    free(buf);
+    secret_free(buf, CONFIG_MAX + 2);
     return rc;
 }
 
@@ -641,14 +623,8 @@ fail:
 out:
     if (fd >= 0)
         close(fd);
-    if (text) {
-        OPENSSL_cleanse(text, len);
-        free(text);
-    }
-    if (joined) {
-        OPENSSL_cleanse(joined, jlen);
-        free(joined);
-    }
+    secret_free(text, len);
+    secret_free(joined, jlen);
     return rc;
 }
 

@@ -111,20 +111,11 @@ int cred_settings_load(struct cred_settings *s, const char *(*config)(void *ctx,
     return 0;
 }
 
-/* Wipe and free a string. */
-static void free_secret(char *p)
-{
-    if (p) {
-        OPENSSL_cleanse(p, strlen(p));
-        free(p);
-    }
-}
-
 /* See auth/auth.h. */
 void cred_settings_free(struct cred_settings *s)
 {
     for (size_t i = 0; i < N_SETTINGS; i++)
-        free_secret(*setting_slot(s, i));
+        secret_str_free(*setting_slot(s, i));
     memset(s, 0, sizeof(*s));
 }
 
@@ -362,9 +353,7 @@ static int read_assertion_file(const char *path, char **out, struct cred_error *
         rc = fail(e, -EACCES, "AZURE_FEDERATED_TOKEN_FILE %s is empty", path);
     if (rc == 0 && !(*out = strndup(b.ptr + start, len - start)))
         rc = fail(e, -ENOMEM, "out of memory");
-    if (b.ptr)
-        OPENSSL_cleanse(b.ptr, b.len);
-    buf_free(&b);
+    secret_buf_free(&b);
     return rc;
 }
 
@@ -378,8 +367,7 @@ static void form_add(struct buf *b, const char *name, const char *value)
         return;
     }
     buf_addf(b, "&%s=%s", name, v);
-    OPENSSL_cleanse(v, strlen(v));
-    free(v);
+    secret_str_free(v);
 }
 
 /* The form of a service principal's token request into B. Returns 0 or -errno. */
@@ -407,8 +395,7 @@ static int form_body(struct credential *c, struct buf *b, struct cred_error *e)
         form_add(b, "client_assertion_type",
                  "urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
         form_add(b, "client_assertion", assertion);
-        OPENSSL_cleanse(assertion, strlen(assertion));
-        free(assertion);
+        secret_str_free(assertion);
     }
     return b->err < 0 ? fail(e, -ENOMEM, "out of memory") : 0;
 }
@@ -503,10 +490,7 @@ static int request_token(struct credential *c, const char *body, size_t len, cha
     } else
         hdrs[1] = "Metadata: true";
     rc = http_perform(c->pool, &req, &resp);
-    if (idh) {
-        OPENSSL_cleanse(idh, strlen(idh));
-        free(idh);
-    }
+    secret_str_free(idh);
     if (rc == -ENOMEM)
         rc = fail(e, rc, "out of memory");
     else if (rc < 0 && strstr(resp.transport_error, "response body over"))
@@ -523,8 +507,7 @@ static int request_token(struct credential *c, const char *body, size_t len, cha
         rc = 0;
     else {
         if (rc == 0) { /* a token in an answer that is no success */
-            OPENSSL_cleanse(*token, strlen(*token));
-            free(*token);
+            secret_str_free(*token);
             *token = NULL;
         }
         rc = rc == -ENOMEM ? fail(e, rc, "out of memory") : refused(c, resp.status, rc, perr, e);
@@ -550,8 +533,7 @@ static int cli_token(struct credential *c, char **token, time_t *exp, struct cre
         return rc == -ETIMEDOUT ? rc : -EACCES;
     }
     rc = token_response_parse(out, strlen(out), time(NULL), token, exp, err, sizeof(err));
-    OPENSSL_cleanse(out, strlen(out));
-    free(out);
+    secret_str_free(out);
     if (rc < 0)
         return fail(e, rc == -ENOMEM ? rc : -EPROTO,
                     "Azure CLI: unusable answer of "
@@ -579,9 +561,7 @@ int credential_token(struct credential *c, char **token, time_t *expires_at, str
     rc = form_body(c, &b, e);
     if (rc == 0)
         rc = request_token(c, b.ptr, b.len, token, expires_at, e);
-    if (b.ptr)
-        OPENSSL_cleanse(b.ptr, b.len);
-    buf_free(&b);
+    secret_buf_free(&b);
     return rc;
 }
 
@@ -607,8 +587,7 @@ static int try_kind(enum cred_kind kind, struct credential **out, const struct c
         return rc;
     /* again with the mount's own timeouts and retries for the refreshes */
     if ((rc = credential_new(out, kind, s, scope, hc, lg, e)) < 0) {
-        OPENSSL_cleanse(*token, strlen(*token));
-        free(*token);
+        secret_str_free(*token);
         *token = NULL;
     }
     return rc;

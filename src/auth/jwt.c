@@ -161,9 +161,7 @@ int jwt_signer_load(const char *path, const char *password, struct jwt_signer **
         snprintf(err, errlen, "certificate file %s is empty", path);
         rc = -EINVAL;
     }
-    if (b.ptr)
-        OPENSSL_cleanse(b.ptr, b.len);
-    buf_free(&b);
+    secret_buf_free(&b);
     if (rc < 0) {
         jwt_signer_free(s);
         return rc;

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
 #define MARGIN_MAX 300 /* refresh at most this long before expiry */
 #define FAILURE_HOLD 5 /* seconds a failed refresh answers for */
 
@@ -34,8 +32,7 @@ struct token_cache {
 static void drop_token(struct token_cache *c)
 {
     if (c->token) {
-        OPENSSL_cleanse(c->token, strlen(c->token));
-        free(c->token);
+        secret_str_free(c->token);
         c->token = NULL;
     }
 }
@@ -69,10 +66,7 @@ int token_cache_new(struct token_cache **out, struct credential *cred, char *tok
     }
     if (!c) {
         credential_free(cred);
-        if (token) {
-            OPENSSL_cleanse(token, strlen(token));
-            free(token);
-        }
+        secret_str_free(token);
         return -ENOMEM;
     }
     c->cred = cred;

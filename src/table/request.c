@@ -6,8 +6,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/crypto.h>
-
 #include "auth/auth.h"
 #include "table/table_i.h"
 #include "table/table.h"
@@ -523,10 +521,7 @@ static int send_once(struct table_client *tc, const struct table_req *rq, const 
     }
 out:
     for (int i = 0; i < MAX_HEADERS; i++)
-        if (lines[i]) {
-            OPENSSL_cleanse(lines[i], strlen(lines[i])); /* a bearer token */
-            free(lines[i]);
-        }
+        secret_str_free(lines[i]); /* one may hold a bearer token */
     return rc;
 }
 
@@ -560,9 +555,7 @@ int table_send(struct table_client *tc, const struct table_req *rq, struct http_
         http_response_clear(resp);
     }
 out:
-    if (url && a->sas)
-        OPENSSL_cleanse(url, strlen(url)); /* it carries the SAS */
-    free(url);
+    secret_str_free(url); /* it may carry the SAS */
     free(full_path);
     return rc;
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include <openssl/asn1.h>
-#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "util/util.h"
@@ -68,16 +67,13 @@ int b64_decode(const char *in, unsigned char **out, size_t *out_len)
         again = b64_encode(buf, (size_t)n - pad);
         rc = !again ? -ENOMEM : strcmp(again, in) == 0 ? 0 : -EINVAL;
     }
-    if (again)
-        OPENSSL_cleanse(again, len);
-    free(again);
+    secret_free(again, len);
     if (rc == 0) {
         *out = buf;
         *out_len = (size_t)n - pad;
         return 0;
     }
-    OPENSSL_cleanse(buf, len / 4 * 3 + 1);
-    free(buf);
+    secret_free(buf, len / 4 * 3 + 1);
     return rc;
 }
 

@@ -300,8 +300,19 @@ size_t log_escape(char *out, size_t outlen, const char *in);
 #define log_info(lg, ...) log_msg((lg), LOG_LVL_INFO, __VA_ARGS__)
 #define log_debug(lg, ...) log_msg((lg), LOG_LVL_DEBUG, __VA_ARGS__)
 
-/* ---- envscrub.c: secrets passed in environment variables: removed from the
- * process once read, including the copy the kernel shows others. */
+/* ---- secret.c: secrets wiped (OPENSSL_cleanse) before their memory is
+ * given back; those passed in environment variables removed from the
+ * process once read, including the copy the kernel shows others. Every
+ * secret the daemon frees goes through one of these. */
+
+/* Wipe LEN bytes at P, then free P (NULL: nothing). */
+void secret_free(void *p, size_t len);
+
+/* Wipe the NUL-terminated string S, then free it (NULL: nothing). */
+void secret_str_free(char *s);
+
+/* Wipe every byte B holds (all it allocated), then buf_free it. */
+void secret_buf_free(struct buf *b);
 
 /* Remove every variable NAME from the environment (unsetenv) and wipe its
  * bytes (OPENSSL_cleanse) where they lie: for a variable the process was
