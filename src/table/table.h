@@ -12,10 +12,10 @@
 #include "http/http.h"
 #include "util/util.h"
 
-/* ---- request.c: the Table service client and what every request shares:
- * request kinds, the status of an answer and its errno, OData literals and
- * filters, URL encoding, the Timestamp of an ETag. Part of the table
- * protocol layer (table.h includes it; tableint.h has the layer's inside). */
+/* ---- request.c, errors.c, odata.c: the Table service client and what
+ * every request shares: request kinds (request.c), the status of an answer
+ * and its errno (errors.c), OData literals and filters, URL encoding, the
+ * Timestamp of an ETag (odata.c). table_i.h has the layer's inside. */
 
 struct table_client;
 
@@ -444,7 +444,7 @@ void table_pager_free(struct table_pager *p);
 int table_parse_page(const char *body, size_t len, table_page_fn fn, void *ctx,
                      struct az_status *st);
 
-/* ---- filter.c: an OData $filter written by a user (a query view's name):
+/* ---- odata.c: an OData $filter written by a user (a query view's name):
  * the service's limits checked before anything is sent, and the filter
  * restricted to one partition. Part of the table protocol layer (table.h
  * includes it): the one place above the wire that composes a user's OData. */

@@ -35,7 +35,7 @@ json_t *page_read(const char *body, size_t len, json_error_t *jerr);
  * never to be taken for a text), or page_read's failure. */
 json_t *page_read_text(const char *body, size_t len, json_error_t *jerr);
 
-/* ---- tableint: inside the table protocol layer: what table/request.c, table/cursor.c, table/split.c,
+/* ---- inside the table protocol layer: what table/request.c, table/cursor.c, table/split.c,
  * table/batch.c and table/crud.c share and no other module uses (they use table.h).
  * Sending a signed request, the Table headers each response is searched
  * for, the one error parser, wire addresses and bodies of entities, and
@@ -232,7 +232,7 @@ struct table_prep;
 struct table_split;
 
 /* "FIELD OP 'VALUE'" (VALUE quoted), followed by " and REST" unless REST is
- * NULL: malloc'd, NULL on ENOMEM (table/request.c; what table_filter_partition
+ * NULL: malloc'd, NULL on ENOMEM (table/odata.c; what table_filter_partition
  * and its kin are made of). */
 char *table_filter_cmp(const char *field, const char *op, const char *value, const char *rest);
 

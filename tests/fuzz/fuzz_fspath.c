@@ -1,5 +1,5 @@
 /* fuzz_fspath.c - libFuzzer target for src/names/path.c (with the query views'
- * paths) and src/table/filter.c.
+ * paths) and src/table/odata.c.
  *
  * Input = arbitrary bytes, cut at the first NUL, as a path after a leading
  * '/'. fspath_parse must not crash and must answer 0, -ENOENT, -EINVAL,

@@ -1110,8 +1110,22 @@ static void test_limits(void)
     json_decref(w);
 }
 
+static void test_wire_sys(void)
+{
+    json_t *e = json_object();
+
+    is_int(entity_wire_set_sys(e, "p", "r", NULL, "W/\"x\""), 0, "set keys and etag");
+    is_str(entity_wire_sys(e, ENTITY_PK), "p", "PartitionKey");
+    is_str(entity_wire_sys(e, ENTITY_RK), "r", "RowKey");
+    ok(entity_wire_sys(e, ENTITY_TIMESTAMP) == NULL, "no Timestamp set");
+    is_str(entity_wire_sys(e, ENTITY_ETAG), "W/\"x\"", "odata.etag");
+    is_str(json_string_value(json_object_get(e, "odata.etag")), "W/\"x\"", "wire name");
+    json_decref(e);
+}
+
 int main(void)
 {
+    test_wire_sys();
     test_example();
     test_types();
     test_doubles();

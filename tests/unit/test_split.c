@@ -12,7 +12,8 @@
  * order, opaque tokens): a client told so (table_client_set_ordered)
  * cuts nothing and gets every entity once, in the service's order; one
  * that trusted the order sees a page out of order, cuts nothing, and
- * from then on trusts it no more. */
+ * from then on trusts it no more. And the RowKeys a range is cut at
+ * (table_split_cuts, table/splitkeys.c). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -543,6 +544,66 @@ static void test_disorder_seen(void)
     is_int(ordered, 0, "the client trusts the service's order no more");
 }
 
+/* table_split_cuts(FIRST, LAST, HI, MAX) must give exactly WANT (a
+ * space-separated list, "" for none). */
+static void check_cuts(const char *first, const char *last, const char *hi, int max,
+                       const char *want)
+{
+    char *cuts[8], got[256] = "";
+    int n = table_split_cuts(first, last, hi, cuts, max);
+
+    for (int i = 0; i < n; i++) {
+        snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%s", i ? " " : "", cuts[i]);
+        free(cuts[i]);
+    }
+    is_str(got, want, "cuts after %s..%s%s%s", first, last, hi ? " before " : "", hi ? hi : "");
+}
+
+static void test_split_cuts(void)
+{
+    /* numbers: a page of r00000..r00999 spans 1000; the next page's keys
+     * (r01000..r01999) stay before the first cut */
+    check_cuts("r00000", "r00999", NULL, 4, "r02000 r03000 r04000 r05000");
+    check_cuts("r00000", "r00999", "r03500", 4, "r02000 r03000");
+    check_cuts("r00000", "r00999", "r02000", 4, "");
+    /* partitions: a page inside one steps one partition; one that spans
+     * 25 steps 25 */
+    check_cuts("p00", "p00", NULL, 3, "p02 p03 p04");
+    check_cuts("p000", "p024", NULL, 2, "p050 p075");
+    /* past the digits' width: no cut rather than a longer key */
+    check_cuts("k0", "k9", NULL, 3, "");
+    check_cuts("k98", "k98", NULL, 3, "");
+    /* other keys: the characters spanned where FIRST and LAST differ */
+    check_cuts("alpha", "apple", NULL, 4, "at ax a|");
+    check_cuts("same", "same", NULL, 2, "samf samg");
+    /* nothing to step: the empty key, a non-ASCII last character */
+    check_cuts("", "", NULL, 3, "");
+    check_cuts("\xc3\xa9", "\xc3\xa9", NULL, 3, "");
+    /* whatever the keys, the cuts increase, follow LAST and precede HI */
+    {
+        const char *keys[] = { "a", "a1", "b 9", "x'y~z", "r0009", "r0010", "zz", "~~", "0" };
+        int bad = 0;
+
+        for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+            for (size_t j = 0; j < sizeof(keys) / sizeof(*keys); j++) {
+                const char *f = keys[i], *l = keys[j];
+                char *cuts[8];
+                int n;
+
+                if (strcmp(f, l) > 0 || strcmp(l, "zz") >= 0)
+                    continue; /* a page's keys are in order, before the bound */
+                n = table_split_cuts(f, l, "zz", cuts, 8);
+                for (int k = 0; k < n; k++) {
+                    if (strcmp(cuts[k], k ? cuts[k - 1] : l) <= 0 || strcmp(cuts[k], "zz") >= 0)
+                        bad++, printf("# %s..%s: cut %d is %s\n", f, l, k, cuts[k]);
+                }
+                while (n > 0)
+                    free(cuts[--n]);
+            }
+        is_int(bad, 0, "every cut follows the one before and precedes the bound");
+    }
+}
+
 int main(void)
 {
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
@@ -550,6 +611,7 @@ int main(void)
     httpd_start(serve_query);
     snprintf(host, sizeof(host), "127.0.0.1:%d", httpd.port);
     svc_account.host = host;
+    test_split_cuts();
     test_range_after();
     test_big_partition();
     test_one_partition();
