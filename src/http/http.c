@@ -305,23 +305,6 @@ static unsigned long attempt_us(CURL *h)
         0;
 }
 
-/* Will the same request fail the same way however often it is sent? */
-static int transport_error_is_permanent(CURLcode rc)
-{
-    switch (rc) {
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_ISSUER_ERROR:
-    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-    case CURLE_UNSUPPORTED_PROTOCOL:
-    case CURLE_URL_MALFORMAT:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* One attempt on handle H. Returns 0 if a response arrived, -EIO
  * on transport failure (message in resp->transport_error), -EACCES when that
  * failure is permanent (a certificate that does not verify), -ENOMEM. */
@@ -390,7 +373,7 @@ static int attempt_once(struct http_pool *pool, CURL *h, const struct http_reque
         http_stats_count(pool->stats, req->kind, 0, 0, req->body_len, attempt_us(h));
         /* the message says what: refused, reset, timed out...; a certificate
          * that does not verify will not verify on the next attempt either */
-        return transport_error_is_permanent(rc) ? -EACCES : -EIO;
+        return http_transport_permanent(rc) ? -EACCES : -EIO;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &resp->status);
     http_stats_count(pool->stats, req->kind, resp->status, resp->body_len, req->body_len,

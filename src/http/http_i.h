@@ -1,9 +1,16 @@
-/* http/http_i.h - what http.c and pace.c share inside the transport: when
- * a request is retried, and how long it waits first. */
+/* http/http_i.h - what http.c asks retry.c inside the transport: when a
+ * request is retried, and how long it waits first. */
 #ifndef AZTFS_HTTP_HTTP_I_H
 #define AZTFS_HTTP_HTTP_I_H
 
+#include <curl/curl.h>
+
 #include "http/http.h"
+
+/* Will a request that failed in transport with RC fail the same way
+ * however often it is sent (a certificate that does not verify, a
+ * malformed URL)? 1 or 0. */
+int http_transport_permanent(CURLcode rc);
 
 /* Is STATUS worth another attempt? (408, 429, 500, 502, 503, 504) */
 int http_status_is_transient(long status);

@@ -1,16 +1,13 @@
 /* http/pace.c - when requests go: one mount's request rate (the -o
  * max_rps cap, and the slowdown every thread shares when the service
- * throttles, not for a 503 now and then; http.h), and a retry's backoff
- * (http_i.h). */
+ * throttles, not for a 503 now and then; http.h). A retry's own wait is
+ * http/retry.c's. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include <curl/curl.h>
-#include <openssl/rand.h>
-
-#include "http/http_i.h"
+#include "http/http.h"
 
 #define PACE_MIN_RPS 1.0    /* a throttled mount still makes progress */
 #define PACE_CUT_GAP 1000   /* ms: one cut per burst of throttled answers */
@@ -320,77 +317,4 @@ double http_pace_rate(struct http_pace *p, unsigned long *cuts)
         *cuts = p->cuts;
     pthread_mutex_unlock(&p->mu);
     return r;
-}
-
-/* --- a retry's backoff ----------------------------------------------------- */
-
-/* See http_i.h. */
-int http_status_is_transient(long status)
-{
-    return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 ||
-        status == 504;
-}
-
-/* See http_i.h. */
-long http_retry_after_secs(const char *v)
-{
-    char *end;
-    long s;
-    time_t t, now;
-
-    if (!v)
-        return -1;
-    s = strtol(v, &end, 10);
-    if (end == v || *end != '\0') {
-        if ((t = curl_getdate(v, NULL)) == -1)
-            return -1;
-        now = time(NULL);
-        s = t <= now ? 0 : (long)(t - now > 86400 ? 86400 : t - now);
-    }
-    return s < 0 ? -1 : s > 86400 ? 86400 : s;
-}
-
-/* Milliseconds in V (a number of them, maybe with a fraction), at most
- * a day; -1 when V is absent or not one. */
-static long ms_value(const char *v)
-{
-    char *end;
-    double d;
-
-    if (!v)
-        return -1;
-    d = strtod(v, &end);
-    if (end == v || *end != '\0' || !(d >= 0))
-        return -1;
-    return d > 86400000.0 ? 86400000 : (long)d;
-}
-
-/* See http_i.h. */
-long http_retry_after_ms(const struct http_response *resp)
-{
-    long s = http_retry_after_secs(resp->hdr[HDR_RETRY_AFTER]), ms;
-
-    if (s >= 0)
-        return s * 1000;
-    if ((ms = ms_value(resp->hdr[HDR_RETRY_AFTER_MS])) >= 0)
-        return ms;
-    return ms_value(resp->hdr[HDR_X_RETRY_AFTER_MS]);
-}
-
-/* See http_i.h. */
-long http_backoff_ms(const struct http_config *cfg, int attempt, long retry_after_ms)
-{
-    long window = cfg->retry_base_ms;
-    long ra = retry_after_ms;
-    unsigned int r = 0;
-    long wait;
-
-    for (int i = 1; i < attempt && window < cfg->retry_max_ms; i++)
-        window *= 2;
-    if (window > cfg->retry_max_ms)
-        window = cfg->retry_max_ms;
-    if (RAND_bytes((unsigned char *)&r, sizeof(r)) != 1)
-        r = (unsigned int)attempt * 2654435761u;
-    wait = window / 2 + (long)(r % (unsigned long)(window / 2 + 1));
-    return ra > wait ? ra : wait;
 }
