@@ -25,65 +25,15 @@
 #include "table/table.h"
 #include "writeback/writeback.h"
 
-/* Remove the secret environment variable NAME, name and value, from the
- * environment and from where the kernel shows it (/proc/PID/environ,
- * `ps e`): env_scrub. */
-static void scrub_env(const char *name)
-{
-    env_scrub(name);
-}
-
-/* Scrub AZURE_STORAGE_CONNECTION_STRING and the sign-in secrets
- * (AZURE_CLIENT_SECRET, ...). */
-static void scrub_env_secret(void)
-{
-    scrub_env("AZURE_STORAGE_CONNECTION_STRING");
-    for (const char *const *n = cred_secret_env; *n; n++)
-        scrub_env(*n);
-}
-
-/* A sign-in setting of the config file by its variable's name (for
- * cred_settings_load; CTX is the account). */
-static const char *config_setting(void *ctx, const char *name)
-{
-    const struct account *a = ctx;
-
-    for (int i = 0; i < AS_COUNT; i++)
-        if (strcmp(auth_setting_names[i], name) == 0)
-            return a->auth[i];
-    return NULL;
-}
-
-/* Load the account from -o config= or AZURE_STORAGE_CONNECTION_STRING, and
- * the sign-in settings into *CS; then scrub the secret variables (see
- * scrub_env_secret) either way.
- * Returns 0 or -errno after printing one line that says what to fix. */
+/* Load the account and the sign-in settings (signin_load). Returns 0, or
+ * -errno after printing one line that says what to fix. */
 static int load_account(const struct aztfs_opts *o, struct account *acct, struct cred_settings *cs)
 {
-    char err[256] = "";
-    const char *env = getenv("AZURE_STORAGE_CONNECTION_STRING");
-    int rc;
+    char err[512];
+    int rc = signin_load(o->config, o->client_id, acct, cs, err, sizeof(err));
 
-    memset(acct, 0, sizeof(*acct));
-    if (o->config) {
-        rc = connstr_load_file(o->config, acct, err, sizeof(err));
-        if (rc < 0)
-            fprintf(stderr, "aztfs: %s\n", err);
-    } else if (!env || !*env) {
-        fprintf(stderr,
-                "aztfs: no account given: use -o config=FILE or set "
-                "AZURE_STORAGE_CONNECTION_STRING (see aztfs --help)\n");
-        rc = -EINVAL;
-    } else {
-        rc = connstr_parse(env, acct, err, sizeof(err));
-        if (rc < 0)
-            fprintf(stderr, "aztfs: AZURE_STORAGE_CONNECTION_STRING: %s\n", err);
-    }
-    if (rc == 0 && cred_settings_load(cs, config_setting, acct, o->client_id) < 0) {
-        fprintf(stderr, "aztfs: out of memory\n");
-        rc = -ENOMEM;
-    }
-    scrub_env_secret();
+    if (rc < 0)
+        fprintf(stderr, "aztfs: %s\n", err);
     return rc;
 }
 
@@ -100,67 +50,20 @@ static int pick_service(const struct aztfs_opts *o, struct account *acct)
     return 0;
 }
 
-/* Drop the key and SAS of ACCT, wiped: requests carry a bearer token. */
-static void drop_shared_secrets(struct account *acct)
-{
-    secret_free(acct->key, acct->key_len);
-    acct->key = NULL;
-    secret_str_free(acct->sas);
-    acct->sas = NULL;
-}
-
-/* Sign in with Microsoft Entra ID when AUTH (-o auth=, else the config's
- * Auth=) names a credential, or when it is unset and ACCT has neither key
- * nor SAS (then in DefaultAzureCredential's order): get the first token
- * now, so a wrong setting fails the mount, and hang the token cache on
- * ACCT. "key" and "sas" demand that credential of the config. Returns 0 or
- * -1 after printing one line that names the fix. */
+/* Sign in (signin_start) for the service of ACCT's endpoint. Returns 0,
+ * or -1 after printing one line that names the fix. */
 static int sign_in(struct account *acct, const char *auth, const struct cred_settings *cs,
                    const struct http_config *hc, const struct logger *lg)
 {
     const struct table_profile *prof = NULL;
-    struct credential *cred = NULL;
-    struct cred_error e = { 0 };
-    enum cred_kind kind = CRED_SECRET;
-    char *tok = NULL;
-    time_t exp = 0;
-    int rc;
+    char err[1280];
 
     if (table_profile_pick(acct->host, acct->service, &prof) < 0)
         return -1; /* pick_service has said why */
-    if (auth && (strcmp(auth, "key") == 0 || strcmp(auth, "sas") == 0)) {
-        if (auth[0] == 'k' ? acct->key != NULL : acct->sas != NULL)
-            return 0;
-        fprintf(stderr, "aztfs: auth=%s, but the account has no %s\n", auth,
-                auth[0] == 'k' ? "AccountKey" : "SharedAccessSignature");
+    if (signin_start(acct, auth, prof->scope, cs, hc, lg, err, sizeof(err)) < 0) {
+        fprintf(stderr, "aztfs: %s\n", err);
         return -1;
     }
-    if (!auth && (acct->key || acct->sas))
-        return 0;
-    if (auth && cred_kind_parse(auth, &kind) < 0) {
-        fprintf(stderr,
-                "aztfs: unknown auth=%s (key, sas, secret, certificate, workload, "
-                "managed, cli)\n",
-                auth);
-        return -1;
-    }
-    if (!auth)
-        rc = credential_default(&cred, cs, prof->scope, hc, lg, &tok, &exp, &e);
-    else if ((rc = credential_new(&cred, kind, cs, prof->scope, hc, lg, &e)) == 0 &&
-             (rc = credential_token(cred, &tok, &exp, &e)) < 0)
-        credential_free(cred);
-    if (rc < 0) {
-        fprintf(stderr, "aztfs: %s%s%s\n", auth ? cred_kind_describe(kind) : "", auth ? ": " : "",
-                e.msg);
-        return -1;
-    }
-    if (token_cache_new(&acct->tokens, cred, tok, exp, lg) < 0) {
-        fprintf(stderr, "aztfs: out of memory\n");
-        return -1;
-    }
-    drop_shared_secrets(acct);
-    log_debug(lg, "signed in with the %s, scope %s", cred_kind_describe(credential_kind(cred)),
-              prof->scope);
     return 0;
 }
 

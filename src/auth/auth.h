@@ -194,6 +194,37 @@ int credential_default(struct credential **out, const struct cred_settings *s, c
                        const struct http_config *hc, const struct logger *lg, char **token,
                        time_t *expires_at, struct cred_error *e);
 
+/* ---- auth/signin.c: how a mount signs in: the account and its sign-in
+ * settings loaded, the secret variables scrubbed, the credential chosen
+ * and tried once. */
+
+/* Remove AZURE_STORAGE_CONNECTION_STRING and the sign-in secrets
+ * (cred_secret_env) from the environment, and from where the kernel shows
+ * them (env_scrub). */
+void signin_scrub_env(void);
+
+/* Load *ACCT from the config file CONFIG (-o config=), else from
+ * AZURE_STORAGE_CONNECTION_STRING, and the sign-in settings into *CS
+ * (CLIENT_ID: -o client_id=, or NULL); then scrub the secret variables,
+ * whatever the outcome. Returns 0, or -errno with ERR (ERRLEN bytes, one
+ * line that never holds a secret) saying what to fix: -EINVAL when
+ * neither is given, the error of reading or parsing the one given. */
+int signin_load(const char *config, const char *client_id, struct account *acct,
+                struct cred_settings *cs, char *err, size_t errlen);
+
+/* Choose how ACCT's requests are signed and try it once: AUTH (-o auth=,
+ * else the config's Auth=; NULL: unset) "key" or "sas" demands that secret
+ * of ACCT; another name (cred_kind_parse) that credential; unset, the key
+ * or SAS ACCT has, else DefaultAzureCredential's order. A credential's
+ * first token for SCOPE (the service profile's) is fetched now (HC, LG as
+ * credential_new's), hung on ACCT as its token cache, and ACCT's key and
+ * SAS are dropped, wiped. Returns 0, or -errno with ERR (ERRLEN bytes, one
+ * line naming the fix, never a secret): -EINVAL for a name unknown or a
+ * secret ACCT lacks, else credential_new's or credential_token's. */
+int signin_start(struct account *acct, const char *auth, const char *scope,
+                 const struct cred_settings *cs, const struct http_config *hc,
+                 const struct logger *lg, char *err, size_t errlen);
+
 /* ---- auth/sharedkey.c: SharedKey request signing for the Table service (HMAC-SHA256). */
 
 #define RFC1123_LEN 30 /* "Sun, 22 Nov 2026 08:26:34 GMT" + NUL */
