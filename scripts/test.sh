@@ -3,8 +3,7 @@
 # (make check, TAP) and the integration tests (pytest against a private
 # Azurite); then, unless --quick: the unit tests under valgrind, every fuzz
 # target for FUZZ_SECONDS (default 15) with its regression inputs, the
-# concurrency tests (test_cache, test_worker, test_lock, test_split,
-# test_http) built with ThreadSanitizer
+# unit tests that run threads (TSAN_TESTS below) built with ThreadSanitizer
 # (.run/tsan), and the unit and integration suites
 # again built with ASan+UBSan (in .run/asan, so ./aztfs stays a normal build).
 # make lint runs after the unit tests, each of its checks counted as a test.
@@ -155,7 +154,10 @@ section "lint (make lint: format, cppcheck, spelling, layers, pointers, threads,
 timeout -k 10 300 make lint 2>&1 | tee "$RUN/lint.out"
 count_line lint "$RUN/lint.out"
 
-TSAN_TESTS="test_cache test_worker test_lock test_split test_http test_import"
+# Every unit test that runs more than one thread (doc/TESTING.md, "Data
+# races"); the others run one, where ThreadSanitizer has nothing to find.
+TSAN_TESTS="test_cache test_worker test_lock test_split test_http test_import
+ test_journal test_credential test_profile test_send_split"
 if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
     section "unit tests under valgrind"
     vp=0; vf=0
@@ -176,7 +178,7 @@ if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
     timeout -k 10 900 scripts/fuzz.sh "${FUZZ_SECONDS:-15}" 2>&1 | tee "$RUN/fuzz.out"
     count_line fuzz "$RUN/fuzz.out"
 
-    section "ThreadSanitizer build: the concurrency tests (${TSAN_TESTS})"
+    section "ThreadSanitizer build: the threaded unit tests ("$TSAN_TESTS")"
     TSAN_DIR="$RUN/tsan"
     rm -rf "$TSAN_DIR"; mkdir -p "$TSAN_DIR"
     rsync -a --exclude=/.run --exclude=/.deps-node --exclude=/mnt ./ "$TSAN_DIR/"
