@@ -61,6 +61,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 SANITIZER_PATTERNS = re.compile(
     r"ERROR: (AddressSanitizer|LeakSanitizer|ThreadSanitizer|MemorySanitizer)"
+    r"|WARNING: ThreadSanitizer:"  # a data race is reported as a warning
     r"|runtime error:|SUMMARY: UndefinedBehaviorSanitizer")
 
 
