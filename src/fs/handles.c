@@ -1,10 +1,11 @@
-/* fs/handles.c - what the FUSE adapters share: handles, the pending list, the conflict ring, attributes (fscommon.h). */
+/* fs/handles.c - what the FUSE adapters share: handles, the pending list, the conflict ring, attributes (fs_i.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs/fs_i.h"
 #include "store/store.h"
+#include "stream/stream.h"
 
 /* A conflict noted at PATH (fs_conflict_note) lasts this long. */
 #define CONFLICT_WINDOW_NS 2000000000LL

@@ -9,6 +9,7 @@
 
 #include "fs/fs_i.h"
 #include "store/store.h"
+#include "stream/stream.h"
 
 /* See fs_i.h. */
 int fs_stream_attr(struct aztfs *a, const char *path, struct fspath *fp, struct stat *st)

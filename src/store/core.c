@@ -281,7 +281,7 @@ void store_log_failure(struct store *s, const char *op, const char *path, int rc
                   st->message, st->attempts);
 }
 
-/* See store_i.h. */
+/* See store/store.h. */
 int store_entity_fits(struct store *s, const char *pk, const char *rk, const json_t *wire,
                       size_t text_len, char *why, size_t whylen)
 {

@@ -1,4 +1,4 @@
-/* store/move.c - moves across partitions: can the copy after EXDEV save its target (storemove.h). */
+/* store/move.c - moves across partitions: can the copy after EXDEV save its target (store.h). */
 #include <errno.h>
 #include <stdlib.h>
 

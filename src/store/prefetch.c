@@ -1,4 +1,4 @@
-/* store/prefetch.c - partition listings fetched ahead of a walk by a pool of workers (prefetch.h). */
+/* store/prefetch.c - partition listings fetched ahead of a walk by a pool of workers (store.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

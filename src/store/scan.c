@@ -1,4 +1,4 @@
-/* store/scan.c - listings fetched from the service, page by page into the cache (scan.h). */
+/* store/scan.c - listings fetched from the service, page by page into the cache (store.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -169,7 +169,7 @@ int store_table_probe(struct store *s, const char *name, struct az_status *st);
  * itself). A listing is put in the cache only
  * when complete; one that failed is simply not there, and the walker lists
  * it as it would without the pool. Part of the store layer: requests go
- * through scan.h. */
+ * through store.h. */
 
 struct prefetch;
 /* The jobs added while one directory handle of a table is read. */
@@ -211,7 +211,7 @@ void prefetch_claim(struct prefetch *p, const char *dir);
  * comes (with the entities themselves); a table too large for the cache is
  * skipped through; snapshots that readdir reads page by page; long-form
  * names resolved to their keys by listing; the root listing at mount.
- * Part of the store layer (storecore.h): no FUSE, requests through table.h. */
+ * Part of the store layer (store.h): no FUSE, requests through table.h. */
 
 /* List the account's tables (or probe those of -o tables=) into the
  * cache: at mount time this is both the credentials check and the first
@@ -223,7 +223,7 @@ int scan_list_root(struct store *s, struct az_status *st);
 int scan_list_partition(struct store *s, const struct fspath *fp, const char *dir);
 
 /* Fetch partition PK of TABLE to its end into the cache as directory DIR,
- * one request in flight, for the prefetch pool (prefetch.h): before each
+ * one request in flight, for the prefetch pool (store.h): before each
  * page STOP(CTX, BYTES) is asked (BYTES: what the fetch has charged to the
  * cache so far); nonzero ends it with -EINTR. *BYTES gets what the whole
  * fetch charged, its last page included, whatever the outcome. The listing
@@ -266,76 +266,12 @@ long scan_view_find(const struct scan_view *v, const char *name);
 
 void scan_view_free(struct scan_view *v);
 
-/* ---- store/scratch.c: files the mount keeps locally (editor/rsync temporaries) and local-only directories. */
-
-struct scratch;
-
-/* Attributes of a scratch file. */
-struct scratch_attr {
-    size_t size;
-    mode_t mode; /* permission bits only */
-    struct timespec mtime;
-};
-
-/* New empty store whose files together may hold at most MAX_BYTES (-o
- * scratch_size): each file counts its size rounded up to SCRATCH_PAGE, and
- * the counts add up to no more than MAX_BYTES (a file's buffer holds at
- * most about twice its size). A write or truncate that cannot fit fails
- * with -ENOSPC and logs one error line on LOG (kept, not copied; NULL:
- * stderr). Returns NULL on ENOMEM. */
-struct scratch *scratch_new(size_t max_bytes, const struct logger *log);
-void scratch_free(struct scratch *s);
-
-/* Create an empty file at PATH with MODE. -EEXIST if present, -ENOMEM. */
-int scratch_create(struct scratch *s, const char *path, mode_t mode);
-/* Attributes of PATH: 0 or -ENOENT. */
-int scratch_stat(struct scratch *s, const char *path, struct scratch_attr *out);
-/* Read up to SIZE bytes at OFF into BUF: bytes read, or -ENOENT. */
-ssize_t scratch_read(struct scratch *s, const char *path, char *buf, size_t size, off_t off);
-/* Write SIZE bytes at OFF (growing the file, zero-filling any gap): bytes
- * written, -ENOENT, -EFBIG (over SCRATCH_MAX_BYTES), -ENOSPC (over the
- * store's bound; logged, nothing written), -ENOMEM. */
-ssize_t scratch_write(struct scratch *s, const char *path, const char *buf, size_t size, off_t off);
-/* Set the length (shrinking releases memory): 0, -ENOENT, -EFBIG, -ENOSPC
- * (logged), -ENOMEM. */
-int scratch_truncate(struct scratch *s, const char *path, off_t size);
-int scratch_chmod(struct scratch *s, const char *path, mode_t mode);
-int scratch_utimens(struct scratch *s, const char *path, const struct timespec *mtime);
-/* Take the whole content of PATH: malloc'd copy in *data and *len (caller frees). */
-int scratch_get(struct scratch *s, const char *path, char **data, size_t *len);
-/* Remove PATH: 0 or -ENOENT. */
-int scratch_unlink(struct scratch *s, const char *path);
-/* Rename FROM to TO, replacing TO: 0 or -ENOENT. */
-int scratch_rename(struct scratch *s, const char *from, const char *to);
-/* Call FN(ctx, name, attr) for each file directly inside directory DIR. */
-void scratch_list(struct scratch *s, const char *dir,
-                  void (*fn)(void *ctx, const char *name, const struct scratch_attr *a), void *ctx);
-/* Number of files directly inside DIR. */
-size_t scratch_count(struct scratch *s, const char *dir);
-
-/* Bytes the files count now (*used, at most *max_bytes) and the bound
- * given to scratch_new, for statfs. */
-void scratch_usage(struct scratch *s, size_t *used, size_t *max_bytes);
-
-/* Local directories (partitions made with mkdir, not yet in the table). */
-int scratch_mkdir(struct scratch *s, const char *path);  /* 0, -EEXIST, -ENOMEM */
-int scratch_is_dir(struct scratch *s, const char *path); /* 1 or 0 */
-int scratch_rmdir(struct scratch *s, const char *path);  /* 0 or -ENOENT */
-/* Does DIR hold a local directory directly inside it? 1 or 0. */
-int scratch_has_dirs(struct scratch *s, const char *dir);
-/* Call FN(ctx, name) for each local directory directly inside DIR. */
-void scratch_list_dirs(struct scratch *s, const char *dir, void (*fn)(void *ctx, const char *name),
-                       void *ctx);
-
-#define SCRATCH_MAX_BYTES (8 * 1024 * 1024) /* one file; a multiple of SCRATCH_PAGE */
-#define SCRATCH_PAGE 4096                   /* unit of a file's buffer */
-
 /* ---- store/store.c: entities by key: loaded from the cache or the service (with
  * read-ahead), saved, deleted and renamed with their ETag guards, and what
  * the cached listings learn from each change or must drop after a conflict
- * (tables and partitions: storedir.h). Part of the store layer
- * (storecore.h): no FUSE, requests through table.h (and, to resolve a
- * long-form name by listing, scan.h).
+ * (tables and partitions: store.h). Part of the store layer
+ * (store.h): no FUSE, requests through table.h (and, to resolve a
+ * long-form name by listing, store.h).
  *
  * Entities are addressed by their path (the cache's key) and FP, that path
  * parsed; FP's keys are filled in when a long-form name is resolved. Every
@@ -499,7 +435,7 @@ int store_discard(struct store *s, const char *path);
 /* ---- store/tables.c: tables and partitions: whether they exist (from the
  * listings, the markers of what the mount learnt, else one query), and the
  * tables and partition directories the mount makes and removes. Part of the
- * store layer (storecore.h): no FUSE, requests through table.h.
+ * store layer (store.h): no FUSE, requests through table.h.
  *
  * Every function returns 0 or -errno unless it says otherwise, and logs
  * the failures of its requests itself. */
@@ -536,8 +472,8 @@ int store_remove_table(struct store *s, const char *path, const char *table);
 
 /* ---- move.c: moves across partitions and tables: whether the copy that
  * mv makes after EXDEV can save its target, refused before mv removes
- * anything when it cannot. Part of the store layer (storecore.h): no FUSE,
- * requests through table.h (and, to find keys by listing, scan.h). */
+ * anything when it cannot. Part of the store layer (store.h): no FUSE,
+ * requests through table.h (and, to find keys by listing, store.h). */
 
 /* A rename of entity FROM (FF) onto entity TO (TF) in another partition or
  * table is answered EXDEV, and mv then copies: it removes an entity at TO,
@@ -562,7 +498,7 @@ int store_move_check(struct store *s, const char *from, struct fspath *ff, const
  * and streamed on by the readdir that follows: the pages in between wait
  * in the mount's table of views under way (struct view_pending). Read-only:
  * nothing here changes anything remote. Part of the store layer
- * (storecore.h): no FUSE, requests through table.h. */
+ * (store.h): no FUSE, requests through table.h. */
 
 /* The view queries a lookup started and no reader has taken over yet (at
  * most VIEW_PENDING_MAX; the oldest is dropped). Thread-safe. */
@@ -619,82 +555,15 @@ void view_reader_free(struct view_reader *r);
 int view_entity(struct store *s, struct view_pending *vp, struct fspath *fp, struct fspath *nfp,
                 char **npath);
 
-/* ---- store/export.c: export streams (/t/.ndjson, /t/pk/.ndjson and a
- * view's .ndjson: doc/USAGE.md, "Export streams"): a table's, a
- * partition's or a view's entities as NDJSON, one line per entity
- * (entity_render_line), read page by page from the service without the
- * cache. Part of the store layer: no FUSE, requests through table.h. */
+/* ---- store/core.c: what the service takes. */
 
-/* Does stream FP (FSP_STREAM, FSP_VIEW_STREAM) stand: its table exists,
- * and its partition (when it has one) holds an entity, and a view's filter
- * is within the service's limits (-EINVAL, logged; nothing sent)? Nothing is
- * sent when the mount knows. 0, -ENOENT, -EINVAL, or -errno. */
-int export_exists(struct store *s, struct fspath *fp);
-
-/* One open stream: its query, the page being read and the pages fetched
- * ahead (at most s->scan_ways + 2, or one). Reads are serialised by its
- * own lock. */
-struct export_stream;
-
-/* Open stream FP (FSP_STREAM, FSP_VIEW_STREAM; a long-form partition name
- * is resolved here) at PATH (for log lines): with write-behind, the table's
- * queued changes are sent first; the query is started and its first page
- * fetched. Returns 0 with *out (free with export_free), -ENOENT (no such
- * table, or partition name), -EINVAL (a filter over the limits, or one the
- * service refused: logged), -EINTR, or -errno (logged). */
-int export_open(struct store *s, struct fspath *fp, const char *path, struct export_stream **out);
-
-/* Copy SIZE bytes of X's stream at OFF (where the last read ended: it is
- * opened non-seekable) into BUF in full, as a regular file's read: the page
- * held, then the next ones, fetched now, until SIZE bytes or the stream's
- * end (a failure after some bytes ends the read there, the next read
- * reporting it). Returns the bytes copied (0: the end), -ESPIPE (OFF is
- * elsewhere: logged, nothing read), or -errno (logged as for export_open). */
-int export_read(struct export_stream *x, char *buf, size_t size, unsigned long long off);
-
-/* Free X (NULL: nothing): its fetches under way are waited for (a split's
- * workers finish the request they have out), none is sent after. */
-void export_free(struct export_stream *x);
-
-/* ---- store/import.c: NDJSON written to a table's or a partition's stream
- * (/t/.ndjson, /t/pk/.ndjson: doc/USAGE.md, "Import"), applied in entity
- * group transactions of up to 100 entities of one partition. No FUSE. */
-
-/* One stream being written: the line not yet ended, the transactions being
- * filled (one per partition, at most 1,024 and 16 MiB of lines together),
- * queued (the cache's size of lines in memory, the rest in the spool: -o
- * spool_dir) and out (scan_ways, spread over the partitions, each on a
- * sender thread of its own). */
-struct import_stream;
-
-/* Open stream FP (FSP_STREAM; a table's or a partition's; a long-form
- * partition name is resolved here) at PATH (for log lines) for writing:
- * each line an entity, applied as Insert Or Replace (the entity becomes
- * the line's), or as Insert when INSERT (an entity that exists fails the
- * stream, -EEXIST). With write-behind, the table's queued changes are sent
- * first. Returns 0 with *out (free with import_free), -ENOENT (a long-form
- * partition name not listed), -ENOMEM, -EAGAIN (no thread) or -errno. */
-int import_open(struct store *s, struct fspath *fp, const char *path, int insert,
-                struct import_stream **out);
-
-/* Take SIZE bytes of M's stream at offset OFF (the bytes taken so far:
- * else -ESPIPE, logged): the lines they end are parsed and queued, waiting
- * while the queue is full (import_stream). Returns SIZE, or -errno: the
- * stream's first failure, which stops it (-EINVAL for a line that is not
- * an entity of the stream, with every line before it applied; the errno
- * of a transaction the service refused, with the transactions not yet
- * sent dropped; logged once, with the line's number, and kept in
- * user.aztfs.errors), or -EINTR (the request was interrupted). */
-int import_write(struct import_stream *m, const char *buf, size_t size, unsigned long long off);
-
-/* A close of a copy of M's descriptor, or an fsync: every line ended so
- * far sent and answered (one not yet ended too when it is whole JSON).
- * Returns 0 when each was applied, else as import_write. */
-int import_flush(struct import_stream *m);
-
-/* The stream's end (RELEASE; NULL: nothing): a line not yet ended taken
- * as the last, and all sent and answered, unless it failed or the mount is
- * ending (a failure only logged); one log line says what was applied. */
-void import_free(struct import_stream *m);
+/* Does WIRE (keys PK, RK; parsed from TEXT_LEN bytes) fit the limits of
+ * the service behind the endpoint: entity_check_limits with s->limits (the
+ * keys' characters and UTF-16 size, properties, names, values, the size as
+ * the service counts it), then the profile's (table_entity_fits: empty
+ * keys, keys' bytes, reserved names)? 0, or -EINVAL/-EFBIG with WHY
+ * (WHYLEN bytes) saying which, or -ENOMEM. Nothing is sent (core.c). */
+int store_entity_fits(struct store *s, const char *pk, const char *rk, const json_t *wire,
+                      size_t text_len, char *why, size_t whylen);
 
 #endif

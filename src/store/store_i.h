@@ -138,15 +138,6 @@ struct store_changes {
 extern const struct store_changes store_direct; /* store/direct.c */
 extern const struct store_changes store_queued; /* store/queued.c */
 
-/* Does WIRE (keys PK, RK; parsed from TEXT_LEN bytes) fit the limits of
- * the service behind the endpoint: entity_check_limits with s->limits (the
- * keys' characters and UTF-16 size, properties, names, values, the size as
- * the service counts it), then the profile's (table_entity_fits: empty
- * keys, keys' bytes, reserved names)? 0, or -EINVAL/-EFBIG with WHY
- * (WHYLEN bytes) saying which, or -ENOMEM. Nothing is sent (core.c). */
-int store_entity_fits(struct store *s, const char *pk, const char *rk, const json_t *wire,
-                      size_t text_len, char *why, size_t whylen);
-
 /* store_entity_fits, a refusal logged as PATH "not saved" and put in
  * user.aztfs.errors under OP. */
 int store_fits_service(struct store *s, const char *op, const char *path, const char *pk,

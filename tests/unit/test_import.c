@@ -1,4 +1,4 @@
-/* test_import.c - imports (store/import.c) against a fake Table service
+/* test_import.c - imports (stream/import.c) against a fake Table service
  * (TAP): lines cut anywhere between writes, transactions of 100, an
  * entity named twice sent after its first, a bad line stopping the
  * stream after every line before it, a refused transaction's line, and
@@ -17,8 +17,8 @@
 #include <jansson.h>
 
 #include "names/names.h"
-#include "store/import_i.h"
 #include "store/store.h"
+#include "stream/stream_i.h"
 #include "table/table.h"
 #include "util/util.h"
 #include "httpd.h"

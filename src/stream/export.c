@@ -1,5 +1,5 @@
-/* store/export.c - a table's, a partition's or a query view's entities as
- * one NDJSON stream, read page by page (store.h).
+/* stream/export.c - a table's, a partition's or a query view's entities as
+ * one NDJSON stream, read page by page (stream.h).
  *
  * Each line is one entity as its file shows it, on one line
  * (entity_render_line). The query is read as a listing's is: split into key
@@ -18,7 +18,7 @@
 
 #include "entity/entity.h"
 #include "names/names.h"
-#include "store/store.h"
+#include "stream/stream.h"
 
 /* A page's lines are at most this long (a page holds at most 1,000
  * entities, and is a few MiB at most on the wire): a bound on memory, not
@@ -218,7 +218,7 @@ static int query_of(struct store *s, struct fspath *fp, struct export_stream *x)
     return rc;
 }
 
-/* See store.h. */
+/* See stream/stream.h. */
 int export_exists(struct store *s, struct fspath *fp)
 {
     const char *why;
@@ -238,7 +238,7 @@ int export_exists(struct store *s, struct fspath *fp)
     return rc;
 }
 
-/* See store.h. */
+/* See stream/stream.h. */
 int export_open(struct store *s, struct fspath *fp, const char *path, struct export_stream **out)
 {
     struct export_stream *x = calloc(1, sizeof(*x));
@@ -270,7 +270,7 @@ int export_open(struct store *s, struct fspath *fp, const char *path, struct exp
     return 0;
 }
 
-/* See store.h. */
+/* See stream/stream.h. */
 int export_read(struct export_stream *x, char *buf, size_t size, unsigned long long off)
 {
     size_t got = 0;
@@ -302,7 +302,7 @@ int export_read(struct export_stream *x, char *buf, size_t size, unsigned long l
     return got > 0 ? (int)got : rc;
 }
 
-/* See store.h. */
+/* See stream/stream.h. */
 void export_free(struct export_stream *x)
 {
     if (!x)

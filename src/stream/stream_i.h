@@ -1,14 +1,14 @@
-/* store/import_i.h - an import stream's inside, shared by its writer's
+/* stream/stream_i.h - an import stream's inside, shared by its writer's
  * side (import.c: lines, transactions being filled, the face) and its
  * senders' (importsend.c: the queue, the senders, the service's targets). */
-#ifndef AZTFS_STORE_IMPORT_I_H
-#define AZTFS_STORE_IMPORT_I_H
+#ifndef AZTFS_STREAM_STREAM_I_H
+#define AZTFS_STREAM_STREAM_I_H
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
 #include "store/store.h"
-#include "store/store_i.h"
+#include "stream/stream.h"
 
 /* What a transaction's lines (their text) leave out of its body: each
  * operation's headers and URL (some 400 bytes), and what a line grows by

@@ -1,5 +1,5 @@
-/* store/import.c - NDJSON written to a table's or a partition's stream,
- * applied in entity group transactions (store.h).
+/* stream/import.c - NDJSON written to a table's or a partition's stream,
+ * applied in entity group transactions (stream.h).
  *
  * Each line is one entity as its file shows it (an export stream's line,
  * or any text a file may hold, on one line, with its keys). Lines are
@@ -33,7 +33,7 @@
 
 #include "entity/entity.h"
 #include "names/names.h"
-#include "store/import_i.h"
+#include "stream/stream_i.h"
 
 /* --- lines ----------------------------------------------------------------------------- */
 
@@ -254,7 +254,7 @@ static int take(struct import_stream *m, const char *buf, size_t size, size_t *u
 
 /* --- the stream's face ----------------------------------------------------------------- */
 
-/* See store.h. */
+/* See stream/stream.h. */
 int import_open(struct store *s, struct fspath *fp, const char *path, int insert,
                 struct import_stream **out)
 {
@@ -299,7 +299,7 @@ out_err:
     return rc;
 }
 
-/* See store.h. */
+/* See stream/stream.h. */
 int import_write(struct import_stream *m, const char *buf, size_t size, unsigned long long off)
 {
     size_t used = 0;
@@ -363,13 +363,13 @@ static int settle(struct import_stream *m, int last)
     return rc;
 }
 
-/* See store.h. */
+/* See stream/stream.h. */
 int import_flush(struct import_stream *m)
 {
     return settle(m, 0);
 }
 
-/* See store.h. */
+/* See stream/stream.h. */
 void import_free(struct import_stream *m)
 {
     struct timespec now;

@@ -1,4 +1,4 @@
-/* store/importspool.c - an import stream's spool (import_i.h): the
+/* stream/importspool.c - an import stream's spool (stream_i.h): the
  * transactions queued past the memory the mount was given (-o cache_size),
  * kept on disk until a sender takes them.
  *
@@ -24,7 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store/import_i.h"
+#include "stream/stream_i.h"
 
 /* Open M's spool (the writer's, under wlock). Returns 0 or -errno. */
 static int spool_open(struct import_stream *m)
@@ -92,7 +92,7 @@ static int write_all(int fd, const char *p, size_t len, off_t off)
     return 0;
 }
 
-/* See import_i.h. */
+/* See stream/stream_i.h. */
 int import_spool_put(struct import_stream *m, struct import_batch *b)
 {
     struct buf w = BUF_INIT(TABLE_BATCH_BYTES + 2 * IMPORT_LINE_MAX);
@@ -167,7 +167,7 @@ static int decode(struct import_batch *b, const char *p, size_t len)
     return len == 0 ? 0 : -EIO;
 }
 
-/* See import_i.h. */
+/* See stream/stream_i.h. */
 int import_spool_get(struct import_stream *m, struct import_batch *b)
 {
     char *p = malloc(b->spool_len ? b->spool_len : 1);

@@ -1,4 +1,4 @@
-/* store/scratch.c - files the mount keeps locally (editor/rsync temporaries) and local-only directories. */
+/* fs/scratch.c - files the mount keeps locally (editor/rsync temporaries) and local-only directories. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "util/util.h"
-#include "store/store.h"
+#include "fs/fs.h"
 
 /* A scratch file or a local directory; few exist at a time, so a list will do. */
 struct node {
@@ -29,7 +29,7 @@ struct scratch {
     const struct logger *log; /* set by scratch_new */
 };
 
-/* See store/store.h. */
+/* See fs/fs.h. */
 struct scratch *scratch_new(size_t max_bytes, const struct logger *log)
 {
     struct scratch *s = calloc(1, sizeof(*s));

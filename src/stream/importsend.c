@@ -1,4 +1,4 @@
-/* store/importsend.c - an import stream's sending side (import_i.h): the
+/* stream/importsend.c - an import stream's sending side (stream_i.h): the
  * keys held or out, the queue of full transactions, and the senders that
  * take from it.
  *
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "names/names.h"
-#include "store/import_i.h"
+#include "stream/stream_i.h"
 
 /* Partitions the targets refused, remembered through one pick; and the
  * partitions weighed for the first choice. */
@@ -64,7 +64,7 @@ static int batch_holds(const struct import_batch *b, const char *pk, const char 
     return 0;
 }
 
-/* See import_i.h. */
+/* See stream/stream_i.h. */
 int import_key_held(const struct import_stream *m, const char *pk, const char *rk, uint64_t k)
 {
     LOCK_HELD(&m->lock);
@@ -384,7 +384,7 @@ static void send_loop(struct import_stream *m, int slot)
     pthread_mutex_unlock(&m->lock);
 }
 
-/* See import_i.h. */
+/* See stream/stream_i.h. */
 void *import_sender(void *arg)
 {
     struct import_stream *m = arg;
@@ -429,7 +429,7 @@ static int has_room(const struct import_stream *m, const struct import_batch *b)
         (m->queued < IMPORT_QUEUE_MAX && (b->spool_len || m->queued_bytes < m->queue_bytes));
 }
 
-/* See import_i.h. */
+/* See stream/stream_i.h. */
 int import_submit(struct import_stream *m, int i)
 {
     struct import_batch *b = m->held[i];
