@@ -12,7 +12,8 @@
 #             doc/ARCHITECTURE.md names, no call circle, the seams hold,
 #             the doc names every file of src/, no two share a name
 #   pointers  scripts/pointers.py: every "See X.h" of src/ names a header
-#             that exists and declares the function the comment stands on
+#             that exists and declares the function the comment stands on,
+#             and every other header a comment names exists
 #   threads   only src/util/worker.c starts threads
 #   secrets   memory wiped and then freed goes through src/util/secret.c
 #             (secret_free, secret_str_free, secret_buf_free): nowhere

@@ -5,7 +5,9 @@ A function's comment may say only "See X.h." (or "...; see X.h."; its contract i
 declared). Such a pointer is right when X.h names a header of src/ (as
 "dir/name.h", or "name.h" when one header has that name) and, when the
 comment stands right before a function's definition, that header declares
-the function. Prints each wrong one ("FILE:LINE: See X.h: why") and exits
+the function. Any other header a comment names ("(store.h)", "wb_int.h")
+must exist too: a header of src/, or one a file of src/ includes. Prints
+each wrong one ("FILE:LINE: See X.h: why", "FILE:LINE: X.h: why") and exits
 1 when any is; with --fix, rewrites each pointer that names a header (or
 none) to "See dir/name.h" for the header that declares the function, and
 prints what it could not fix. Part of `make lint` (scripts/lint.sh)."""
@@ -15,6 +17,8 @@ import re
 import sys
 
 POINTER = re.compile(r"\b([Ss]ee) ([A-Za-z0-9_/]+\.h)\b")
+NAMED = re.compile(r"(?<![\w./<-])([A-Za-z0-9_/]+\.h)\b")
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 # a definition's first line: a type, the name, "(" (static ones too)
 DEFINITION = re.compile(r"^[A-Za-z_][A-Za-z0-9_ \t\*]*?\b([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
@@ -59,6 +63,42 @@ def defined_after(lines, i):
     return None
 
 
+def included(src):
+    """Basenames of every header a file of SRC/src includes."""
+    out = set()
+    for root, _dirs, files in os.walk(os.path.join(src, "src")):
+        for f in files:
+            if f.endswith((".c", ".h")):
+                with open(os.path.join(root, f), encoding="utf-8") as fh:
+                    for line in fh:
+                        m = INCLUDE.match(line)
+                        if m:
+                            out.add(os.path.basename(m.group(1)))
+    return out
+
+
+def comment_spans(text):
+    """(start, end) offsets of every /* ... */ comment of TEXT."""
+    return [(m.start(), m.end()) for m in re.finditer(r"/\*.*?\*/", text, re.S)]
+
+
+def check_named(path, hdrs, known):
+    """Headers named in PATH's comments that neither src/ has nor src/
+    includes: [(line, text)]."""
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    names = {os.path.basename(h) for h in hdrs} | known
+    problems = []
+    for start, end in comment_spans(text):
+        for m in NAMED.finditer(text, start, end):
+            name = m.group(1)
+            if resolve(name, hdrs) or os.path.basename(name) in names:
+                continue
+            line = text.count("\n", 0, m.start()) + 1
+            problems.append((line, "%s: no header of src/ is named so, and none included is" % name))
+    return problems
+
+
 def check_file(path, rel, hdrs, fix):
     """Problems of PATH ([(line, text)]); with FIX, the file rewritten."""
     with open(path, encoding="utf-8") as fh:
@@ -92,6 +132,7 @@ def main(argv):
     args = [a for a in argv if a != "--fix"]
     src = args[0] if args else "."
     hdrs = headers(src)
+    known = included(src)
     bad = 0
     for root, _dirs, files in os.walk(os.path.join(src, "src")):
         for f in sorted(files):
@@ -99,7 +140,7 @@ def main(argv):
                 continue
             path = os.path.join(root, f)
             rel = os.path.relpath(path, src)
-            for line, text in check_file(path, rel, hdrs, fix):
+            for line, text in check_file(path, rel, hdrs, fix) + check_named(path, hdrs, known):
                 print("%s:%d: %s" % (rel, line, text))
                 bad += 1
     return 1 if bad else 0

@@ -9,7 +9,7 @@
 
 /* ---- cachefile: what the cache hands out and is given: a cached entity
  * file, and the flags of its puts. A leaf: cache.h and the cache's inside
- * (cache_int.h) both include it, so neither includes the other. */
+ * (cache_i.h) both include it, so neither includes the other. */
 
 #define CACHE_DIGEST_LEN 32
 

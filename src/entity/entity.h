@@ -9,7 +9,7 @@
 
 /* ---- edm: the Table service's Edm types, its entity limits, and the error
  * details of the entity modules: the vocabulary entity.h and the entity
- * modules' private header (entity_int.h) share. A leaf: it includes none of
+ * modules' private header (entity_i.h) share. A leaf: it includes none of
  * the project's headers. */
 
 /* The eight Edm types of the Table service. */

@@ -115,7 +115,7 @@ static int add_dumped(const char *bytes, size_t size, void *data)
 static void sb_add_json(struct buf *sb, const json_t *v)
 {
     if ((!v || json_dump_callback(v, add_dumped, sb, JSON_ENCODE_ANY) < 0) && !sb->err)
-        sb->err = -ENOMEM; /* sticky, as buf.h's own failures are */
+        sb->err = -ENOMEM; /* sticky, as a struct buf's own failures are */
 }
 
 /* Is S (N bytes) printable ASCII with nothing JSON escapes ('"', '\\')? */

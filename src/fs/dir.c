@@ -1,4 +1,4 @@
-/* fs/dir.c - FUSE directory callbacks: opendir, readdir, releasedir, mkdir, rmdir (fsdir.h). */
+/* fs/dir.c - FUSE directory callbacks: opendir, readdir, releasedir, mkdir, rmdir (fs_i.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -275,7 +275,7 @@ int fs_rmdir(const char *path);
 /* ---- fs/viewops.c: FUSE callbacks for query views (/t/.where/FILTER/...,
  * /t/pk/.where/FILTER/...; store/store.h): stat, open for reading and listing
  * them, and EROFS for every change. The directory and change callbacks
- * here front the ordinary ones (fsdir.h, fswrite.h): a path outside a view
+ * here front the ordinary ones (fs/dir.c, fs/write.c): a path outside a view
  * is handed on as it is. Each returns 0 or -errno, as libfuse's struct
  * fuse_operations says. */
 

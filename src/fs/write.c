@@ -1,4 +1,4 @@
-/* fs/write.c - FUSE callbacks that change files: create, write, truncate, flush/fsync/release commits, unlink, rename, chmod, chown, utimens (fswrite.h). */
+/* fs/write.c - FUSE callbacks that change files: create, write, truncate, flush/fsync/release commits, unlink, rename, chmod, chown, utimens (fs_i.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

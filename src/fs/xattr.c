@@ -1,4 +1,4 @@
-/* fs/xattr.c - FUSE extended-attribute callbacks (fsxattr.h). */
+/* fs/xattr.c - FUSE extended-attribute callbacks (fs_i.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * journal's mounts did not write. Damage does not end the reading: intact
  * records after it are found and read.
  *
- * Where it lives is checked as the config file is (safefile.h): the
+ * Where it lives is checked as the config file is (util.h): the
  * directory belongs to the mounting user and no one else may write it
  * (unless -o allow_shared_dirs), and the journal, its key, its lock and its
  * temporary files are opened without following symlinks, owned by the

@@ -1,4 +1,4 @@
-/* journal/record.c - the journal's records on disk (journal_int.h): each
+/* journal/record.c - the journal's records on disk (journal_i.h): each
  * one line "MAC JSON\n" whose MAC is keyed by the journal's key, and the
  * records of a file's bytes found again after damage. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* monitor/metrics.c - the counters in the Prometheus text format, written atomically by a thread (metrics.h). */
+/* monitor/metrics.c - the counters in the Prometheus text format, written atomically by a thread (monitor.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* util/buf.c - the one growable byte buffer (buf.h). */
+/* util/buf.c - the one growable byte buffer (util.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* util/failring.c - the last failed operations of a mount in a bounded ring (failring.h). */
+/* util/failring.c - the last failed operations of a mount in a bounded ring (util.h). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

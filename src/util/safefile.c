@@ -1,5 +1,5 @@
 /* util/safefile.c - files the daemon writes, opened so that another user cannot
- * redirect them (safefile.h). Ownership and mode bits are checked, ACLs are
+ * redirect them (util.h). Ownership and mode bits are checked, ACLs are
  * not (out of scope). */
 #include <errno.h>
 #include <fcntl.h>

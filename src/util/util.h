@@ -213,13 +213,13 @@ int safe_pwrite_all(int fd, const char *data, size_t len, off_t off);
 
 /* ---- util/log.c: leveled logging to stderr (foreground), a log file (-o logfile=)
  * or syslog (daemon), secrets redacted by callers. The logger also carries
- * the mount's ring of recent failures (failring.h), which the code that logs
+ * the mount's ring of recent failures (util.h), which the code that logs
  * a failure fills too. */
 
 /* QUIET drops everything (while the mount-time check prints its own verdict). */
 enum log_level { LOG_LVL_QUIET = -1, LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
-struct failring; /* failring.h: the ring the logger carries, borrowed */
+struct failring; /* util.h: the ring the logger carries, borrowed */
 
 struct logger {
     enum log_level level;      /* messages above this level are dropped */

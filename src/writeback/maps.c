@@ -1,6 +1,6 @@
 /* writeback/maps.c - write-behind's maps: entities by path, partitions by
  * directory, and the tokens of changes sent with the ETags the service gave
- * (bounded); and its clock (wb_int.h). */
+ * (bounded); and its clock (writeback_i.h). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

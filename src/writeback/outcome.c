@@ -1,5 +1,5 @@
 /* writeback/outcome.c - what becomes of a change once its batch is answered
- * (wb_int.h): applied (the change after it guarded by the new ETag, its token
+ * (writeback_i.h): applied (the change after it guarded by the new ETag, its token
  * remembered, the store told), or failed for good (its later changes
  * failing with it, kept on the failed list and in the journal, logged);
  * the store's hooks called once writeback's lock is released. */
@@ -11,7 +11,7 @@
 #include "writeback/writeback_i.h"
 #include "writeback/writeback.h"
 
-/* A hook call to make once the lock is released (wb_int.h). */
+/* A hook call to make once the lock is released (writeback_i.h). */
 struct wb_call {
     int applied;
     char *path;

@@ -2,7 +2,7 @@
  * replayed into the queue in the order it was written (changes queued
  * again, merged into the change they replaced or waiting for the one they
  * depend on; sent, applied, failed and dropped ones settled), and what was
- * damaged or refused counted (wb_int.h). */
+ * damaged or refused counted (writeback_i.h). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 
 /* ---- wbtypes: the types write-behind's callers and its inside share: what
  * a change is, the hooks of its outcomes, the settings (writeback.h says
- * what is done with them). A leaf: writeback.h and wb_int.h both include
+ * what is done with them). A leaf: writeback.h and writeback_i.h both include
  * it, so that the inside does not include the outside's header. */
 
 /* What a change does to its entity. */
