@@ -39,12 +39,21 @@ struct fs_open_link {
 struct export_stream;
 struct import_stream;
 
+/* The kinds of open file; each is served by its struct fs_file_kind. */
+enum fs_kind {
+    FS_ENTITY,  /* an entity's text, read or edited in the handle's copy */
+    FS_SCRATCH, /* a scratch file: the bytes live in a->scratch */
+    FS_EXPORT,  /* a stream read: its export_stream in OF->stream */
+    FS_IMPORT,  /* a stream written: its import_stream in OF->import */
+    FS_KIND_COUNT
+};
+
 /* State of one open file (fi->fh). What is set before the handle is given
  * to the kernel (fs_attach) and never changes is read without a lock. */
 struct open_file {
     struct fs_open_link link; /* first: the handle is its link (fs_attach) */
     pthread_mutex_t lock;
-    int scratch;                  /* a scratch file: the bytes live in a->scratch; set
+    enum fs_kind kind;            /* what it is (FS_ENTITY unless said): set
                                  before fs_attach */
     struct buf data;              /* entity text (read: as opened; write: edited copy);
                                  guarded by lock */
@@ -84,6 +93,35 @@ struct open_file {
      * freed with OF (what it holds sent first) */
     struct import_stream *import;
 };
+
+/* How a handle of one kind is served (as curl's struct Curl_cftype): the
+ * table of each kind (an entity's and a scratch file's in fs/fuseops.c,
+ * fs_kind_export and fs_kind_import in fs/stream.c) is what fs/fuseops.c's
+ * callbacks call through; nothing else asks a handle what it is. Each
+ * returns as its callback does (0 or -errno; read and write the bytes),
+ * PATH being the name the handle has now (NULL once removed). */
+struct fs_file_kind {
+    const char *name; /* "entity", "scratch", "export", "import" */
+    /* getattr by handle: 1 with *ST filled from what the handle holds, 0
+     * to answer by PATH. NULL: by PATH. */
+    int (*attr)(struct aztfs *a, const char *path, struct open_file *of, struct stat *st);
+    /* NULL: -EBADF (the kind is never open for it) */
+    int (*read)(const char *path, struct open_file *of, char *buf, size_t size, off_t off);
+    int (*write)(const char *path, struct open_file *of, const char *buf, size_t size, off_t off);
+    /* truncate by handle (SIZE >= 0). NULL: by PATH, as with no handle. */
+    int (*truncate)(const char *path, struct open_file *of, off_t size);
+    /* a close of one copy of the descriptor; fsync. NULL: 0, nothing to do */
+    int (*flush)(const char *path, struct open_file *of);
+    int (*fsync)(const char *path, struct open_file *of);
+    /* the last close, before the handle is freed. NULL: nothing. */
+    void (*release)(const char *path, struct open_file *of);
+};
+
+extern const struct fs_file_kind fs_kind_export, fs_kind_import;
+
+/* getattr by an entity's (or an import stream's) handle OF: its unsaved
+ * text shows as it is (1, *ST filled), else 0. */
+int fs_handle_attr(struct aztfs *a, const char *path, struct open_file *of, struct stat *st);
 
 /* The handle FUSE keeps for FI (NULL when FI is NULL). */
 static inline struct open_file *fs_handle(const struct fuse_file_info *fi)
@@ -334,17 +372,6 @@ int fs_stream_attr(struct aztfs *a, const char *path, struct fspath *fp, struct 
  * for O_RDWR. */
 int fs_stream_open(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi);
 
-/* read of stream handle OF (OF->stream set): export_read. */
-int fs_stream_read(struct open_file *of, char *buf, size_t size, off_t off);
-
-/* write of stream handle OF (OF->import set): import_write. */
-int fs_stream_write(struct open_file *of, const char *buf, size_t size, off_t off);
-
-/* flush (a close of one copy of the descriptor) or fsync of stream handle
- * OF (OF->import set): every line ended so far applied, or the stream's
- * failure (import_flush); the release ends the stream (import_free). */
-int fs_stream_flush(struct open_file *of);
-
 /* ---- write.c: FUSE callbacks that change files: create, open for writing,
  * write, truncate, the commits at flush/fsync/release, unlink, rename,
  * chmod, chown, utimens. Each returns 0 (write: the bytes written) or
@@ -365,16 +392,21 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi);
  * nothing by itself. */
 int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi);
 
-/* Write into the handle's copy (or the scratch file): SIZE, -EFBIG past
- * OPEN_FILE_MAX, -ESTALE on a removed scratch file. */
-int fs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi);
-/* Truncate the handle's copy; by path, an entity is changed and saved at
- * once (guarded by its ETag). */
+/* Write into entity handle OF's copy: SIZE, or -EFBIG past OPEN_FILE_MAX
+ * (fs_kind_entity's write). */
+int fs_entity_write(const char *path, struct open_file *of, const char *buf, size_t size,
+                    off_t off);
+/* Truncate entity handle OF's copy (fs_kind_entity's truncate). */
+int fs_entity_truncate(const char *path, struct open_file *of, off_t size);
+/* Truncate by PATH (fs/fuseops.c has asked the handle's kind first): a
+ * scratch file cut, an entity changed and saved at once (guarded by its
+ * ETag). */
 int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi);
-/* Commit the handle's changes in one request (fs_fsync: the same); a new
- * file flushed before any write (touch) is inserted now. */
-int fs_flush(const char *path, struct fuse_file_info *fi);
-int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi);
+/* Commit entity handle OF's changes in one request (fs_entity_fsync: the
+ * same, then, with write-behind, until the service has them); a new file
+ * flushed before any write (touch) is inserted now. */
+int fs_entity_flush(const char *path, struct open_file *of);
+int fs_entity_fsync(const char *path, struct open_file *of);
 
 /* fsync of directory PATH (of "/": what sync(1) of the mount means here,
  * libfuse 3.14 passing no syncfs): with -o writeback, every queued change

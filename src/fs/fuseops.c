@@ -99,7 +99,7 @@ static void fill_handle_stat(const struct aztfs *a, struct open_file *of, struct
     st->st_uid = a->uid;
     st->st_gid = a->gid;
     pthread_mutex_lock(&of->lock);
-    st->st_size = of->scratch ? 0 : (off_t)of->data.len;
+    st->st_size = (off_t)of->data.len; /* 0 but for an entity's */
     pthread_mutex_unlock(&of->lock);
     st->st_blksize = 4096;
     st->st_blocks = (st->st_size + 511) / 512;
@@ -107,21 +107,72 @@ static void fill_handle_stat(const struct aztfs *a, struct open_file *of, struct
     st->st_atim = st->st_ctim = st->st_mtim;
 }
 
-/* getattr through entity handle OF: unsaved changes show as they are (1,
- * *st filled); else 0 (the entity as stored is asked for by path). */
-static int handle_attr(struct aztfs *a, const char *path, struct open_file *of, struct stat *st)
-{
-    struct timespec mt;
-    int unsaved;
+/* --- the entity's and the scratch file's kinds (fs_i.h) --------------------------------- */
 
+/* An entity handle's copy, as opened (reading) or as edited (writing). */
+static int entity_read(const char *path, struct open_file *of, char *buf, size_t size, off_t off)
+{
+    int rc;
+
+    (void)path;
     pthread_mutex_lock(&of->lock);
-    unsaved = of->written || of->is_new || !of->path;
-    if (unsaved) {
-        clock_gettime(CLOCK_REALTIME, &mt);
-        fs_fill_file_stat(a, path, of->data.len, mt, st);
-    }
+    rc = (int)buf_read(&of->data, (size_t)off, buf, size);
     pthread_mutex_unlock(&of->lock);
-    return unsaved;
+    return rc;
+}
+
+/* A write handle still named PATH ends (fs_release_write). */
+static void entity_release(const char *path, struct open_file *of)
+{
+    if (of->path && path)
+        fs_release_write(path, of);
+}
+
+static const struct fs_file_kind kind_entity = {
+    .name = "entity",
+    .attr = fs_handle_attr,
+    .read = entity_read,
+    .write = fs_entity_write,
+    .truncate = fs_entity_truncate,
+    .flush = fs_entity_flush,
+    .fsync = fs_entity_fsync,
+    .release = entity_release,
+};
+
+/* A scratch file's bytes live in a->scratch by name; a removed one's went
+ * with its name. */
+static int scratch_file_read(const char *path, struct open_file *of, char *buf, size_t size,
+                             off_t off)
+{
+    (void)of;
+    return path ? (int)scratch_read(fs_ctx()->scratch, path, buf, size, off) : -ESTALE;
+}
+
+static int scratch_file_write(const char *path, struct open_file *of, const char *buf, size_t size,
+                              off_t off)
+{
+    (void)of;
+    return path ? (int)scratch_write(fs_ctx()->scratch, path, buf, size, off) : -ESTALE;
+}
+
+/* Attributes, truncate: by name; nothing to commit. */
+static const struct fs_file_kind kind_scratch = {
+    .name = "scratch",
+    .read = scratch_file_read,
+    .write = scratch_file_write,
+};
+
+/* What serves handle OF: its kind's table. */
+static const struct fs_file_kind *kind_of(const struct open_file *of)
+{
+    static const struct fs_file_kind *const kinds[FS_KIND_COUNT] = {
+        [FS_ENTITY] = &kind_entity,
+        [FS_SCRATCH] = &kind_scratch,
+        [FS_EXPORT] = &fs_kind_export,
+        [FS_IMPORT] = &fs_kind_import,
+    };
+
+    return kinds[of->kind];
 }
 
 /* getattr of PATH, parsed as FP, by what it names. */
@@ -182,7 +233,7 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
         fill_handle_stat(a, of, st);
         return 0;
     }
-    if (of && !of->scratch && !of->stream && handle_attr(a, path, of, st))
+    if (of && kind_of(of)->attr && kind_of(of)->attr(a, path, of, st))
         return 0;
     if ((rc = fspath_parse(path, &fp)) < 0) {
         /* the kernel looks a name up before it creates, makes or renames
@@ -216,7 +267,7 @@ static int open_scratch(struct aztfs *a, const char *path, struct fuse_file_info
     if (rc == 0 && !(of = fs_open_file_new()))
         rc = -ENOMEM;
     if (rc == 0) {
-        of->scratch = 1;
+        of->kind = FS_SCRATCH;
         fs_attach(fi, of, path);
     }
     return rc;
@@ -249,55 +300,62 @@ static int aztfs_open(const char *path, struct fuse_file_info *fi)
     return rc;
 }
 
+/* --- the callbacks: through the handle's kind ------------------------------------------- */
+
 static int aztfs_read(const char *path, char *buf, size_t size, off_t off,
                       struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
-    int rc = 0;
 
     if (off < 0)
         return -EINVAL;
-    if (of->stream)
-        return fs_stream_read(of, buf, size, off);
-    if (of->scratch) /* a removed scratch file's bytes went with its name */
-        return path ? (int)scratch_read(fs_ctx()->scratch, path, buf, size, off) : -ESTALE;
-    pthread_mutex_lock(&of->lock);
-    rc = (int)buf_read(&of->data, (size_t)off, buf, size);
-    pthread_mutex_unlock(&of->lock);
-    return rc;
+    return kind_of(of)->read ? kind_of(of)->read(path, of, buf, size, off) : -EBADF;
 }
 
-/* A stream opened for writing imports (fs/stream.c); other files are
- * written as fs/write.c says. */
 static int aztfs_write(const char *path, const char *buf, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
 
-    return of && of->import && off >= 0 ? fs_stream_write(of, buf, size, off) :
-                                          fs_write(path, buf, size, off, fi);
+    if (off < 0)
+        return -EINVAL;
+    return kind_of(of)->write ? kind_of(of)->write(path, of, buf, size, off) : -EBADF;
 }
 
 static int aztfs_flush(const char *path, struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
 
-    return of && of->import ? fs_stream_flush(of) : fs_flush(path, fi);
+    return of && kind_of(of)->flush ? kind_of(of)->flush(path, of) : 0;
 }
 
 static int aztfs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
 
-    return of && of->import ? fs_stream_flush(of) : fs_fsync(path, datasync, fi);
+    (void)datasync;
+    return of && kind_of(of)->fsync ? kind_of(of)->fsync(path, of) : 0;
+}
+
+/* Through a handle whose kind cuts its own way (an entity's copy, an
+ * import stream's '>'), else by name (fs/viewops.c, then fs/write.c). */
+static int aztfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+{
+    struct open_file *of = fs_handle(fi);
+
+    if (size < 0)
+        return -EINVAL;
+    if (of && kind_of(of)->truncate)
+        return kind_of(of)->truncate(path, of, size);
+    return fs_view_truncate(path, size, fi);
 }
 
 static int aztfs_release(const char *path, struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
 
-    if (of && !of->scratch && of->path && path)
-        fs_release_write(path, of);
+    if (of && kind_of(of)->release)
+        kind_of(of)->release(path, of);
     fs_handle_release(fs_ctx()->handles, of);
     return 0;
 }
@@ -331,7 +389,7 @@ const struct fuse_operations aztfs_ops = {
     .statfs = aztfs_statfs,
     .create = fs_view_create,
     .write = aztfs_write,
-    .truncate = fs_view_truncate,
+    .truncate = aztfs_truncate,
     .flush = aztfs_flush,
     .fsync = aztfs_fsync,
     .fsyncdir = fs_fsyncdir,

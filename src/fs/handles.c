@@ -549,3 +549,19 @@ void fs_kernel_forget(void *ctx, const char *path)
     if (fc && fc->fuse)
         (void)fuse_invalidate_path(fc->fuse, path);
 }
+
+/* See fs/fs_i.h. */
+int fs_handle_attr(struct aztfs *a, const char *path, struct open_file *of, struct stat *st)
+{
+    struct timespec mt;
+    int unsaved;
+
+    pthread_mutex_lock(&of->lock);
+    unsaved = of->written || of->is_new || !of->path;
+    if (unsaved) {
+        clock_gettime(CLOCK_REALTIME, &mt);
+        fs_fill_file_stat(a, path, of->data.len, mt, st);
+    }
+    pthread_mutex_unlock(&of->lock);
+    return unsaved;
+}

@@ -56,6 +56,7 @@ int fs_stream_open(struct aztfs *a, const char *path, struct fspath *fp, struct 
         fs_open_file_free(of);
         return rc;
     }
+    of->kind = mode == O_RDONLY ? FS_EXPORT : FS_IMPORT;
     fs_attach(fi, of, path);
     fi->noflush = mode == O_RDONLY; /* an export has nothing to commit at close */
     /* An export is read in order, as a pipe is: lseek, pread and sendfile
@@ -66,20 +67,51 @@ int fs_stream_open(struct aztfs *a, const char *path, struct fspath *fp, struct 
     return 0;
 }
 
-/* See fs_i.h. */
-int fs_stream_read(struct open_file *of, char *buf, size_t size, off_t off)
+/* --- the export's and the import's kinds (fs_i.h) -------------------------------------- */
+
+static int export_file_read(const char *path, struct open_file *of, char *buf, size_t size,
+                            off_t off)
 {
+    (void)path;
     return export_read(of->stream, buf, size, (unsigned long long)off);
 }
 
-/* See fs_i.h. */
-int fs_stream_write(struct open_file *of, const char *buf, size_t size, off_t off)
+/* Attributes by name; read-only: nothing to write, commit or cut. */
+const struct fs_file_kind fs_kind_export = {
+    .name = "export",
+    .read = export_file_read,
+};
+
+static int import_file_write(const char *path, struct open_file *of, const char *buf, size_t size,
+                             off_t off)
 {
+    (void)path;
     return import_write(of->import, buf, size, (unsigned long long)off);
 }
 
-/* See fs_i.h. */
-int fs_stream_flush(struct open_file *of)
+/* A close of one copy of the descriptor, or an fsync: every line ended so
+ * far applied, or the stream's failure (import_flush); the release ends
+ * the stream (import_free, with the handle). */
+static int import_file_flush(const char *path, struct open_file *of)
 {
+    (void)path;
     return import_flush(of->import);
 }
+
+/* '>' on an import stream: it holds no bytes, nothing to cut; any other
+ * length is a change a stream does not take. */
+static int import_file_truncate(const char *path, struct open_file *of, off_t size)
+{
+    (void)of;
+    return size == 0 ? 0 : fs_refuse("truncate", path);
+}
+
+/* Attributes: as an entity's handle (a new file of size 0 while open). */
+const struct fs_file_kind fs_kind_import = {
+    .name = "import",
+    .attr = fs_handle_attr,
+    .write = import_file_write,
+    .truncate = import_file_truncate,
+    .flush = import_file_flush,
+    .fsync = import_file_flush,
+};

@@ -209,9 +209,6 @@ int fs_view_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 /* See fs/fs_i.h. */
 int fs_view_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
-    /* '>' on an import stream: it holds no bytes, nothing to do */
-    if (size == 0 && fi && fs_handle(fi) && fs_handle(fi)->import)
-        return 0;
     return read_only(path) ? fs_refuse("truncate", path) : fs_truncate(path, size, fi);
 }
 

@@ -171,7 +171,7 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
         rc = scratch_create(a->scratch, path, mode);
         if (rc == -EEXIST && !(fi->flags & O_EXCL))
             rc = (fi->flags & O_TRUNC) ? scratch_truncate(a->scratch, path, 0) : 0;
-        of->scratch = 1;
+        of->kind = FS_SCRATCH;
     } else {
         of->is_new = 1;
         of->append = !!(fi->flags & O_APPEND);
@@ -180,7 +180,7 @@ int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
             rc = create_exclusive(a, path, &fp, of);
     }
     fspath_free(&fp);
-    if (rc == 0 && !of->scratch)
+    if (rc == 0 && of->kind == FS_ENTITY) /* a write handle of an entity */
         rc = fs_pending_add(a->handles, path, of);
     if (rc < 0) {
         fs_open_file_free(of);
@@ -219,15 +219,10 @@ int fs_open_write(struct aztfs *a, const char *path, struct fspath *fp, struct f
 }
 
 /* See fs/fs_i.h. */
-int fs_write(const char *path, const char *buf, size_t size, off_t off, struct fuse_file_info *fi)
+int fs_entity_write(const char *path, struct open_file *of, const char *buf, size_t size, off_t off)
 {
-    struct open_file *of = fs_handle(fi);
     int rc;
 
-    if (off < 0)
-        return -EINVAL;
-    if (of->scratch) /* a removed scratch file's bytes went with its name */
-        return path ? (int)scratch_write(fs_ctx()->scratch, path, buf, size, off) : -ESTALE;
     pthread_mutex_lock(&of->lock);
     if (of->append) /* the kernel's idea of the size may be stale */
         off = (off_t)of->data.len;
@@ -249,25 +244,31 @@ int fs_write(const char *path, const char *buf, size_t size, off_t off, struct f
 }
 
 /* See fs/fs_i.h. */
+int fs_entity_truncate(const char *path, struct open_file *of, off_t size)
+{
+    int rc;
+
+    (void)path;
+    pthread_mutex_lock(&of->lock);
+    rc = fs_handle_resize(of, (size_t)size);
+    if (rc == 0)
+        of->written = of->ever_written = 1;
+    if (rc == 0 && size == 0)
+        of->refused = 0; /* the writer starts over */
+    pthread_mutex_unlock(&of->lock);
+    return rc;
+}
+
+/* See fs/fs_i.h. */
 int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
     struct aztfs *a = fs_ctx();
-    struct open_file *of = fs_handle(fi);
     struct fspath fp;
     int rc;
 
+    (void)fi;
     if (size < 0)
         return -EINVAL;
-    if (of && !of->scratch) {
-        pthread_mutex_lock(&of->lock);
-        rc = fs_handle_resize(of, (size_t)size);
-        if (rc == 0)
-            of->written = of->ever_written = 1;
-        if (rc == 0 && size == 0)
-            of->refused = 0; /* the writer starts over */
-        pthread_mutex_unlock(&of->lock);
-        return rc;
-    }
     if (!path) /* a removed scratch file */
         return -ESTALE;
     if ((rc = fspath_parse(path, &fp)) < 0)
@@ -309,13 +310,10 @@ static int drop_detached(struct aztfs *a, struct open_file *of)
 }
 
 /* See fs/fs_i.h. */
-int fs_flush(const char *path, struct fuse_file_info *fi)
+int fs_entity_flush(const char *path, struct open_file *of)
 {
-    struct open_file *of = fs_handle(fi);
     int rc;
 
-    if (!of || of->scratch)
-        return 0;
     if (!path)
         return drop_detached(fs_ctx(), of);
     pthread_mutex_lock(&of->lock);
@@ -332,11 +330,10 @@ int fs_flush(const char *path, struct fuse_file_info *fi)
 }
 
 /* See fs/fs_i.h. */
-int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi)
+int fs_entity_fsync(const char *path, struct open_file *of)
 {
-    int rc = fs_flush(path, fi);
+    int rc = fs_entity_flush(path, of);
 
-    (void)datasync;
     /* write-behind: on the service, or EIO for a change that failed */
     if (rc == 0 && path && !is_scratch(path))
         rc = store_sync(&fs_ctx()->store, path);
