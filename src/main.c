@@ -280,6 +280,7 @@ static void notify_stopping(struct aztfs *a, const struct aztfs_opts *o)
 static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_cmdline_opts *cmd,
                     const struct aztfs_opts *o, struct metrics *metrics)
 {
+    struct fuse_operations ops;
     struct fuse *f;
     struct fuse_loop_config *lc = NULL;
     struct usr1 u = { .a = a, .mountpoint = cmd->mountpoint };
@@ -288,7 +289,8 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     unsigned served;
     size_t left = 0;
 
-    f = fuse_new(args, &aztfs_ops, sizeof(aztfs_ops), a);
+    fs_operations(a, &ops);
+    f = fuse_new(args, &ops, sizeof(ops), a);
     if (!f) {
         fprintf(stderr,
                 "aztfs: libfuse refused the options (above); aztfs --help lists "

@@ -19,26 +19,28 @@ struct view_pending;
 
 /* Everything one mount needs; handed to FUSE as private_data. */
 struct aztfs {
-    struct store store;         /* the service, the cache, the log */
-    pthread_mutex_t fuse_lock;  /* guards FUSE against the end of its session */
-    struct fuse *fuse;          /* the running mount: set at init, NULL once its
+    struct store store;              /* the service, the cache, the log */
+    pthread_mutex_t fuse_lock;       /* guards FUSE against the end of its session */
+    struct fuse *fuse;               /* the running mount: set at init, NULL once its
                                  * loop has ended (fs_end_session); guarded by
                                  * fuse_lock */
-    struct scratch *scratch;    /* owned: scratch files and local directories */
-    struct fs_forget *forget;   /* owned: keeps the names the kernel holds bounded */
-    struct http_pace *pace;     /* owned: the request rate the store's and
+    struct scratch *scratch;         /* owned: scratch files and local directories */
+    struct fuse_operations next_ops; /* the table fs_view_wrap's guards forward
+                                 * to (fs_operations); read-only after */
+    struct fs_forget *forget;        /* owned: keeps the names the kernel holds bounded */
+    struct http_pace *pace;          /* owned: the request rate the store's and
                                  * write-behind's clients share (-o max_rps) */
-    struct fs_handles *handles; /* owned: open files (write handles also by path), conflicts */
-    struct view_pending *views; /* owned: query views looked up, waiting for readdir */
-    struct prefetch *prefetch;  /* owned: partition listings fetched ahead (NULL: off) */
-    double attr_timeout;        /* seconds the kernel keeps a stat without asking */
-    time_t mount_time;          /* mtime of directories */
-    uid_t uid;                  /* owner of every file: set by open_mount, and by
+    struct fs_handles *handles;      /* owned: open files (write handles also by path), conflicts */
+    struct view_pending *views;      /* owned: query views looked up, waiting for readdir */
+    struct prefetch *prefetch;       /* owned: partition listings fetched ahead (NULL: off) */
+    double attr_timeout;             /* seconds the kernel keeps a stat without asking */
+    time_t mount_time;               /* mtime of directories */
+    uid_t uid;                       /* owner of every file: set by open_mount, and by
                                  * aztfs_init before any other callback */
-    gid_t gid;                  /* as uid */
-    mode_t file_mode;           /* permission bits of entity files (-o file_mode=, umask=) */
-    mode_t dir_mode;            /* and of directories (-o dir_mode=, umask=) */
-    int ino32;                  /* -o ino32: inode numbers folded to 32 bits */
+    gid_t gid;                       /* as uid */
+    mode_t file_mode;                /* permission bits of entity files (-o file_mode=, umask=) */
+    mode_t dir_mode;                 /* and of directories (-o dir_mode=, umask=) */
+    int ino32;                       /* -o ino32: inode numbers folded to 32 bits */
 };
 
 /* The mount a callback serves. */
@@ -47,8 +49,9 @@ static inline struct aztfs *fs_ctx(void)
     return fuse_get_context()->private_data;
 }
 
-/* The operations table (fs/fuseops.c). */
-extern const struct fuse_operations aztfs_ops;
+/* The operations table for mount A (fs/fuseops.c): OUT filled, and A's
+ * next_ops (what the read-only wrapper forwards to) set. */
+void fs_operations(struct aztfs *a, struct fuse_operations *out);
 
 /* The FUSE loop of A has ended: from now on the store's hooks (asked from
  * any thread, also while write-behind sends what is left) no longer reach

@@ -328,24 +328,19 @@ int fs_view_attr(struct aztfs *a, const char *path, struct fspath *fp, struct st
  * directory. */
 int fs_view_open(struct aztfs *a, const char *path, struct fspath *fp, struct fuse_file_info *fi);
 
-/* Directories: ".where" lists nothing, a view lists what its query
- * returned (complete at opendir); other paths go to fsdir. */
+/* Directories in a view (fspath_in_view): ".where" lists nothing, a view
+ * lists what its query returned (complete at opendir); fs/fuseops.c sends
+ * other paths to fs/dir.c. Released as any directory (fs_releasedir). */
 int fs_view_opendir(const char *path, struct fuse_file_info *fi);
 int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
                     struct fuse_file_info *fi, enum fuse_readdir_flags flags);
-int fs_view_releasedir(const char *path, struct fuse_file_info *fi);
 
-/* Changes: -EROFS with one log line when a path is in a view (or is a
- * ".where"); else the ordinary callback's answer. */
-int fs_view_create(const char *path, mode_t mode, struct fuse_file_info *fi);
-int fs_view_truncate(const char *path, off_t size, struct fuse_file_info *fi);
-int fs_view_unlink(const char *path);
-int fs_view_rename(const char *from, const char *to, unsigned int flags);
-int fs_view_mkdir(const char *path, mode_t mode);
-int fs_view_rmdir(const char *path);
-int fs_view_chmod(const char *path, mode_t mode, struct fuse_file_info *fi);
-int fs_view_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi);
-int fs_view_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi);
+/* Wrap OPS once (as sshfs's cache_wrap): every change (create, truncate by
+ * name, unlink, rename, mkdir, rmdir, chmod, chown, utimens) at a path in
+ * a query view or at an export stream gets -EROFS with one log line
+ * (fs_refuse); any other goes on to the table struct aztfs.next_ops holds
+ * (what OPS was before). */
+void fs_view_wrap(struct fuse_operations *ops);
 
 /* -EROFS for change OP ("create", "unlink", ...) at PATH, in a query view
  * or an export stream, with one log line saying which is read-only. */

@@ -347,7 +347,21 @@ static int aztfs_truncate(const char *path, off_t size, struct fuse_file_info *f
         return -EINVAL;
     if (of && kind_of(of)->truncate)
         return kind_of(of)->truncate(path, of, size);
-    return fs_view_truncate(path, size, fi);
+    return fs_truncate(path, size, fi);
+}
+
+/* Directories: a query view's (fs/viewops.c) or the tree's (fs/dir.c);
+ * both are released alike. */
+static int aztfs_opendir(const char *path, struct fuse_file_info *fi)
+{
+    return fspath_in_view(path) ? fs_view_opendir(path, fi) : fs_opendir(path, fi);
+}
+
+static int aztfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
+                         struct fuse_file_info *fi, enum fuse_readdir_flags flags)
+{
+    return path && fspath_in_view(path) ? fs_view_readdir(path, buf, filler, off, fi, flags) :
+                                          fs_readdir(path, buf, filler, off, fi, flags);
 }
 
 static int aztfs_release(const char *path, struct fuse_file_info *fi)
@@ -373,31 +387,40 @@ static int aztfs_statfs(const char *path, struct statvfs *sv)
     return 0;
 }
 
-const struct fuse_operations aztfs_ops = {
+/* The table before the read-only wrapper (fs_view_wrap). */
+static const struct fuse_operations base_ops = {
     .getxattr = fs_getxattr,
     .listxattr = fs_listxattr,
     .setxattr = fs_setxattr,
     .removexattr = fs_removexattr,
     .init = aztfs_init,
     .getattr = aztfs_getattr,
-    .opendir = fs_view_opendir,
-    .readdir = fs_view_readdir,
-    .releasedir = fs_view_releasedir,
+    .opendir = aztfs_opendir,
+    .readdir = aztfs_readdir,
+    .releasedir = fs_releasedir,
     .open = aztfs_open,
     .read = aztfs_read,
     .release = aztfs_release,
     .statfs = aztfs_statfs,
-    .create = fs_view_create,
+    .create = fs_create,
     .write = aztfs_write,
     .truncate = aztfs_truncate,
     .flush = aztfs_flush,
     .fsync = aztfs_fsync,
     .fsyncdir = fs_fsyncdir,
-    .unlink = fs_view_unlink,
-    .mkdir = fs_view_mkdir,
-    .rmdir = fs_view_rmdir,
-    .rename = fs_view_rename,
-    .chmod = fs_view_chmod,
-    .chown = fs_view_chown,
-    .utimens = fs_view_utimens,
+    .unlink = fs_unlink,
+    .mkdir = fs_mkdir,
+    .rmdir = fs_rmdir,
+    .rename = fs_rename,
+    .chmod = fs_chmod,
+    .chown = fs_chown,
+    .utimens = fs_utimens,
 };
+
+/* See fs/fs.h. */
+void fs_operations(struct aztfs *a, struct fuse_operations *out)
+{
+    a->next_ops = base_ops;
+    *out = base_ops;
+    fs_view_wrap(out);
+}

@@ -117,8 +117,6 @@ int fs_view_opendir(const char *path, struct fuse_file_info *fi)
     struct fspath fp;
     int rc;
 
-    if (!fspath_in_view(path))
-        return fs_opendir(path, fi);
     if ((rc = fspath_parse(path, &fp)) < 0)
         return rc;
     if (fp.kind == FSP_VIEW_ENTITY || fp.kind == FSP_VIEW_STREAM || fp.kind < FSP_WHERE)
@@ -150,8 +148,7 @@ int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t o
     size_t pos;
     int rc = 0;
 
-    if (!path || !fspath_in_view(path))
-        return fs_readdir(path, buf, filler, off, fi, flags);
+    (void)flags;
     if (off < 0)
         return -EINVAL;
     pthread_mutex_lock(&d->lock);
@@ -189,69 +186,75 @@ out:
     return rc;
 }
 
-/* See fs/fs_i.h. */
-int fs_view_releasedir(const char *path, struct fuse_file_info *fi)
+/* --- changes: read-only in a view and in an export stream: one wrapper ---------------- */
+
+/* The table the guards forward to (fs_view_wrap's caller's). */
+static const struct fuse_operations *next(void)
 {
-    if (!path || !fspath_in_view(path))
-        return fs_releasedir(path, fi);
-    fs_dir_release(fs_ctx()->handles, (struct fs_open_link *)(uintptr_t)fi->fh);
-    return 0;
+    return &fs_ctx()->next_ops;
 }
 
-/* --- changes: read-only in a view and in an export stream -------------------------------------------- */
-
-/* See fs/fs_i.h. */
-int fs_view_create(const char *path, mode_t mode, struct fuse_file_info *fi)
+static int ro_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-    return read_only(path) ? fs_refuse("create", path) : fs_create(path, mode, fi);
+    return read_only(path) ? fs_refuse("create", path) : next()->create(path, mode, fi);
 }
 
-/* See fs/fs_i.h. */
-int fs_view_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+/* Through a handle, its kind decides (an import stream's '>' is no
+ * change); by name, a read-only one is refused. */
+static int ro_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
-    return read_only(path) ? fs_refuse("truncate", path) : fs_truncate(path, size, fi);
+    if (!fs_handle(fi) && read_only(path))
+        return fs_refuse("truncate", path);
+    return next()->truncate(path, size, fi);
 }
 
-/* See fs/fs_i.h. */
-int fs_view_unlink(const char *path)
+static int ro_unlink(const char *path)
 {
-    return read_only(path) ? fs_refuse("unlink", path) : fs_unlink(path);
+    return read_only(path) ? fs_refuse("unlink", path) : next()->unlink(path);
 }
 
-/* See fs/fs_i.h. */
-int fs_view_rename(const char *from, const char *to, unsigned int flags)
+static int ro_rename(const char *from, const char *to, unsigned int flags)
 {
     if (read_only(from) || read_only(to))
         return fs_refuse("rename", read_only(from) ? from : to);
-    return fs_rename(from, to, flags);
+    return next()->rename(from, to, flags);
+}
+
+static int ro_mkdir(const char *path, mode_t mode)
+{
+    return read_only(path) ? fs_refuse("mkdir", path) : next()->mkdir(path, mode);
+}
+
+static int ro_rmdir(const char *path)
+{
+    return read_only(path) ? fs_refuse("rmdir", path) : next()->rmdir(path);
+}
+
+static int ro_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
+{
+    return read_only(path) ? fs_refuse("chmod", path) : next()->chmod(path, mode, fi);
+}
+
+static int ro_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
+{
+    return read_only(path) ? fs_refuse("chown", path) : next()->chown(path, uid, gid, fi);
+}
+
+static int ro_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
+{
+    return read_only(path) ? fs_refuse("utimens", path) : next()->utimens(path, tv, fi);
 }
 
 /* See fs/fs_i.h. */
-int fs_view_mkdir(const char *path, mode_t mode)
+void fs_view_wrap(struct fuse_operations *ops)
 {
-    return read_only(path) ? fs_refuse("mkdir", path) : fs_mkdir(path, mode);
-}
-
-/* See fs/fs_i.h. */
-int fs_view_rmdir(const char *path)
-{
-    return read_only(path) ? fs_refuse("rmdir", path) : fs_rmdir(path);
-}
-
-/* See fs/fs_i.h. */
-int fs_view_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
-{
-    return read_only(path) ? fs_refuse("chmod", path) : fs_chmod(path, mode, fi);
-}
-
-/* See fs/fs_i.h. */
-int fs_view_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
-{
-    return read_only(path) ? fs_refuse("chown", path) : fs_chown(path, uid, gid, fi);
-}
-
-/* See fs/fs_i.h. */
-int fs_view_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
-{
-    return read_only(path) ? fs_refuse("utimens", path) : fs_utimens(path, tv, fi);
+    ops->create = ro_create;
+    ops->truncate = ro_truncate;
+    ops->unlink = ro_unlink;
+    ops->rename = ro_rename;
+    ops->mkdir = ro_mkdir;
+    ops->rmdir = ro_rmdir;
+    ops->chmod = ro_chmod;
+    ops->chown = ro_chown;
+    ops->utimens = ro_utimens;
 }
