@@ -150,7 +150,7 @@ show_pytest() {
 }
 
 # --- 4. more of the same, harder (skipped with --quick) -----------------------------
-section "lint (make lint: format, cppcheck, spelling, layers, pointers, threads, size, commits)"
+section "lint (make lint: format, cppcheck, spelling, layers, pointers, threads, secrets, size, commits)"
 timeout -k 10 300 make lint 2>&1 | tee "$RUN/lint.out"
 count_line lint "$RUN/lint.out"
 
