@@ -19,7 +19,10 @@ struct page_fetch {
     char *query;
     struct http_response resp;
     struct az_status st;
-    unsigned charged; /* the entities its targets were charged */
+    unsigned charged; /* the entities its targets are charged: estimated
+                         when the fetch is started (charge_of), on the
+                         cursor's thread, which goes on to change what the
+                         estimate reads */
     int rc;
 };
 
@@ -276,10 +279,11 @@ static const char *target_of(const struct table_cursor *c)
     return c->target ? c->target : "";
 }
 
-/* Send C's query Q (encoded), its targets charged *CHARGED entities (0:
- * none). Returns as table_send. */
+/* Send C's query Q (encoded), its targets charged CHARGED entities
+ * (charge_of). Reads only what C's creation set, so that a fetch ahead
+ * may run it beside the cursor's thread. Returns as table_send. */
 static int cursor_send(struct table_client *tc, const struct table_cursor *c, const char *q,
-                       struct http_response *resp, struct az_status *st, unsigned *charged)
+                       unsigned charged, struct http_response *resp, struct az_status *st)
 {
     struct table_req rq = {
         .kind = c->tables ? TK_LIST_TABLES : TK_QUERY,
@@ -290,22 +294,29 @@ static int cursor_send(struct table_client *tc, const struct table_cursor *c, co
     };
 
     if (!c->tables) { /* paced by the account's target, and its partition's
-                         when its filter names one: a page is charged the
-                         entities of the last one, or as many as a page
-                         may hold (at first, or after an empty one) */
+                         when its filter names one */
         rq.target = target_of(c);
-        rq.target_n = c->last_n ? c->last_n : c->top > 0 ? (unsigned)c->top : TABLE_PAGE_MAX;
+        rq.target_n = charged;
         rq.rate_limited = table_rate_limited;
     }
-    *charged = rq.target_n;
     return table_send(tc, &rq, resp, st);
+}
+
+/* What C's next page is charged to its targets: the entities of its last
+ * one, or as many as a page may hold (at first, or after an empty one);
+ * none for Query Tables. */
+static unsigned charge_of(const struct table_cursor *c)
+{
+    if (c->tables)
+        return 0;
+    return c->last_n ? c->last_n : c->top > 0 ? (unsigned)c->top : TABLE_PAGE_MAX;
 }
 
 static void fetch_main(void *arg)
 {
     struct page_fetch *pf = arg;
 
-    pf->rc = cursor_send(pf->tc, pf->c, pf->query, &pf->resp, &pf->st, &pf->charged);
+    pf->rc = cursor_send(pf->tc, pf->c, pf->query, pf->charged, &pf->resp, &pf->st);
 }
 
 /* Start fetching the page at continuation (TOK1, TOK2) in the background,
@@ -320,6 +331,7 @@ static void fetch_start(struct table_client *tc, struct table_cursor *c, const c
     memset(pf, 0, sizeof(*pf));
     pf->tc = tc;
     pf->c = c;
+    pf->charged = charge_of(c);
     if (cursor_query(c, tok1, tok2, &pf->query) < 0)
         return;
     if (!c->fetcher && worker_new(&c->fetcher, "aztfs-page") < 0) {
@@ -427,7 +439,8 @@ int table_cursor_next(struct table_client *tc, struct table_cursor *c, table_pag
     } else {
         if ((rc = cursor_query(c, c->tok1, c->tok2, &q)) < 0)
             return rc;
-        rc = cursor_send(tc, c, q, &resp, st, &charged);
+        charged = charge_of(c);
+        rc = cursor_send(tc, c, q, charged, &resp, st);
         free(q);
     }
     if (rc < 0)
