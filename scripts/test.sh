@@ -158,6 +158,12 @@ count_line lint "$RUN/lint.out"
 # races"); the others run one, where ThreadSanitizer has nothing to find.
 TSAN_TESTS="test_cache test_worker test_lock test_split test_http test_import
  test_journal test_credential test_profile test_send_split"
+# And the daemon's threads at work through a mount (write-behind's senders
+# and journal, split and prefetched pages, import senders, the shared token
+# fetch, FUSE's own): these integration tests against a TSan-built aztfs
+# (about 7 minutes here).
+TSAN_IT="test_writeback.py test_export.py test_scan_parallel.py test_import.py
+ test_concurrency.py test_auth.py"
 if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
     section "unit tests under valgrind"
     vp=0; vf=0
@@ -178,14 +184,14 @@ if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
     timeout -k 10 900 scripts/fuzz.sh "${FUZZ_SECONDS:-15}" 2>&1 | tee "$RUN/fuzz.out"
     count_line fuzz "$RUN/fuzz.out"
 
-    section "ThreadSanitizer build: the threaded unit tests ("$TSAN_TESTS")"
+    section "ThreadSanitizer build: the threaded unit tests ("$TSAN_TESTS") and integration tests ("$TSAN_IT")"
     TSAN_DIR="$RUN/tsan"
     rm -rf "$TSAN_DIR"; mkdir -p "$TSAN_DIR"
     rsync -a --exclude=/.run --exclude=/.deps-node --exclude=/mnt ./ "$TSAN_DIR/"
     if (cd "$TSAN_DIR" && { make distclean >/dev/null 2>&1 || true; } &&
         { [ configure -nt configure.ac ] || autoreconf -fi; } &&
         ./configure --enable-tsan &&
-        make -j"${JOBS:-2}" $(printf 'tests/unit/%s ' $TSAN_TESTS)) \
+        make -j"${JOBS:-2}" aztfs $(printf 'tests/unit/%s ' $TSAN_TESTS)) \
            > "$RUN/tsan-build.log" 2>&1; then
         tp=0; tf=0
         for t in $TSAN_TESTS; do
@@ -200,6 +206,15 @@ if [ "$quick" = 0 ] && [ "${#build_args[@]}" -eq 0 ]; then
         done
         echo "$tp passed, $tf failed" > "$RUN/tsan.out"
         count_line tsan "$RUN/tsan.out"
+        # a race report stops the daemon (halt_on_error): its mount fails
+        # the test, and the harness shows the report (SANITIZER_PATTERNS)
+        TSAN_OPTIONS=halt_on_error=1 AZTFS_BACKENDS=azurite AZTFS_BIN="$TSAN_DIR/aztfs" \
+            "$PY" scripts/run_pytest.py --budget "$(left_for 900 1500)" \
+            --results "$RUN/tsan-results.txt" --junit "$RUN/tsan-junit.xml" \
+            --label tsan-integration -- $(printf 'tests/integration/%s ' $TSAN_IT) -q \
+            -m "not source_build and not heavy" </dev/null > "$RUN/tsan-pytest.out" 2>&1
+        show_pytest "$RUN/tsan-pytest.out"
+        count_line tsan-integration "$RUN/tsan-pytest.out"
     else
         echo "test.sh: ThreadSanitizer build failed (see $RUN/tsan-build.log)" >&2
         tail -n 30 "$RUN/tsan-build.log" >&2
