@@ -101,7 +101,6 @@ struct open_file {
  * returns as its callback does (0 or -errno; read and write the bytes),
  * PATH being the name the handle has now (NULL once removed). */
 struct fs_file_kind {
-    const char *name; /* "entity", "scratch", "export", "import" */
     /* getattr by handle: 1 with *ST filled from what the handle holds, 0
      * to answer by PATH. NULL: by PATH. */
     int (*attr)(struct aztfs *a, const char *path, struct open_file *of, struct stat *st);
@@ -393,10 +392,10 @@ int fs_entity_write(const char *path, struct open_file *of, const char *buf, siz
                     off_t off);
 /* Truncate entity handle OF's copy (fs_kind_entity's truncate). */
 int fs_entity_truncate(const char *path, struct open_file *of, off_t size);
-/* Truncate by PATH (fs/fuseops.c has asked the handle's kind first): a
- * scratch file cut, an entity changed and saved at once (guarded by its
- * ETag). */
-int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi);
+/* Truncate PATH to SIZE (>= 0) by its name (fs/fuseops.c has asked the
+ * handle's kind first): a scratch file cut, an entity changed and saved
+ * at once (guarded by its ETag). */
+int fs_truncate(const char *path, off_t size);
 /* Commit entity handle OF's changes in one request (fs_entity_fsync: the
  * same, then, with write-behind, until the service has them); a new file
  * flushed before any write (touch) is inserted now. */

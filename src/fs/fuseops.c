@@ -129,7 +129,6 @@ static void entity_release(const char *path, struct open_file *of)
 }
 
 static const struct fs_file_kind kind_entity = {
-    .name = "entity",
     .attr = fs_handle_attr,
     .read = entity_read,
     .write = fs_entity_write,
@@ -157,7 +156,6 @@ static int scratch_file_write(const char *path, struct open_file *of, const char
 
 /* Attributes, truncate: by name; nothing to commit. */
 static const struct fs_file_kind kind_scratch = {
-    .name = "scratch",
     .read = scratch_file_read,
     .write = scratch_file_write,
 };
@@ -338,7 +336,8 @@ static int aztfs_fsync(const char *path, int datasync, struct fuse_file_info *fi
 }
 
 /* Through a handle whose kind cuts its own way (an entity's copy, an
- * import stream's '>'), else by name (fs/viewops.c, then fs/write.c). */
+ * import stream's '>'), else by name (fs/write.c); fs_view_wrap's guard
+ * has refused a read-only name already. */
 static int aztfs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
     struct open_file *of = fs_handle(fi);
@@ -347,7 +346,7 @@ static int aztfs_truncate(const char *path, off_t size, struct fuse_file_info *f
         return -EINVAL;
     if (of && kind_of(of)->truncate)
         return kind_of(of)->truncate(path, of, size);
-    return fs_truncate(path, size, fi);
+    return fs_truncate(path, size);
 }
 
 /* Directories: a query view's (fs/viewops.c) or the tree's (fs/dir.c);

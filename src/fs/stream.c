@@ -78,7 +78,6 @@ static int export_file_read(const char *path, struct open_file *of, char *buf, s
 
 /* Attributes by name; read-only: nothing to write, commit or cut. */
 const struct fs_file_kind fs_kind_export = {
-    .name = "export",
     .read = export_file_read,
 };
 
@@ -108,7 +107,6 @@ static int import_file_truncate(const char *path, struct open_file *of, off_t si
 
 /* Attributes: as an entity's handle (a new file of size 0 while open). */
 const struct fs_file_kind fs_kind_import = {
-    .name = "import",
     .attr = fs_handle_attr,
     .write = import_file_write,
     .truncate = import_file_truncate,

@@ -260,15 +260,12 @@ int fs_entity_truncate(const char *path, struct open_file *of, off_t size)
 }
 
 /* See fs/fs_i.h. */
-int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi)
+int fs_truncate(const char *path, off_t size)
 {
     struct aztfs *a = fs_ctx();
     struct fspath fp;
     int rc;
 
-    (void)fi;
-    if (size < 0)
-        return -EINVAL;
     if (!path) /* a removed scratch file */
         return -ESTALE;
     if ((rc = fspath_parse(path, &fp)) < 0)
