@@ -87,6 +87,11 @@ struct open_file {
                                  both held, read with either) */
     struct open_file *pnext;      /* next in the pending list; guarded by
                                  fs_handles.lock */
+    unsigned refs;                /* walks of the pending list (fs/handles.c) that
+                                 stand on it with the list's lock dropped, to
+                                 wait for LOCK; guarded by fs_handles.lock */
+    int released;                 /* the kernel released it while walked: the last
+                                 walk frees it; guarded by fs_handles.lock */
     struct export_stream *stream; /* an export stream's handle (fs/stream.c):
                                      set before fs_attach, freed with OF */
     /* a stream opened for writing (fs/stream.c): set before fs_attach,

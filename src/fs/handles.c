@@ -258,35 +258,87 @@ static void pending_unlink(struct fs_handles *h, struct open_file *of)
     }
 }
 
-/* See fs/fs_i.h. */
+/* See fs/fs_i.h. A handle a walk stands on stays in the pending list,
+ * marked released, until that walk steps off it (walk_next). */
 void fs_handle_release(struct fs_handles *h, struct open_file *of)
 {
+    int walked;
+
     if (!of)
         return;
     pthread_mutex_lock(&h->lock);
-    if (of->path)
+    walked = of->refs > 0;
+    if (walked)
+        of->released = 1;
+    else if (of->path)
         pending_unlink(h, of);
     link_unlink(h, &of->link);
     pthread_mutex_unlock(&h->lock);
-    fs_open_file_free(of);
+    if (!walked)
+        fs_open_file_free(of);
+}
+
+/* Walks of the pending list. A handle's lock is held across a commit (a
+ * request to the service), so a walk never waits for one with the list's
+ * lock held: that would stop every open, release and opendir of the mount
+ * until the save returned. It stands on the handle (REFS) instead, drops
+ * the list's lock, and takes it again to step on. So the order of the two
+ * locks is open_file.lock -> fs_handles.lock. */
+
+/* The first handle from OF on (the list's lock held) that a walk takes:
+ * not released, and MATCH(OF's path, KEY). Stood on, or NULL (always
+ * without MATCH: the walk ends). */
+static struct open_file *walk_from(struct open_file *of, int (*match)(const char *, const char *),
+                                   const char *key)
+{
+    for (; of && match; of = of->pnext) {
+        if (!of->released && match(of->path, key)) {
+            of->refs++;
+            return of;
+        }
+    }
+    return NULL;
+}
+
+/* Step off OF (the list's lock held) to the next handle walk_from takes;
+ * OF is freed if it was released meanwhile and this was its last walk. */
+static struct open_file *walk_next(struct fs_handles *h, struct open_file *of,
+                                   int (*match)(const char *, const char *), const char *key)
+{
+    struct open_file *next = walk_from(of->pnext, match, key);
+
+    LOCK_HELD(&h->lock);
+    if (--of->refs == 0 && of->released) {
+        pending_unlink(h, of);
+        fs_open_file_free(of); /* off both lists: nothing reaches it */
+    }
+    return next;
+}
+
+static int same_path(const char *path, const char *key)
+{
+    return strcmp(path, key) == 0;
 }
 
 /* Call FN(OF, CTX) for each handle registered at PATH that still speaks for
- * it (not detached), with the list's lock and OF's lock held, until FN
+ * it (not detached), with OF's lock held (not the list's), until FN
  * returns nonzero. Returns FN's last answer, or 0. */
 static int each_at(struct fs_handles *h, const char *path,
                    int (*fn)(struct open_file *of, void *ctx), void *ctx)
 {
+    struct open_file *of;
     int rc = 0;
 
     pthread_mutex_lock(&h->lock);
-    for (struct open_file *of = h->pending; of && rc == 0; of = of->pnext) {
-        if (strcmp(of->path, path) != 0)
-            continue;
+    for (of = walk_from(h->pending, same_path, path); of;
+         of = walk_next(h, of, rc ? NULL : same_path, path)) {
+        pthread_mutex_unlock(&h->lock);
         pthread_mutex_lock(&of->lock);
-        if (!of->detached)
+        /* its path is written with both locks held: read with either */
+        if (!of->detached && strcmp(of->path, path) == 0)
             rc = fn(of, ctx);
         pthread_mutex_unlock(&of->lock);
+        pthread_mutex_lock(&h->lock);
     }
     pthread_mutex_unlock(&h->lock);
     return rc;
@@ -367,6 +419,7 @@ int fs_pending_is_new(struct fs_handles *h, const char *path)
 
 /* A rename that handles follow (fs_pending_follow). */
 struct follow {
+    struct fs_handles *h;
     const char *to, *old_etag, *new_etag;
     int n; /* handles that followed, or -ENOMEM */
 };
@@ -386,9 +439,11 @@ static int follow_one(struct open_file *of, void *ctx)
     }
     if (f->n >= 0)
         f->n++;
+    pthread_mutex_lock(&f->h->lock); /* a walk reads the path with either */
     free(of->path);
     of->path = path;
     of->ino = fspath_ino(f->to);
+    pthread_mutex_unlock(&f->h->lock);
     free(of->placeholder); /* it named the entity at FROM */
     of->placeholder = NULL;
     if (take) {
@@ -407,33 +462,36 @@ static int follow_one(struct open_file *of, void *ctx)
 int fs_pending_follow(struct fs_handles *h, const char *from, const char *to, const char *old_etag,
                       const char *new_etag)
 {
-    struct follow f = { to, old_etag, new_etag, 0 };
+    struct follow f = { h, to, old_etag, new_etag, 0 };
 
     each_at(h, from, follow_one, &f);
     return f.n;
+}
+
+/* Is PATH a name right in directory DIR? */
+static int in_dir(const char *path, const char *dir)
+{
+    size_t dl = strlen(dir);
+
+    return strncmp(path, dir, dl) == 0 && path[dl] == '/' && !strchr(path + dl + 1, '/');
 }
 
 /* See fs/fs_i.h. */
 void fs_pending_list(struct fs_handles *h, const char *dir, void (*fn)(void *ctx, const char *name),
                      void *ctx)
 {
-    size_t dl = strlen(dir);
-
     pthread_mutex_lock(&h->lock);
-    for (struct open_file *of = h->pending; of; of = of->pnext) {
-        const char *name;
+    for (struct open_file *of = walk_from(h->pending, in_dir, dir); of;
+         of = walk_next(h, of, in_dir, dir)) {
         int show;
 
-        if (strncmp(of->path, dir, dl) != 0 || of->path[dl] != '/')
-            continue;
-        name = of->path + dl + 1;
-        if (strchr(name, '/'))
-            continue;
+        pthread_mutex_unlock(&h->lock);
         pthread_mutex_lock(&of->lock);
         show = !of->detached && of->is_new && unsaved(of);
         pthread_mutex_unlock(&of->lock);
-        if (show)
-            fn(ctx, name);
+        pthread_mutex_lock(&h->lock);
+        if (show && in_dir(of->path, dir)) /* a rename may have moved it */
+            fn(ctx, of->path + strlen(dir) + 1);
     }
     pthread_mutex_unlock(&h->lock);
 }

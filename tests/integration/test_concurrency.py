@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -198,3 +200,55 @@ def test_save_racing_a_change_elsewhere_keeps_the_other_change(sdk, mounter):
         os.close(fd)
     assert ei.value.errno == errno.ESTALE
     assert t.get_entity("p", "c").metadata["etag"] == before
+
+
+def test_a_save_waiting_on_the_service_holds_up_only_its_file(sdk, mounter, azurite):
+    """A close whose save waits on the service holds that file's handle. A
+    stat of the same file waits for the save; before, it waited with the
+    mount's list of handles locked, so an open of any other file waited for
+    that save too. Now the other file is read while the save still hangs
+    (at 25 ms a request, as a user at a distance sees)."""
+    stall = 4.0
+    t = counter_table(sdk, "ccSaveStall")
+    t.create_entity({"PartitionKey": "p", "RowKey": "other", "n": 7})
+    with FaultProxy(azurite.port, rate=0.0, delay=0.025, stall=stall) as px:
+        m = mounter.mount(conn_str=conn_str_for(px.port), options=["-o", "timeout=30"])
+        saved = os.path.join(m, "ccSaveStall", "p", "c.json")
+        other = os.path.join(m, "ccSaveStall", "p", "other.json")
+        fd = os.open(saved, os.O_RDWR)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, b'{"n": 11}')
+        px.set_faults(rate=1.0, kinds=["stall"], methods=["PUT", "MERGE"], limit=1)
+        done = {}
+
+        def run(name, fn):
+            def go():
+                try:
+                    done[name] = fn()
+                except OSError as e:
+                    done[name] = e
+            th = threading.Thread(target=go)
+            th.start()
+            return th
+
+        closer = run("close", lambda: os.close(fd))
+        deadline = time.monotonic() + 10
+        while not px.faulted():          # the save is with the service
+            assert time.monotonic() < deadline, "the save never reached the service"
+            time.sleep(0.02)
+        stater = run("stat", lambda: os.stat(saved).st_size)
+        time.sleep(0.5)
+        assert closer.is_alive() and stater.is_alive(), done  # both wait on the save
+        t0 = time.monotonic()
+        with open(other, "rb") as f:
+            body = f.read()
+        took = time.monotonic() - t0
+        still_saving = closer.is_alive()
+        closer.join(30)
+        stater.join(30)
+    assert json.loads(body)["n"] == 7
+    assert took < 1.5, "reading another file took %.2f s: it waited for the save" % took
+    assert still_saving, "the save ended before the other file was read: nothing was tested"
+    assert done["close"] is None and isinstance(done["stat"], int), (done, m.stderr()[-3000:])
+    assert t.get_entity("p", "c")["n"] == 11
