@@ -474,6 +474,7 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
         return -1;
     }
     a->store.scan_ways = o->scan_parallel;
+    table_client_set_threads(a->store.tc, o->fetch_threads);
     a->store.spool_dir = o->spool_dir;
     if (o->unordered) /* the profile's answer otherwise (table_client_ordered) */
         table_client_set_ordered(a->store.tc, 0);

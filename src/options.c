@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "names/names.h"
+#include "table/table.h"
 #include "options.h"
 
 #define OPT(t, p)                            \
@@ -37,19 +38,20 @@ static const struct fuse_opt opt_spec[] = {
     OPT("config=%s", config), OPT("loglevel=%s", loglevel), OPT("cache_timeout=%lf", cache_timeout),
     OPT("negative_timeout=%lf", negative_timeout), OPT("attr_timeout=%lf", attr_timeout),
     OPT("cache_size=%lu", cache_size_mb), OPT("scan_parallel=%d", scan_parallel),
-    OPT("scratch_size=%lu", scratch_size_mb), OPT("connect_timeout=%ld", connect_timeout),
-    OPT("timeout=%ld", timeout), OPT("retries=%d", retries), OPT("retry_time=%ld", retry_time),
-    OPT("cafile=%s", cafile), OPT("merge", merge), OPT("allow_http", allow_http),
-    OPT("tables=%s", tables), OPT("auth=%s", auth), OPT("client_id=%s", client_id),
-    OPT("service=%s", service), OPT("no_default_permissions", no_default_permissions),
-    OPT("logfile=%s", logfile), OPT("metrics_file=%s", metrics_file),
-    OPT("metrics_interval=%u", metrics_interval), OPT("allow_shared_dirs", allow_shared_dirs),
-    FUSE_OPT_KEY("umask=", KEY_UMASK), FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE),
-    FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE), OPT("ino32", ino32), OPT("writeback", writeback),
-    OPT("writeback=%u", writeback_ms), OPT("journal_dir=%s", journal_dir),
-    OPT("spool_dir=%s", spool_dir), OPT("writeback_queue=%lu", writeback_queue_mb),
-    OPT("writeback_stop=%u", writeback_stop), OPT("max_rps=%lf", max_rps),
-    OPT("forget_after=%lu", forget_after), OPT("nonempty", nonempty), OPT("unordered", unordered),
+    OPT("fetch_threads=%d", fetch_threads), OPT("scratch_size=%lu", scratch_size_mb),
+    OPT("connect_timeout=%ld", connect_timeout), OPT("timeout=%ld", timeout),
+    OPT("retries=%d", retries), OPT("retry_time=%ld", retry_time), OPT("cafile=%s", cafile),
+    OPT("merge", merge), OPT("allow_http", allow_http), OPT("tables=%s", tables),
+    OPT("auth=%s", auth), OPT("client_id=%s", client_id), OPT("service=%s", service),
+    OPT("no_default_permissions", no_default_permissions), OPT("logfile=%s", logfile),
+    OPT("metrics_file=%s", metrics_file), OPT("metrics_interval=%u", metrics_interval),
+    OPT("allow_shared_dirs", allow_shared_dirs), FUSE_OPT_KEY("umask=", KEY_UMASK),
+    FUSE_OPT_KEY("file_mode=", KEY_FILE_MODE), FUSE_OPT_KEY("dir_mode=", KEY_DIR_MODE),
+    OPT("ino32", ino32), OPT("writeback", writeback), OPT("writeback=%u", writeback_ms),
+    OPT("journal_dir=%s", journal_dir), OPT("spool_dir=%s", spool_dir),
+    OPT("writeback_queue=%lu", writeback_queue_mb), OPT("writeback_stop=%u", writeback_stop),
+    OPT("max_rps=%lf", max_rps), OPT("forget_after=%lu", forget_after), OPT("nonempty", nonempty),
+    OPT("unordered", unordered),
     /* libfuse's, but aztfs sets them itself (fs/fuseops.c: aztfs_init) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED), FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED), FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
@@ -215,6 +217,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     o->negative_timeout = NAN;
     o->cache_size_mb = 32;
     o->scan_parallel = SCAN_PARALLEL_DEFAULT;
+    o->fetch_threads = TABLE_THREADS_DEFAULT;
     o->scratch_size_mb = 64;
     o->connect_timeout = 10;
     o->timeout = 60;
@@ -265,6 +268,10 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     }
     if (o->scan_parallel < 1 || o->scan_parallel > SCAN_PARALLEL_MAX) {
         fprintf(stderr, "aztfs: scan_parallel must be between 1 and %d\n", SCAN_PARALLEL_MAX);
+        return -EINVAL;
+    }
+    if (o->fetch_threads < 1 || o->fetch_threads > FETCH_THREADS_MAX) {
+        fprintf(stderr, "aztfs: fetch_threads must be between 1 and %d\n", FETCH_THREADS_MAX);
         return -EINVAL;
     }
     modes(o);
@@ -376,6 +383,10 @@ void options_usage(const char *progname)
            "                            an import's transactions at once\n"
            "                            (1-64; 1: one after another; " SCAN_PARALLEL_DEFAULT_STR
            ")\n"
+           "    -o fetch_threads=N      threads fetching listings in the background,\n"
+           "                            all listings, views and exports together; past\n"
+           "                            it a listing is fetched by its reader "
+           "(1-1024; " TABLE_THREADS_DEFAULT_STR ")\n"
            "    -o spool_dir=DIR        where an import reads ahead past cache_size, in\n"
            "                            an unnamed file (default $TMPDIR, else /var/tmp;\n"
            "                            none: as far as memory goes)\n"

@@ -18,6 +18,7 @@ struct aztfs_opts {
     double negative_timeout;       /* -o negative_timeout=SECONDS (NAN until given) */
     unsigned long cache_size_mb;   /* -o cache_size=MiB */
     int scan_parallel;             /* -o scan_parallel=N: listing fetches in flight ahead */
+    int fetch_threads;             /* -o fetch_threads=N: page, split and prefetch threads */
     unsigned long scratch_size_mb; /* -o scratch_size=MiB: all scratch files together */
     long connect_timeout;          /* -o connect_timeout=SECONDS */
     long timeout;                  /* -o timeout=SECONDS (whole request) */
@@ -73,6 +74,10 @@ struct aztfs_opts {
 #define FORGET_AFTER_DEFAULT 32768
 #define FORGET_AFTER_DEFAULT_STR "32768"
 #define SCAN_PARALLEL_MAX 64
+
+/* -o fetch_threads at most (table_client_set_threads; the default is
+ * TABLE_THREADS_DEFAULT). */
+#define FETCH_THREADS_MAX 1024
 
 /* Parse aztfs's options out of ARGS (matched ones are removed, the rest are
  * left for libfuse), applying defaults first. With two positional arguments

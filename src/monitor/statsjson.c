@@ -69,6 +69,21 @@ static int add_latency(json_t *root, struct http_stats *h)
     return b && json_object_set_new(root, "latency", b) == 0 ? 0 : -ENOMEM;
 }
 
+/* The budget of background listing threads (-o fetch_threads) as ROOT's
+ * "threads"; nothing without a client. 0, or -ENOMEM. */
+static int add_threads(json_t *root, struct store *s)
+{
+    struct worker_budget b;
+    json_t *t;
+
+    if (!s->tc)
+        return 0;
+    worker_budget_read(table_client_threads(s->tc), &b);
+    t = json_pack("{s:i, s:i, s:i, s:I}", "limit", b.limit, "running", b.used, "peak", b.peak,
+                  "refused", (json_int_t)b.refused);
+    return t && json_object_set_new(root, "threads", t) == 0 ? 0 : -ENOMEM;
+}
+
 /* Build the JSON document; see monitor/monitor.h. */
 json_t *stats_object(struct store *s)
 {
@@ -98,7 +113,8 @@ json_t *stats_object(struct store *s)
         root = NULL;
     }
     if (root &&
-        (add_codes(root, h) < 0 || add_writeback(root, s) < 0 || add_latency(root, h) < 0)) {
+        (add_codes(root, h) < 0 || add_writeback(root, s) < 0 || add_latency(root, h) < 0 ||
+         add_threads(root, s) < 0)) {
         json_decref(root);
         root = NULL;
     }

@@ -59,10 +59,11 @@ struct prefetch {
                                       what the next fetch is expected to charge;
                                       guarded by lock */
     int running;                /* jobs in PF_RUNNING; guarded by lock */
-    struct workers threads;     /* util/worker.c, started with the first job; guarded
-                                      by lock (prefetch_free joins them unlocked once
-                                      STOP lets no one start more) */
-    int nthreads;               /* asked for, then started; guarded by lock */
+    struct workers threads;     /* util/worker.c, started with the first job, those
+                                      the client's budget left out with a later one;
+                                      guarded by lock (prefetch_free joins them
+                                      unlocked once STOP lets no one start more) */
+    int nthreads;               /* asked for; guarded by lock */
     int started, stop;          /* guarded by lock */
 };
 
@@ -219,6 +220,7 @@ struct prefetch *prefetch_new(struct store *s, int n, int *err)
     }
     p->st = s;
     p->nthreads = n;
+    p->threads.budget = s->tc ? table_client_threads(s->tc) : NULL;
     p->budget = cs.max_bytes / 4;
     lock_init(&p->lock);
     pthread_cond_init(&p->work, NULL);
@@ -226,17 +228,19 @@ struct prefetch *prefetch_new(struct store *s, int n, int *err)
     return p;
 }
 
-/* Start P's workers (P locked). Those that cannot start are left out. */
+/* Start those of P's workers not running (P locked). Those that cannot
+ * start (no place in the client's budget of threads, -o fetch_threads)
+ * are left out until the next job: a job no worker takes is fetched by
+ * the walker that reaches it. */
 static void start_workers(struct prefetch *p)
 {
     int n;
 
     LOCK_HELD(&p->lock);
+    n = workers_start(&p->threads, "aztfs-prefetch", p->nthreads - p->threads.n, worker_main, p);
+    if (p->threads.n < p->nthreads && !p->started)
+        log_debug(&p->st->log, "prefetch: %d of %d workers started", n, p->nthreads);
     p->started = 1;
-    n = workers_start(&p->threads, "aztfs-prefetch", p->nthreads, worker_main, p);
-    if (n < p->nthreads)
-        log_warn(&p->st->log, "prefetch: %d of %d workers started", n, p->nthreads);
-    p->nthreads = n;
 }
 
 /* See store/store.h. */
@@ -313,7 +317,7 @@ int prefetch_add(struct prefetch_walk *w, const char *pk, size_t pk_len, const c
         p->head = j;
     p->tail = j;
     p->jobs++;
-    if (!p->started)
+    if (p->threads.n < p->nthreads)
         start_workers(p);
     pthread_cond_signal(&p->work);
     pthread_mutex_unlock(&p->lock);

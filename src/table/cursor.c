@@ -334,7 +334,7 @@ static void fetch_start(struct table_client *tc, struct table_cursor *c, const c
     pf->charged = charge_of(c);
     if (cursor_query(c, tok1, tok2, &pf->query) < 0)
         return;
-    if (!c->fetcher && worker_new(&c->fetcher, "aztfs-page") < 0) {
+    if (!c->fetcher && worker_new(&c->fetcher, "aztfs-page", &tc->threads) < 0) {
         free(pf->query);
         pf->query = NULL;
         return;

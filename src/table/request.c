@@ -60,8 +60,13 @@ int table_client_new(struct table_client **out, const struct account *acct,
         free(tc);
         return rc;
     }
+    if ((rc = worker_budget_init(&tc->threads, TABLE_THREADS_DEFAULT)) < 0) {
+        free(tc);
+        return rc;
+    }
     rc = http_pool_new(&tc->pool, hcfg, lg, stats);
     if (rc < 0) {
+        worker_budget_destroy(&tc->threads);
         free(tc);
         return rc;
     }
@@ -125,7 +130,20 @@ void table_client_free(struct table_client *tc)
     if (!tc)
         return;
     http_pool_free(tc->pool);
+    worker_budget_destroy(&tc->threads);
     free(tc);
+}
+
+/* See table.h. */
+void table_client_set_threads(struct table_client *tc, int limit)
+{
+    tc->threads.limit = limit;
+}
+
+/* See table.h. */
+struct worker_budget *table_client_threads(struct table_client *tc)
+{
+    return &tc->threads;
 }
 
 /* The URL of FULL_PATH (the base path included) with QUERY (encoded, no

@@ -551,6 +551,7 @@ static void start_workers(struct table_split *sp, struct table_client *tc)
 {
     LOCK_HELD(&sp->lock);
     sp->tc = tc;
+    sp->threads.budget = &tc->threads;
     if (sp->threads.n < sp->ways)
         (void)workers_start(&sp->threads, "aztfs-split", sp->ways - sp->threads.n, worker_main, sp);
 }

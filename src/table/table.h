@@ -72,6 +72,20 @@ void table_target_key(char *buf, size_t len, const char *table, const char *pk);
 /* Free TC and close its connections (NULL: nothing). */
 void table_client_free(struct table_client *tc);
 
+/* The bound on TC's background listing threads, every kind together (a
+ * cursor's page fetcher, a split's fetchers, the prefetch pool's: struct
+ * worker_budget, util/util.h): LIMIT places (TABLE_THREADS_DEFAULT until
+ * set; -o fetch_threads). Call before concurrent use. One walk with the
+ * defaults takes 17 (4 prefetchers, each job's pipeline 2, a split scan's
+ * 4, a cursor's 1); an export at scan_parallel=64 takes 64. */
+#define TABLE_THREADS_DEFAULT 128
+#define TABLE_THREADS_DEFAULT_STR "128"
+void table_client_set_threads(struct table_client *tc, int limit);
+
+/* That budget, where a group of TC's threads takes its places (borrowed:
+ * lives as long as TC). */
+struct worker_budget *table_client_threads(struct table_client *tc);
+
 /* From now on, reads ask CANCELLED(CTX) before each page and while they
  * wait or transfer (http_pool_set_cancel): nonzero ends them with -EINTR.
  * Writes always run to their end. Call before concurrent use. */

@@ -53,8 +53,9 @@ struct table_client {
     const struct table_profile *profile; /* the service's (table/profile.c) */
     int (*cancelled)(void *ctx);         /* see table_client_set_cancel */
     void *cancel_ctx;
-    atomic_int unordered; /* see table_client_ordered: set once, read by any
+    atomic_int unordered;         /* see table_client_ordered: set once, read by any
                            * thread (a split's workers, the scans) */
+    struct worker_budget threads; /* table_client_threads */
 };
 
 #define TABLE_ACCEPT_JSON "application/json;odata=minimalmetadata"

@@ -439,16 +439,41 @@ int lock_held(const pthread_mutex_t *m);
 /* Threads a group holds at most (scan_parallel's and the split's maximum). */
 #define WORKERS_MAX 64
 
+/* One bound on the threads of many groups and workers together (the
+ * mount's listing work: page, split and prefetch threads, table/'s
+ * struct table_client): a thread starts only with a place free and gives
+ * it back when joined. Whoever finds none does the work on its own
+ * thread, so that nothing waits for a place (a queue of jobs could wait
+ * forever: a split's reader waits for its fetchers). */
+struct worker_budget {
+    pthread_mutex_t lock;
+    int limit;             /* places; 0: no bound; set before any thread starts */
+    int used, peak;        /* places taken now, and the most at once; guarded by lock */
+    unsigned long refused; /* threads not started for want of a place; guarded by lock */
+};
+
+/* Set B up with LIMIT places (0: no bound). 0 or -errno. */
+int worker_budget_init(struct worker_budget *b, int limit);
+
+/* Free B's lock (no thread of it left). */
+void worker_budget_destroy(struct worker_budget *b);
+
+/* A copy of B's counters, read together. */
+void worker_budget_read(struct worker_budget *b, struct worker_budget *out);
+
 /* A group of threads, each running one function until it returns (the
  * caller tells them to stop, then joins). Zero-initialised before use. */
 struct workers {
     pthread_t tids[WORKERS_MAX];
-    int n; /* started, not yet joined */
+    int n;                        /* started, not yet joined */
+    struct worker_budget *budget; /* where its threads take a place (borrowed);
+                                     NULL: none; set before the first add */
 };
 
 /* Start one more thread of W running FN(ARG), named NAME (the kernel keeps
- * 15 bytes). Returns 0, -EAGAIN when W holds WORKERS_MAX, or -errno of
- * pthread_create. Not thread-safe: one thread adds and joins. */
+ * 15 bytes). Returns 0, -EAGAIN when W holds WORKERS_MAX or its budget has
+ * no place free, or -errno of pthread_create. Not thread-safe: one thread
+ * adds and joins. */
 int workers_add(struct workers *w, const char *name, void *(*fn)(void *), void *arg);
 
 /* Start up to N threads of W as workers_add does: returns how many
@@ -462,9 +487,10 @@ void workers_join(struct workers *w);
  * cursor's next page fetched while the current one is parsed). */
 struct worker;
 
-/* Start a worker named NAME. Returns 0 with *OUT, -ENOMEM or -errno of
- * pthread_create (*OUT NULL). */
-int worker_new(struct worker **out, const char *name);
+/* Start a worker named NAME, taking a place in BUDGET (NULL: none) until
+ * it is freed. Returns 0 with *OUT, -EAGAIN (no place free), -ENOMEM or
+ * -errno of pthread_create (*OUT NULL). */
+int worker_new(struct worker **out, const char *name, struct worker_budget *budget);
 
 /* Run JOB(ARG) on W's thread, after the job posted before it, if any, is
  * done (W has one slot: a second post waits for it). */

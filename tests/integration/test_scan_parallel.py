@@ -336,3 +336,69 @@ def test_a_partition_going_on_past_a_token_it_cannot_read_is_read_whole(mounter,
             assert "%20or%20RowKey%20gt%20" in mnt.stderr(), ways
     finally:
         srv.close()
+
+
+LISTING_THREADS = ("aztfs-split", "aztfs-page", "aztfs-prefetch")
+
+
+def listing_threads(pid):
+    """How many of process PID's threads fetch listings now."""
+    n = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                n += f.read().strip() in LISTING_THREADS
+        except OSError:         # the thread ended meanwhile
+            pass
+    return n
+
+
+def busy_listings(mnt, out_dir):
+    """Two exports and a walk at once, each of which would start threads of
+    its own (a split's fetchers, a cursor's page thread, the prefetchers
+    and their pipelines); samples the mount's listing threads meanwhile.
+    Returns (the lines each produced, the most threads seen at once)."""
+    top = str(mnt)
+    cmds = [["cat", os.path.join(top, t, ".ndjson")] for t in (BIG, ONE)]
+    cmds.append(["find", os.path.join(top, TWENTY), "-type", "f"])
+    outs = [open(os.path.join(str(out_dir), "out%d" % i), "w+b") for i in range(len(cmds))]
+    procs = [subprocess.Popen(c, stdout=o) for c, o in zip(cmds, outs)]
+    most, deadline = 0, time.monotonic() + 120
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        most = max(most, listing_threads(mnt.proc.pid))
+        time.sleep(0.005)
+    assert [p.wait(timeout=1) for p in procs] == [0] * len(procs)
+    counts = []
+    for o in outs:
+        o.seek(0)
+        counts.append(len(o.read().splitlines()))
+        o.close()
+    return counts, most
+
+
+def test_fetch_threads_bounds_every_listing_thread_together(tables, mounter, tmp_path):
+    """-o fetch_threads=N bounds the listing threads of the whole mount,
+    every kind together: a listing that finds no place free is fetched by
+    its reader, so it is still complete. With the default the same work
+    starts more than 3 at once."""
+    want = [P_BIG * PER_BIG, 2500, 2000 + 19 * 60]
+    mnt = mounter.mount(options=["-o", "scan_parallel=8,fetch_threads=3"])
+    counts, most = busy_listings(mnt, tmp_path)
+    th = stats(mnt)["threads"]
+    assert counts == want
+    assert most <= 3 and th["limit"] == 3 and th["peak"] <= 3, (most, th)
+    assert th["refused"] > 0, th
+    mnt = mounter.mount(options=["-o", "scan_parallel=8"])
+    counts, most = busy_listings(mnt, tmp_path)
+    th = stats(mnt)["threads"]
+    assert counts == want
+    assert th["limit"] == 128 and th["peak"] > 3 and th["refused"] == 0, th
+
+
+@pytest.mark.parametrize("value", ["0", "1025", "x"])
+def test_fetch_threads_out_of_range_is_refused(azurite, tmp_path, aztfs_run, value):
+    from conftest import aztfs_env
+    res = aztfs_run(["-f", "-o", "fetch_threads=" + value, str(tmp_path)],
+                    aztfs_env(azurite.conn_str))
+    assert res.returncode != 0
+    assert "fetch_threads" in res.stderr, res.stderr

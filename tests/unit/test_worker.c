@@ -71,6 +71,43 @@ static void test_group_bound(void)
     is_int(atomic_load(&s.runs), WORKERS_MAX, "group: all of them ran");
 }
 
+/* A budget shared by two groups and a worker: a thread starts only with a
+ * place free, whichever of them asks, and gives it back when joined or
+ * freed; the most at once and the refusals are counted. */
+static void test_budget(void)
+{
+    struct worker_budget b, r;
+    struct workers g1 = { .n = 0, .budget = &b }, g2 = { .n = 0, .budget = &b };
+    struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER, .all_blocked = 1 };
+    struct worker *w = NULL;
+
+    is_int(worker_budget_init(&b, 5), 0, "budget: made with 5 places");
+    is_int(workers_start(&g1, "t", 3, group_main, &s), 3, "budget: a group takes 3");
+    is_int(workers_start(&g2, "t", 4, group_main, &s), 2, "budget: another gets the 2 left");
+    is_int(worker_new(&w, "t", &b), -EAGAIN, "budget: a worker finds none free");
+    ok(w == NULL, "budget: and is not made");
+    is_int(workers_add(&g1, "t", group_main, &s), -EAGAIN, "budget: nor one more of a group");
+    workers_join(&g1);
+    is_int(worker_new(&w, "t", &b), 0, "budget: a place freed by a join is taken");
+    worker_budget_read(&b, &r);
+    ok(r.limit == 5 && r.used == 3 && r.peak == 5 && r.refused == 3,
+       "budget: 3 running, 5 at most, 3 refused (limit %d used %d peak %d refused %lu)", r.limit,
+       r.used, r.peak, r.refused);
+    worker_free(w);
+    workers_join(&g2);
+    worker_budget_read(&b, &r);
+    is_int(r.used, 0, "budget: every place given back");
+    worker_budget_destroy(&b);
+
+    is_int(worker_budget_init(&b, 0), 0, "budget: 0 is no bound");
+    g1.budget = &b;
+    is_int(workers_start(&g1, "t", 20, group_main, &s), 20, "budget: no bound, 20 start");
+    workers_join(&g1);
+    worker_budget_read(&b, &r);
+    ok(r.peak == 20 && r.used == 0 && r.refused == 0, "budget: unbounded, still counted");
+    worker_budget_destroy(&b);
+}
+
 /* Jobs of one worker: run in the order posted, one at a time, on one
  * thread that is not the caller's. */
 struct order {
@@ -104,7 +141,7 @@ static void test_worker(void)
     struct step steps[6];
     int in_order = 1, same = 1;
 
-    is_int(worker_new(&w, "aztfs-test"), 0, "worker: started");
+    is_int(worker_new(&w, "aztfs-test", NULL), 0, "worker: started");
     for (int i = 0; i < 6; i++) {
         steps[i] = (struct step){ &o, i };
         worker_post(w, job, &steps[i]);
@@ -129,6 +166,7 @@ int main(void)
 {
     test_group();
     test_group_bound();
+    test_budget();
     test_worker();
     return done_testing();
 }
