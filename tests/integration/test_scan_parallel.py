@@ -269,13 +269,15 @@ def test_unmount_while_fetching_ahead_is_clean(tables, mounter, sh, azurite):
         assert "filter=PartitionKey%20eq%20%27p0" in m.stderr()   # they were under way
 
 
-@pytest.mark.parametrize("value", ["0", "65", "x"])
-def test_scan_parallel_out_of_range_is_refused(azurite, tmp_path, aztfs_run, value):
+@pytest.mark.parametrize("opt,value", [("scan_parallel", "0"), ("scan_parallel", "65"),
+                                       ("scan_parallel", "x"), ("fetch_threads", "0"),
+                                       ("fetch_threads", "1025"), ("fetch_threads", "x")])
+def test_out_of_range_is_refused(azurite, tmp_path, aztfs_run, opt, value):
     from conftest import aztfs_env
-    res = aztfs_run(["-f", "-o", "scan_parallel=" + value, str(tmp_path)],
+    res = aztfs_run(["-f", "-o", "%s=%s" % (opt, value), str(tmp_path)],
                     aztfs_env(azurite.conn_str))
     assert res.returncode != 0
-    assert "scan_parallel" in res.stderr, res.stderr
+    assert opt in res.stderr, res.stderr
 
 
 def test_help_names_scan_parallel(aztfs_run):
@@ -393,12 +395,3 @@ def test_fetch_threads_bounds_every_listing_thread_together(tables, mounter, tmp
     th = stats(mnt)["threads"]
     assert counts == want
     assert th["limit"] == 128 and th["peak"] > 3 and th["refused"] == 0, th
-
-
-@pytest.mark.parametrize("value", ["0", "1025", "x"])
-def test_fetch_threads_out_of_range_is_refused(azurite, tmp_path, aztfs_run, value):
-    from conftest import aztfs_env
-    res = aztfs_run(["-f", "-o", "fetch_threads=" + value, str(tmp_path)],
-                    aztfs_env(azurite.conn_str))
-    assert res.returncode != 0
-    assert "fetch_threads" in res.stderr, res.stderr
