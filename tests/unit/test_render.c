@@ -1,19 +1,20 @@
-/* test_render.c - the rendering's fast paths against what they stand in
- * for (TAP): doubles against the shortest-digits property, strings and
- * names against jansson's own output, the listing's one-pass digest
- * against entity_wire_digest. */
+/* test_render.c - src/entity/render.c: wire JSON -> file text, its digest, one line (TAP). */
+/* The reference example, each type, byte order, escapes and what rendering
+ * refuses; its fast paths against what they stand in for (strings and names
+ * against jansson's own output, the listing's one-pass digest against
+ * entity_wire_digest); entity_wire_digest itself; a page rendered ahead by
+ * store_render_page (src/store/) as rendering on the spot would; one entity
+ * on one line (entity_render_line). */
 #include <errno.h>
-#include <float.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "entity/entity.h"
-#include "entity/entity_i.h"
 #include "cache/cache.h"
 #include "store/store.h"
+#include "entity_util.h"
 #include "tap.h"
 
 /* A reproducible 64-bit generator (xorshift64*). */
@@ -23,112 +24,6 @@ static uint64_t next_rand(uint64_t *s)
     *s ^= *s << 25;
     *s ^= *s >> 27;
     return *s * 2685821657736338717ULL;
-}
-
-/* The significant digits of the number TEXT (positional or exponent
- * form) into OUT: its digits before any exponent, leading and trailing
- * zeros dropped ("0" for zero). */
-static void sig_digits(const char *text, char out[40])
-{
-    size_t n = 0;
-
-    for (; *text && *text != 'e'; text++)
-        if (*text >= '0' && *text <= '9' && (n > 0 || *text != '0') && n < 39)
-            out[n++] = *text;
-    while (n > 0 && out[n - 1] == '0')
-        n--;
-    if (n == 0)
-        out[n++] = '0';
-    out[n] = '\0';
-}
-
-/* Does TEXT read back to D, sign of zero included? */
-static int reads_back(const char *text, double d)
-{
-    double back = strtod(text, NULL);
-
-    return back == d && !!signbit(back) == !!signbit(d);
-}
-
-/* Check entity_format_double(D) by its contract, not by its method: it
- * reads back to D, and its digits are those of the nearest decimal of the
- * fewest digits that reads back ("%.*e" for 1, 2, ... 17 digits). Returns
- * 1 when it holds; prints a diagnostic otherwise. */
-static int shortest_holds(double d)
-{
-    char out[32], e[40], got[40], want[40];
-    int k;
-
-    entity_format_double(d, out);
-    if (!reads_back(out, d)) {
-        printf("# %a formatted as %s, which does not read back\n", d, out);
-        return 0;
-    }
-    for (k = 1; k < 17; k++) {
-        snprintf(e, sizeof(e), "%.*e", k - 1, d);
-        if (reads_back(e, d))
-            break;
-    }
-    snprintf(e, sizeof(e), "%.*e", k - 1, d);
-    sig_digits(out, got);
-    sig_digits(e, want);
-    if (strcmp(got, want) != 0) {
-        printf("# %a formatted as %s, but the shortest is %s\n", d, out, e);
-        return 0;
-    }
-    return 1;
-}
-
-static void test_shortest_doubles(void)
-{
-    static const double edges[] = {
-        0.0,
-        -0.0,
-        5e-324,
-        -5e-324,
-        DBL_MIN,
-        DBL_MAX,
-        -DBL_MAX,
-        0.1,
-        0.2,
-        0.3,
-        1.0 / 3,
-        2.0 / 3,
-        1e21,
-        1e-7,
-        123456789012345678.0,
-        9007199254740993.0,
-        2.2250738585072009e-308,
-        4.9406564584124654e-324,
-        1e23,
-        8.41e21,
-        5e-310,
-    };
-    uint64_t s = 0x9e3779b97f4a7c15ULL;
-    int bad = 0, n = 0;
-
-    for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++, n++)
-        bad += !shortest_holds(edges[i]);
-    for (int i = 0; i < 200000 && bad < 5; i++) {
-        uint64_t bits = next_rand(&s);
-        double d;
-
-        memcpy(&d, &bits, sizeof(d));
-        if (!isfinite(d))
-            continue;
-        bad += !shortest_holds(d);
-        n++;
-        /* decimals of few digits, the common case in tables */
-        d = (double)(int64_t)(next_rand(&s) % 2000001 - 1000000);
-        for (uint64_t k = next_rand(&s) % 12; k > 0; k--)
-            d /= 10;
-        bad += !shortest_holds(d);
-        n++;
-    }
-    is_int(bad, 0,
-           "%d doubles (edges, random bit patterns, short decimals) formatted "
-           "shortest and reading back",
-           n);
 }
 
 /* The file text of {"PartitionKey":"p","RowKey":"r", NAME: VALUE}, or NULL. */
@@ -445,9 +340,228 @@ static void test_render_line(void)
     buf_free(&small);
 }
 
+static void test_example(void)
+{
+    static const char wire[] =
+        "{\"odata.etag\":\"W/\\\"x\\\"\",\"PartitionKey\":\"p\",\"RowKey\":\"r\","
+        "\"Timestamp\":\"2026-11-22T08:26:34.9118804Z\",\"b\":true,\"n\":42,\"d\":2.0,"
+        "\"big\":\"9007199254740993\",\"big@odata.type\":\"Edm.Int64\","
+        "\"s\":\"h\\u00e9llo \\\"q\\\"\\n\","
+        "\"g\":\"0f8fad5b-d9cb-469f-a165-70867728950e\",\"g@odata.type\":\"Edm.Guid\","
+        "\"t\":\"2020-01-02T03:04:05Z\",\"t@odata.type\":\"Edm.DateTime\","
+        "\"bin\":\"AAEC\",\"bin@odata.type\":\"Edm.Binary\","
+        "\"nan\":\"NaN\",\"nan@odata.type\":\"Edm.Double\"}";
+    static const char want[] = "{\n"
+                               "  \"PartitionKey\": \"p\",\n"
+                               "  \"RowKey\": \"r\",\n"
+                               "  \"Timestamp\": \"2026-11-22T08:26:34.9118804Z\",\n"
+                               "  \"b\": true,\n"
+                               "  \"big\": \"9007199254740993\",\n"
+                               "  \"big@odata.type\": \"Edm.Int64\",\n"
+                               "  \"bin\": \"AAEC\",\n"
+                               "  \"bin@odata.type\": \"Edm.Binary\",\n"
+                               "  \"d\": 2.0,\n"
+                               "  \"d@odata.type\": \"Edm.Double\",\n"
+                               "  \"g\": \"0f8fad5b-d9cb-469f-a165-70867728950e\",\n"
+                               "  \"g@odata.type\": \"Edm.Guid\",\n"
+                               "  \"n\": 42,\n"
+                               "  \"nan\": \"NaN\",\n"
+                               "  \"nan@odata.type\": \"Edm.Double\",\n"
+                               "  \"s\": \"h\xC3\xA9llo \\\"q\\\"\\n\",\n"
+                               "  \"t\": \"2020-01-02T03:04:05Z\",\n"
+                               "  \"t@odata.type\": \"Edm.DateTime\"\n"
+                               "}\n";
+    struct entity_error err;
+    int rc;
+    char *out = render_text(wire, &rc, &err);
+
+    is_int(rc, 0, "render the reference example");
+    is_str(out, want, "reference example renders exactly");
+    free(out);
+
+    out = render_text("{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}", &rc, &err);
+    is_str(out, "{\n  \"PartitionKey\": \"p\",\n  \"RowKey\": \"r\"\n}\n", "minimal entity");
+    free(out);
+
+    out = render_text("{\"odata.metadata\":\"m\",\"PartitionKey\":\"p\",\"RowKey\":\"r\","
+                      "\"Timestamp\":\"2020-01-02T03:04:05Z\","
+                      "\"Timestamp@odata.type\":\"Edm.DateTime\","
+                      "\"s@odata.type\":\"Edm.String\",\"s\":\"x\","
+                      "\"i\":7,\"i@odata.type\":\"Edm.Int32\","
+                      "\"f\":false,\"f@odata.type\":\"Edm.Boolean\",\"z\":null,"
+                      "\"orphan@odata.type\":\"Edm.Int64\"}",
+                      &rc, &err);
+    is_str(
+        out,
+        "{\n  \"PartitionKey\": \"p\",\n  \"RowKey\": \"r\",\n"
+        "  \"Timestamp\": \"2020-01-02T03:04:05Z\",\n"
+        "  \"f\": false,\n  \"i\": 7,\n  \"s\": \"x\"\n}\n",
+        "full metadata: odata.*, Timestamp type, String/Int32/Boolean annotations, null dropped");
+    free(out);
+}
+
+static void test_types(void)
+{
+    static const struct {
+        const char *value, *type, *want;
+    } cases[] = {
+        { "\"plain\"", NULL, "\"v\": \"plain\"" },
+        { "\"plain\"", "Edm.String", "\"v\": \"plain\"" },
+        { "-2147483648", NULL, "\"v\": -2147483648" },
+        { "2147483647", "Edm.Int32", "\"v\": 2147483647" },
+        { "2147483648", NULL, "\"v\": \"2147483648\"|\"v@odata.type\": \"Edm.Int64\"" },
+        { "-2147483649", NULL, "\"v\": \"-2147483649\"|\"v@odata.type\": \"Edm.Int64\"" },
+        { "\"-9223372036854775808\"", "Edm.Int64",
+          "\"v\": \"-9223372036854775808\"|\"v@odata.type\": \"Edm.Int64\"" },
+        { "\"007\"", "Edm.Int64", "\"v\": \"7\"|\"v@odata.type\": \"Edm.Int64\"" },
+        { "5", "Edm.Int64", "\"v\": \"5\"|\"v@odata.type\": \"Edm.Int64\"" },
+        { "true", NULL, "\"v\": true" },
+        { "false", "Edm.Boolean", "\"v\": false" },
+        { "2", "Edm.Double", "\"v\": 2.0|\"v@odata.type\": \"Edm.Double\"" },
+        { "\"2020-01-02T03:04:05.1234567Z\"", "Edm.DateTime",
+          "\"v\": \"2020-01-02T03:04:05.1234567Z\"|\"v@odata.type\": \"Edm.DateTime\"" },
+        { "\"0F8FAD5B-D9CB-469F-A165-70867728950E\"", "Edm.Guid",
+          "\"v\": \"0F8FAD5B-D9CB-469F-A165-70867728950E\"|\"v@odata.type\": \"Edm.Guid\"" },
+        { "\"\"", "Edm.Binary", "\"v\": \"\"|\"v@odata.type\": \"Edm.Binary\"" },
+        { "\"AA==\"", "Edm.Binary", "\"v\": \"AA==\"|\"v@odata.type\": \"Edm.Binary\"" },
+        { "\"\"", NULL, "\"v\": \"\"" },
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = render_value(cases[i].value, cases[i].type);
+
+        is_str(got, cases[i].want, "render %s as %s", cases[i].value,
+               cases[i].type ? cases[i].type : "(bare)");
+        free(got);
+    }
+}
+
+static void test_order_and_escapes(void)
+{
+    struct entity_error err;
+    json_t *w = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i}", "PartitionKey", "p", "RowKey", "r",
+                          "b", 1, "a", 2, "_x", 3, "Z1", 4, "B", 5);
+    char *out = NULL;
+    size_t len;
+
+    entity_render(w, &out, &len, &err);
+    is_str(out,
+           "{\n  \"PartitionKey\": \"p\",\n  \"RowKey\": \"r\",\n  \"B\": 5,\n  \"Z1\": 4,\n"
+           "  \"_x\": 3,\n  \"a\": 2,\n  \"b\": 1\n}\n",
+           "properties sorted by byte order");
+    free(out);
+    json_decref(w);
+
+    /* Escapes, including an embedded NUL (JSON_ALLOW_NUL wire strings). */
+    w = json_pack("{s:s, s:s, s:s%}", "PartitionKey", "p\"k", "RowKey", "r\\k", "s",
+                  "q\" b\\ \b\f\n\r\t \x01\x1F/\x7F \xC3\xA9\xF0\x9F\x98\x80 \0z", (size_t)26);
+    out = NULL;
+    entity_render(w, &out, &len, &err);
+    is_str(out,
+           "{\n  \"PartitionKey\": \"p\\\"k\",\n  \"RowKey\": \"r\\\\k\",\n"
+           "  \"s\": \"q\\\" b\\\\ \\b\\f\\n\\r\\t \\u0001\\u001F/\x7F \xC3\xA9\xF0\x9F\x98\x80"
+           " \\u0000z\"\n}\n",
+           "string escapes: only quote, backslash and controls");
+    free(out);
+    json_decref(w);
+}
+
+static void test_render_errors(void)
+{
+    static const struct {
+        const char *wire, *label;
+    } cases[] = {
+        { "{\"RowKey\":\"r\"}", "missing PartitionKey" },
+        { "{\"PartitionKey\":1,\"RowKey\":\"r\"}", "PartitionKey not a string" },
+        { "{\"PartitionKey\":\"p\"}", "missing RowKey" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"Timestamp\":5}", "Timestamp a number" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"abc\",\"v@odata.type\":\"Edm.Int64\"}",
+          "Int64 not a number" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"9223372036854775808\","
+          "\"v@odata.type\":\"Edm.Int64\"}",
+          "Int64 out of range" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"1.5\",\"v@odata.type\":\"Edm.Double\"}",
+          "Double from a numeric string" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"nan\",\"v@odata.type\":\"Edm.Double\"}",
+          "Double lower-case nan" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"x\",\"v@odata.type\":\"Edm.Guid\"}",
+          "bad Guid" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"2020\",\"v@odata.type\":\"Edm."
+          "DateTime\"}",
+          "bad DateTime" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":\"A\",\"v@odata.type\":\"Edm.Binary\"}",
+          "bad Binary" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":1,\"v@odata.type\":\"Edm.Single\"}",
+          "unknown type" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":2147483648,\"v@odata.type\":\"Edm."
+          "Int32\"}",
+          "Int32 out of range" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":{}}", "nested object" },
+        { "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"v\":[1]}", "nested array" },
+        { "[1]", "not an object" },
+    };
+    struct entity_error err;
+    int rc;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *out = render_text(cases[i].wire, &rc, &err);
+
+        is_int(rc, -EINVAL, "render rejects: %s", cases[i].label);
+        ok(out == NULL && err.text[0] != '\0', "  no output, reason: %s", err.text);
+        free(out);
+    }
+}
+
+/* Digest of the wire entity in JSON text W (service's or parsed file's). */
+static int digest_of(const char *w, unsigned char out[ENTITY_DIGEST_LEN])
+{
+    json_t *e = json_loads(w, JSON_ALLOW_NUL, NULL);
+    int rc = e ? entity_wire_digest(e, out) : -EINVAL;
+
+    json_decref(e);
+    return rc;
+}
+
+/* Do the wire entities A and B have the same digest? 1, 0, or -1 on error. */
+static int same_digest(const char *a, const char *b)
+{
+    unsigned char da[ENTITY_DIGEST_LEN], db[ENTITY_DIGEST_LEN];
+
+    if (digest_of(a, da) < 0 || digest_of(b, db) < 0)
+        return -1;
+    return memcmp(da, db, sizeof(da)) == 0;
+}
+
+static void test_wire_digest(void)
+{
+    const char *svc = "{\"odata.etag\":\"W/x\",\"PartitionKey\":\"p\",\"RowKey\":\"r\","
+                      "\"Timestamp\":\"2026-01-01T00:00:00Z\",\"d\":1.0,\"n\":5,"
+                      "\"s\":\"x\",\"z\":null}";
+
+    is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\",\"d@odata.type\":\"Edm.Double\",\"d\":1.0}"), 1,
+           "digest: system members, null and the Double annotation change nothing");
+    is_int(same_digest(svc, "{\"n\":\"5\",\"n@odata.type\":\"Edm.Int64\",\"s\":\"x\",\"d\":1.0}"),
+           0, "digest: Int32 5 and Int64 5 differ");
+    is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\",\"d\":1.5}"), 0, "digest: values differ");
+    is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\"}"), 0, "digest: a property fewer differs");
+    is_int(same_digest(svc, "{\"n\":5,\"s\":\"x\",\"d\":1.0,\"RowKeyCopy\":\"r\"}"), 0,
+           "digest: a property named like a key counts");
+    is_int(same_digest("{\"t\":\"2020-01-02T03:04:05+05:30\",\"t@odata.type\":\"Edm.DateTime\"}",
+                       "{\"t\":\"2020-01-01T21:34:05Z\",\"t@odata.type\":\"Edm.DateTime\"}"),
+           0, "digest: a DateTime held with an offset differs from its UTC form");
+    is_int(same_digest("{\"a\":\"b\",\"ab\":\"\"}", "{\"a\":\"\",\"ab\":\"b\"}"), 0,
+           "digest: names and values do not run together");
+    is_int(same_digest("{\"a\":\"x\\u0000y\"}", "{\"a\":\"x\"}"), 0,
+           "digest: a NUL inside a string counts");
+}
+
 int main(void)
 {
-    test_shortest_doubles();
+    test_example();
+    test_types();
+    test_order_and_escapes();
+    test_render_errors();
+    test_wire_digest();
     test_strings_as_jansson();
     test_render_digest();
     test_rendered_ahead();
