@@ -280,8 +280,7 @@ static void notify_stopping(struct aztfs *a, const struct aztfs_opts *o)
 static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_cmdline_opts *cmd,
                     const struct aztfs_opts *o, struct metrics *metrics)
 {
-    struct fuse_operations ops;
-    struct fuse *f;
+    struct fuse_session *se;
     struct fuse_loop_config *lc = NULL;
     struct usr1 u = { .a = a, .mountpoint = cmd->mountpoint };
     struct workers usr1_thread = { .n = 0 };
@@ -289,21 +288,23 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
     unsigned served;
     size_t left = 0;
 
-    fs_operations(a, &ops);
-    f = fuse_new(args, &ops, sizeof(ops), a);
-    if (!f) {
+    se = fs_session_new(args, a);
+    if (!se) {
         fprintf(stderr,
                 "aztfs: libfuse refused the options (above); aztfs --help lists "
                 "the options of aztfs and of libfuse that apply\n");
         return 1;
     }
-    if (fuse_mount(f, cmd->mountpoint) != 0)
+    if (fuse_session_mount(se, cmd->mountpoint) != 0)
         goto out_destroy;
+    pthread_mutex_lock(&a->fuse_lock);
+    a->se = se;
+    pthread_mutex_unlock(&a->fuse_lock);
     if (!cmd->foreground)
         log_detach(&a->store.log, cmd->mountpoint);
     if (fuse_daemonize(cmd->foreground) != 0)
         goto out_unmount;
-    if (fuse_set_signal_handlers(fuse_get_session(f)) != 0)
+    if (fuse_set_signal_handlers(se) != 0)
         goto out_unmount;
     sigemptyset(&u.set);
     sigaddset(&u.set, SIGUSR1);
@@ -318,26 +319,17 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
         warn_unchecked(a);
     if (metrics)
         metrics_start(metrics, &a->store, cmd->mountpoint, o->metrics_interval);
-    if (cmd->clone_fd && o->forget_after)
-        log_info(&a->store.log,
-                 "-o clone_fd: libfuse's loop serves the mount, and the kernel "
-                 "is not told to drop names (-o forget_after)");
-    else if (fs_forget_start(a->forget, f, cmd->mountpoint, a->handles, o->allow_other) < 0)
+    if (fs_forget_start(a->forget, se, cmd->mountpoint, a->handles, o->allow_other) < 0)
         log_warn(&a->store.log,
                  "the kernel will not be told to drop names: its memory and "
-                 "libfuse's grow with every file named");
+                 "aztfs's grow with every file named");
     if (store_writeback_start(&a->store) < 0) {
         log_error(&a->store.log, "write-behind cannot start its threads");
         goto out_signals;
     }
     notify_ready(a, cmd->mountpoint);
-    if (!cmd->clone_fd) {
-        /* libfuse 3.14 leaves max_threads at UINT_MAX when not given */
-        unsigned n = cmd->max_threads > 0 && cmd->max_threads <= 1000 ? cmd->max_threads : 10;
-
-        if (n > WORKERS_MAX)
-            n = WORKERS_MAX;
-        rc = fs_loop(f, cmd->singlethread ? 1 : (int)n) < 0 ? 1 : 0;
+    if (cmd->singlethread) {
+        rc = fuse_session_loop(se) < 0 ? 1 : 0;
     } else {
         lc = fuse_loop_cfg_create();
         if (!lc)
@@ -348,25 +340,30 @@ static int run_fuse(struct fuse_args *args, struct aztfs *a, const struct fuse_c
             lc, cmd->max_threads > 0 && cmd->max_threads <= 1000 ? cmd->max_threads : 10);
         if (cmd->max_idle_threads <= 1000) /* UINT_MAX: not given */
             fuse_loop_cfg_set_idle_threads(lc, cmd->max_idle_threads);
-        rc = fuse_loop_mt(f, lc) < 0 ? 1 : 0;
+        rc = fuse_session_loop_mt(se, lc) < 0 ? 1 : 0;
         fuse_loop_cfg_destroy(lc);
     }
-    served = fs_serve_queued(a, f, 256);
+    served = fs_serve_queued(a, se, 256);
+    /* the forget thread ends before the unmount closes the descriptor it
+     * writes to; a name it tells stale may wait for a directory's lock
+     * that a queued request holds: those are served meanwhile */
+    for (int i = 0; i < 100 && !fs_forget_stopped(a->forget, 100); i++)
+        served += fs_serve_queued(a, se, 256);
     if (served > 0)
         log_debug(&a->store.log, "served %u request%s queued at the end", served,
                   served == 1 ? "" : "s");
 out_signals:
     notify_stopping(a, o);
     fs_handles_close_all(a->handles); /* no callback runs any more; they use the store */
-    prefetch_free(a->prefetch);       /* before fuse_destroy: its requests ask the */
-    a->prefetch = NULL;               /* session whether to stop */
+    prefetch_free(a->prefetch);       /* before the session goes: its requests ask */
+    a->prefetch = NULL;               /* it whether to stop */
     fs_end_session(a);
+    (void)fs_forget_stopped(a->forget, 0);
     /* unmounted before the queue's send, so that nothing waits on a mount
      * nobody serves; libfuse's signal handlers stay until the send ends
      * (a SIGTERM then, systemd's after ExecStop, must not cut it short) */
-    fuse_unmount(f);
+    fuse_session_unmount(se);
     unmounted = 1;
-    fs_forget_stop(a->forget); /* after the unmount: see fs.h */
     left = store_writeback_close(&a->store);
     if (left > 0 && rc == 0)
         rc = 1; /* changes left in the journal: said in the log */
@@ -376,15 +373,18 @@ out_signals:
         pthread_kill(usr1_thread.tids[0], SIGUSR1);
         workers_join(&usr1_thread);
     }
-    fuse_remove_signal_handlers(fuse_get_session(f));
+    fuse_remove_signal_handlers(se);
     signal(SIGTERM, SIG_IGN); /* exiting: a late signal changes nothing */
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
 out_unmount:
+    fs_end_session(a);
     if (!unmounted)
-        fuse_unmount(f);
+        fuse_session_unmount(se);
 out_destroy:
-    fuse_destroy(f);
+    fs_forget_free(a->forget); /* its thread, if any, before the session goes */
+    a->forget = NULL;
+    fuse_session_destroy(se);
     return rc;
 }
 
@@ -459,16 +459,17 @@ static int open_mount(struct aztfs *a, const struct aztfs_opts *o, struct accoun
     a->store.merge = o->merge;
     a->store.mount_time = a->mount_time = time(NULL);
     a->attr_timeout = o->attr_timeout;
-    a->uid = getuid();
-    a->gid = getgid();
+    a->uid = o->uid != UINT_MAX ? (uid_t)o->uid : getuid(); /* -o uid=: chown to */
+    a->gid = o->gid != UINT_MAX ? (gid_t)o->gid : getgid(); /* what is shown works */
     a->file_mode = o->file_mode;
     a->dir_mode = o->dir_mode;
     a->ino32 = o->ino32;
     a->handles = fs_handles_new();
+    a->inodes = fs_inodes_new();
     a->forget = fs_forget_new(o->forget_after, &a->store.log);
     a->views = view_pending_new();
     a->scratch = scratch_new((size_t)o->scratch_size_mb * 1024 * 1024, &a->store.log);
-    if (!a->handles || !a->scratch || !a->views || !a->forget ||
+    if (!a->handles || !a->inodes || !a->scratch || !a->views || !a->forget ||
         store_open(&a->store, acct, &hc, (size_t)o->cache_size_mb * 1024 * 1024) < 0) {
         fprintf(stderr, "aztfs: out of memory\n");
         return -1;
@@ -584,6 +585,7 @@ int main(int argc, char *argv[])
     scratch_free(a.scratch);
     fs_handles_free(a.handles); /* (closed at the loop's end, or never used) */
     fs_forget_free(a.forget);
+    fs_inodes_free(a.inodes);
     curl_global_cleanup();
 out:
     metrics_stop(metrics);

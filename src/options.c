@@ -51,14 +51,17 @@ static const struct fuse_opt opt_spec[] = {
     OPT("journal_dir=%s", journal_dir), OPT("spool_dir=%s", spool_dir),
     OPT("writeback_queue=%lu", writeback_queue_mb), OPT("writeback_stop=%u", writeback_stop),
     OPT("max_rps=%lf", max_rps), OPT("forget_after=%lu", forget_after), OPT("nonempty", nonempty),
-    OPT("unordered", unordered),
-    /* libfuse's, but aztfs sets them itself (fs/fuseops.c: aztfs_init) */
+    OPT("unordered", unordered), OPT("uid=%u", uid), OPT("gid=%u", gid),
+    /* libfuse's high-level API's, which aztfs answers itself (fs/lowlevel.c) */
     FUSE_OPT_KEY("entry_timeout=", KEY_MANAGED), FUSE_OPT_KEY("ac_attr_timeout=", KEY_MANAGED),
     FUSE_OPT_KEY("kernel_cache", KEY_MANAGED), FUSE_OPT_KEY("auto_cache", KEY_MANAGED),
     FUSE_OPT_KEY("noauto_cache", KEY_MANAGED), FUSE_OPT_KEY("direct_io", KEY_MANAGED),
     FUSE_OPT_KEY("use_ino", KEY_MANAGED), FUSE_OPT_KEY("readdir_ino", KEY_MANAGED),
     FUSE_OPT_KEY("hard_remove", KEY_MANAGED), FUSE_OPT_KEY("nullpath_ok", KEY_MANAGED),
     FUSE_OPT_KEY("modules=", KEY_MANAGED), FUSE_OPT_KEY("subdir=", KEY_MANAGED),
+    FUSE_OPT_KEY("noforget", KEY_MANAGED), FUSE_OPT_KEY("remember=", KEY_MANAGED),
+    FUSE_OPT_KEY("no_rofd_flush", KEY_MANAGED), FUSE_OPT_KEY("intr", KEY_MANAGED),
+    FUSE_OPT_KEY("intr_signal=", KEY_MANAGED),
     /* libfuse's: seen here, and kept for it */
     FUSE_OPT_KEY("allow_other", KEY_ALLOW_OTHER),
     FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
@@ -226,6 +229,7 @@ int options_parse(struct fuse_args *args, struct aztfs_opts *o)
     o->forget_after = FORGET_AFTER_DEFAULT;
     o->metrics_interval = 60;
     o->umask = o->file_mode = o->dir_mode = UINT_MAX;
+    o->uid = o->gid = UINT_MAX;
     o->writeback_ms = UINT_MAX;
     o->writeback_queue_mb = 16;
     o->writeback_stop = WRITEBACK_STOP_DEFAULT;
@@ -396,7 +400,7 @@ void options_usage(const char *progname)
            "    -o retries=N            retries of a transient failure (4)\n"
            "    -o retry_time=SECS      no retry starts later than this after the first try (120)\n"
            "    -o forget_after=N       names the kernel keeps before it is told to drop\n"
-           "                            the oldest, which bounds its memory and libfuse's\n"
+           "                            the oldest, which bounds its memory and aztfs's\n"
            "                            (0: never) (" FORGET_AFTER_DEFAULT_STR ")\n"
            "    -o max_rps=N            requests started per second at most, all threads\n"
            "                            together (0: no cap; a throttling service slows\n"

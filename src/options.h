@@ -46,6 +46,8 @@ struct aztfs_opts {
                                  journal) may be in a directory others may write */
     unsigned metrics_interval;     /* -o metrics_interval=SECONDS */
     unsigned umask;                /* -o umask=OCTAL (UINT_MAX: not given) */
+    unsigned uid, gid;             /* -o uid=N, gid=N: the owner shown (UINT_MAX: the
+                                 mounting user's) */
     unsigned file_mode;            /* -o file_mode=OCTAL; after parsing, the mode of files */
     unsigned dir_mode;             /* -o dir_mode=OCTAL; after parsing, the mode of directories */
     int ino32;                     /* -o ino32: inode numbers below 2^32 */

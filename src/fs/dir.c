@@ -189,8 +189,6 @@ static int fill_entry(struct aztfs *a, enum fsp_kind kind, const char *dir,
         fs_fill_dir_stat(a, path, &st);
     if (kind != FSP_PARTITION || partition_entry_stat(a, path, e, local, &st, &plus))
         full = filler(buf, e->name, &st, next, plus ? FUSE_FILL_DIR_PLUS : 0);
-    if (!full && plus)
-        fs_forget_named(a->forget, path);
     free(path);
     return full;
 }

@@ -1,25 +1,21 @@
-/* fs/forget.c - bound the memory the kernel and libfuse keep per file: the
- * kernel remembers every name it was given (a lookup, a readdirplus entry,
- * a create) until memory runs short, and libfuse keeps a node for each
- * until the kernel forgets it. The names given are kept in order, with the
- * node id of their directory (the request's, from fs/loop.c); past KEEP of
- * them a thread of its own tells the kernel that the oldest are stale. The
- * kernel drops them, their inodes go, their FORGETs reach libfuse, and
- * libfuse frees their nodes (fs.h). Never a name in use (fs/inuse.c: a
+/* fs/forget.c - bound the memory the kernel and the mount keep per file:
+ * the kernel remembers every name it was given (a lookup, a readdirplus
+ * entry, a create) until memory runs short, and fs/inode.c keeps a node
+ * for each until the kernel forgets it. The names given are kept in order,
+ * with the node id of their directory (fs/lowlevel.c says it); past KEEP
+ * of them a thread of its own tells the kernel that the oldest are stale
+ * (fuse_lowlevel_notify_inval_entry). The kernel drops them, their inodes
+ * go, their FORGETs come, and their nodes are freed (fs.h). Never a name in use (fs/inuse.c: a
  * working directory, a mount point, an open directory, or a name above
  * one): the kernel would unhash it (d_invalidate), and take the directory
  * from the process, or detach the mount. */
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/fuse.h> /* FUSE_NOTIFY_INVAL_ENTRY, FUSE_LOOKUP ... */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "fs/fs_i.h"
-#include <fuse_lowlevel.h> /* fuse_session_fd */
 
 #define FORGET_BATCH 1024 /* names past KEEP before the thread wakes, at most */
 /* Room past KEEP for the names given while a round runs: one readdirplus
@@ -34,9 +30,9 @@ struct named {
 };
 
 struct fs_forget {
-    unsigned long keep;  /* -o forget_after */
-    unsigned long batch; /* names past KEEP before the thread wakes */
-    int fd;              /* a dup of the session's /dev/fuse descriptor; -1: none */
+    unsigned long keep;      /* -o forget_after */
+    unsigned long batch;     /* names past KEEP before the thread wakes */
+    struct fuse_session *se; /* the session told; NULL: not started */
     /* set by fs_forget_start, before the thread starts */
     char *mountpoint;           /* absolute (malloc'd) */
     struct fs_handles *handles; /* the mount's open directories (borrowed) */
@@ -44,6 +40,7 @@ struct fs_forget {
     pthread_mutex_t mu;         /* guards what follows */
     pthread_cond_t cv;          /* stop, or a batch of new names past KEEP */
     int stop;                   /* end the thread */
+    int ended;                  /* the thread has ended (or never started) */
     struct named *ring;         /* the names given, oldest at head */
     size_t cap, head, n;
     unsigned long lost;  /* names not kept since the last round (the ring full) */
@@ -62,7 +59,7 @@ struct fs_forget *fs_forget_new(unsigned long keep, const struct logger *lg)
     if (!g)
         return NULL;
     g->keep = keep;
-    g->fd = -1;
+    g->ended = 1;
     g->lg = lg;
     g->batch = keep / 8 > FORGET_BATCH ? FORGET_BATCH : keep / 8 ? keep / 8 : 1;
     g->cap = keep ? keep + (4 * g->batch > FORGET_SLACK ? 4 * g->batch : FORGET_SLACK) : 0;
@@ -81,33 +78,14 @@ struct fs_forget *fs_forget_new(unsigned long keep, const struct logger *lg)
     return g;
 }
 
-/* Does a request with OPCODE make the kernel remember the names its
- * answer gives? */
-static int names_an_entry(uint32_t opcode)
-{
-    switch (opcode) {
-    case FUSE_LOOKUP:
-    case FUSE_CREATE:
-    case FUSE_MKNOD:
-    case FUSE_MKDIR:
-    case FUSE_SYMLINK:
-    case FUSE_READDIRPLUS:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* See fs.h. */
-void fs_forget_named(struct fs_forget *g, const char *path)
+void fs_forget_named(struct fs_forget *g, uint64_t parent, const char *path)
 {
-    struct fs_request req;
     const char *slash;
     char *copy;
     int wake;
 
-    if (!g || !g->cap || !path || !fs_current_request(&req) || !names_an_entry(req.opcode) ||
-        !(slash = strrchr(path, '/')) || !slash[1])
+    if (!g || !g->cap || !path || !(slash = strrchr(path, '/')) || !slash[1])
         return;
     if (!(copy = strdup(path)))
         return; /* not kept: the kernel keeps that name until memory runs short */
@@ -118,7 +96,7 @@ void fs_forget_named(struct fs_forget *g, const char *path)
         free(copy);
         return;
     }
-    g->ring[(g->head + g->n) % g->cap] = (struct named){ req.nodeid, copy };
+    g->ring[(g->head + g->n) % g->cap] = (struct named){ parent, copy };
     g->n++;
     g->added++;
     wake = g->added >= g->batch && g->n >= g->keep + g->batch;
@@ -127,25 +105,22 @@ void fs_forget_named(struct fs_forget *g, const char *path)
     pthread_mutex_unlock(&g->mu);
 }
 
-/* Tell the kernel, through G's descriptor, that NAME in directory PARENT
- * is stale: the message fuse_lowlevel_notify_inval_entry sends. 0 or
- * -errno (ENOENT: the kernel holds no such entry any more). */
+/* Tell the kernel that NAME in directory PARENT is stale. 0 or -errno
+ * (ENOENT: the kernel holds no such entry any more). */
 static int inval_entry(struct fs_forget *g, uint64_t parent, const char *name)
 {
-    struct fuse_out_header oh = { 0 };
-    struct fuse_notify_inval_entry_out out = { 0 };
-    size_t len = strlen(name);
-    struct iovec iov[3] = {
-        { &oh, sizeof(oh) },
-        { &out, sizeof(out) },
-        { (void *)name, len + 1 },
-    };
+    return fuse_lowlevel_notify_inval_entry(g->se, parent, name, strlen(name));
+}
 
-    oh.len = (uint32_t)(sizeof(oh) + sizeof(out) + len + 1);
-    oh.error = FUSE_NOTIFY_INVAL_ENTRY;
-    out.parent = parent;
-    out.namelen = (uint32_t)len;
-    return writev(g->fd, iov, 3) < 0 ? -errno : 0;
+/* Has the thread been asked to end? */
+static int stopping(struct fs_forget *g)
+{
+    int stop;
+
+    pthread_mutex_lock(&g->mu);
+    stop = g->stop;
+    pthread_mutex_unlock(&g->mu);
+    return stop;
 }
 
 /* Take the names past KEEP off the ring (under g->mu) into *OUT
@@ -193,7 +168,7 @@ static void forget_round(struct fs_forget *g, struct named *old, size_t k, unsig
         dirs = fs_inuse_may_be_dir(old[i].path);
     rc = fs_inuse_collect(&u, g->mountpoint, g->handles, g->shared, dirs);
     for (size_t i = 0; i < k; i++) {
-        if (rc < 0 || fs_inuse_holds(&u, old[i].path) ||
+        if (rc < 0 || stopping(g) || fs_inuse_holds(&u, old[i].path) ||
             (u.unknown && fs_inuse_may_be_dir(old[i].path))) {
             kept++;
             requeue(g, old[i]);
@@ -235,12 +210,14 @@ static void *forget_main(void *arg)
         free(old);
         pthread_mutex_lock(&g->mu);
     }
+    g->ended = 1;
+    pthread_cond_broadcast(&g->cv);
     pthread_mutex_unlock(&g->mu);
     return NULL;
 }
 
 /* See fs.h. */
-int fs_forget_start(struct fs_forget *g, struct fuse *f, const char *mountpoint,
+int fs_forget_start(struct fs_forget *g, struct fuse_session *se, const char *mountpoint,
                     struct fs_handles *h, int shared)
 {
     if (!g || !g->cap)
@@ -250,29 +227,40 @@ int fs_forget_start(struct fs_forget *g, struct fuse *f, const char *mountpoint,
         return -ENOMEM;
     g->handles = h;
     g->shared = shared;
-    if ((g->fd = fcntl(fuse_session_fd(fuse_get_session(f)), F_DUPFD_CLOEXEC, 0)) < 0)
-        return -errno;
+    g->se = se;
+    g->ended = 0;
     if (workers_add(&g->thread, "aztfs-forget", forget_main, g) < 0) {
-        close(g->fd);
-        g->fd = -1;
+        g->ended = 1;
         return -EAGAIN;
     }
     return 0;
 }
 
 /* See fs.h. */
-void fs_forget_stop(struct fs_forget *g)
+int fs_forget_stopped(struct fs_forget *g, int ms)
 {
+    struct timespec t;
+    int ended;
+
     if (!g)
-        return;
+        return 1;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
     pthread_mutex_lock(&g->mu);
     g->stop = 1;
-    pthread_cond_signal(&g->cv);
+    pthread_cond_broadcast(&g->cv);
+    while (!g->ended && pthread_cond_timedwait(&g->cv, &g->mu, &t) == 0)
+        ;
+    ended = g->ended;
     pthread_mutex_unlock(&g->mu);
-    workers_join(&g->thread);
-    if (g->fd >= 0)
-        close(g->fd);
-    g->fd = -1;
+    if (ended)
+        workers_join(&g->thread);
+    return ended;
 }
 
 /* See fs.h. */
@@ -280,7 +268,11 @@ void fs_forget_free(struct fs_forget *g)
 {
     if (!g)
         return;
-    fs_forget_stop(g);
+    pthread_mutex_lock(&g->mu);
+    g->stop = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    workers_join(&g->thread);
     for (size_t i = 0; i < g->n; i++)
         free(g->ring[(g->head + i) % g->cap].path);
     free(g->ring);

@@ -1,12 +1,14 @@
-/* fs.h - the state of one mount (struct aztfs, FUSE's private_data) and
- * the operations table. The FUSE adapters (fs/fuseops.c, fs/dir.c, fs/write.c,
- * with fs/handles.c) translate paths, file handles and errno, and call the
- * store layer (store.h) for anything the service holds. */
+/* fs.h - the state of one mount (struct aztfs, the FUSE session's user
+ * data) and its session. fs/lowlevel.c serves libfuse's low-level API by
+ * node id; the path-level adapters it calls (fs/fuseops.c, fs/dir.c,
+ * fs/write.c, with fs/handles.c) translate paths, file handles and errno,
+ * and call the store layer (store.h) for anything the service holds. */
 #ifndef AZTFS_FS_FS_H
 #define AZTFS_FS_FS_H
 
 #define FUSE_USE_VERSION 312
-#include <fuse.h>
+#include <fuse.h> /* struct fuse_operations: the path-level table */
+#include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <sys/types.h>
 #include <time.h>
@@ -14,16 +16,20 @@
 #include "store/store.h"
 
 struct fs_handles;
+struct fs_inodes;
 struct prefetch;
 struct view_pending;
 
-/* Everything one mount needs; handed to FUSE as private_data. */
+/* Everything one mount needs; the FUSE session's user data. */
 struct aztfs {
     struct store store;              /* the service, the cache, the log */
     pthread_mutex_t fuse_lock;       /* guards FUSE against the end of its session */
-    struct fuse *fuse;               /* the running mount: set at init, NULL once its
+    struct fuse_session *se;         /* the running mount: set at init, NULL once its
                                  * loop has ended (fs_end_session); guarded by
                                  * fuse_lock */
+    struct fs_inodes *inodes;        /* owned: the kernel's node ids (fs/inode.c) */
+    struct fuse_operations ops;      /* the path-level table fs/lowlevel.c calls
+                                 * (fs_view_wrap's over next_ops); read-only after */
     struct scratch *scratch;         /* owned: scratch files and local directories */
     struct fuse_operations next_ops; /* the table fs_view_wrap's guards forward
                                  * to (fs_operations); read-only after */
@@ -43,37 +49,32 @@ struct aztfs {
     int ino32;                       /* -o ino32: inode numbers folded to 32 bits */
 };
 
-/* The mount a callback serves. */
-static inline struct aztfs *fs_ctx(void)
-{
-    return fuse_get_context()->private_data;
-}
+/* The mount the calling thread's request serves (fs/lowlevel.c); NULL on
+ * a thread that serves none. */
+struct aztfs *fs_ctx(void);
+
+/* Was the request the calling thread serves interrupted (the process
+ * waiting for it got a signal: ^C, SIGKILL)? 0 on a thread that serves
+ * none. */
+int fs_interrupted(void);
 
 /* The operations table for mount A (fs/fuseops.c): OUT filled, and A's
  * next_ops (what the read-only wrapper forwards to) set. */
 void fs_operations(struct aztfs *a, struct fuse_operations *out);
 
+/* The session that serves mount A on libfuse's low-level API
+ * (fs/lowlevel.c), ARGS its options: A's operations table (a->ops) is
+ * set, and A is the session's user data. NULL after libfuse's message. */
+struct fuse_session *fs_session_new(struct fuse_args *args, struct aztfs *a);
+
+/* The mount's session answered the kernel's INIT (fs/fuseops.c): the
+ * store's hooks reach it from now on. */
+void fs_init(struct aztfs *a);
+
 /* The FUSE loop of A has ended: from now on the store's hooks (asked from
  * any thread, also while write-behind sends what is left) no longer reach
  * the session, which is about to be freed (fs/fuseops.c). */
 void fs_end_session(struct aztfs *a);
-
-/* The request the calling thread serves (fs/loop.c): its opcode
- * (linux/fuse.h) and node id, the directory's for a lookup, a create or a
- * directory listing. */
-struct fs_request {
-    uint32_t opcode; /* 0: none (not a loop's thread, or between requests) */
-    uint64_t nodeid;
-};
-
-/* The calling thread's request in *OUT: 1, or 0 when it serves none. */
-int fs_current_request(struct fs_request *out);
-
-/* Serve F's requests until the session ends (a signal, the unmount), in
- * THREADS threads (1 to WORKERS_MAX): libfuse's multi-threaded loop, with
- * each request's header kept for fs_current_request. 0, or -errno when no
- * thread started. */
-int fs_loop(struct fuse *f, int threads);
 
 struct fs_forget;
 
@@ -82,40 +83,46 @@ struct fs_forget;
  * NULL on ENOMEM. */
 struct fs_forget *fs_forget_new(unsigned long keep, const struct logger *lg);
 
-/* The kernel is given the last component of PATH by the request the
- * calling thread serves (a lookup's answer, a readdirplus entry, a
- * create): keep it, with the request's directory, to be dropped in turn.
- * Does nothing outside fs_loop's requests. G may be NULL. */
-void fs_forget_named(struct fs_forget *g, const char *path);
+/* The kernel was given the last component of PATH as an entry of the
+ * directory whose node id is PARENT (a lookup's answer, a readdirplus
+ * entry, a create): keep it, to be dropped in turn. G may be NULL. */
+void fs_forget_named(struct fs_forget *g, uint64_t parent, const char *path);
 
-/* Start G's thread for the mount F at MOUNTPOINT (absolute, as realpath
- * gives it; copied), after daemonizing. It writes to a descriptor of its
- * own (a dup of the session's), so that the unmount, which closes
- * libfuse's, cannot leave it writing to a reused number. It never tells
- * the kernel to drop a name in use: a process's working or root directory
- * (SHARED: with -o allow_other, a process it cannot look at may be inside,
- * so then no directory's name), a mount point, a directory open through H
- * (the mount's handles, borrowed), or a name above one. 0 or -errno. */
-int fs_forget_start(struct fs_forget *g, struct fuse *f, const char *mountpoint,
+/* Start G's thread for the mount served by SE at MOUNTPOINT (absolute, as
+ * realpath gives it; copied), after daemonizing. It tells the kernel a
+ * name is stale with fuse_lowlevel_notify_inval_entry. It never tells it
+ * of a name in use: a process's working or root directory (SHARED: with
+ * -o allow_other, a process it cannot look at may be inside, so then no
+ * directory's name), a mount point, a directory open through H (the
+ * mount's handles, borrowed), or a name above one. 0 or -errno. */
+int fs_forget_start(struct fs_forget *g, struct fuse_session *se, const char *mountpoint,
                     struct fs_handles *h, int shared);
 
-/* Stop G's thread. Telling the kernel to drop a name waits for the lock of
- * its directory, which a request the loop no longer serves may hold until
- * the unmount: call after fuse_unmount. */
-void fs_forget_stop(struct fs_forget *g);
+/* Ask G's thread to end, and wait up to MS milliseconds for it: 1 when
+ * it has ended (or never ran), 0 while it is still telling the kernel of
+ * a name. That waits for the lock of the name's directory, which a
+ * request queued and not yet served may hold: serve the queue
+ * (fs_serve_queued) between the waits. The session's descriptor may be
+ * closed (fuse_session_unmount) only once the thread has ended, or it
+ * could write to a number reused by then. G may be NULL. */
+int fs_forget_stopped(struct fs_forget *g, int ms);
 
 /* Stop (if needed) and free G; NULL is fine. */
 void fs_forget_free(struct fs_forget *g);
 
-/* Serve the requests the kernel had queued for F when its loop ended: the
- * RELEASEDIR of a closedir() made just before SIGTERM, a FORGET. Unread,
- * they die with the unmount, and so does the handle libfuse keeps for an
- * open directory (a leak LeakSanitizer reports at exit). Reads nothing that
- * is not already queued, serves at most MAX requests, and asks the session
- * to end again before it returns. Ends A's session first (fs_end_session),
- * so that a read among them stops at once. Call before the handles are
- * closed. Returns how many it served. */
-unsigned fs_serve_queued(struct aztfs *a, struct fuse *f, unsigned max);
+/* Serve the requests the kernel had queued for SE when its loop ended:
+ * the RELEASE of a close() made just before SIGTERM, a FORGET, a lookup
+ * that holds a directory's lock. Reads nothing that is not already
+ * queued, serves at most MAX requests, and asks the session to end again
+ * before it returns. Ends A's session first (fs_end_session), so that a
+ * read among them stops at once. Call before the handles are closed.
+ * Returns how many it served. */
+unsigned fs_serve_queued(struct aztfs *a, struct fuse_session *se, unsigned max);
+
+/* The kernel's node ids of a mount (fs/inode.c): NULL on ENOMEM. Free
+ * once the session is gone. */
+struct fs_inodes *fs_inodes_new(void);
+void fs_inodes_free(struct fs_inodes *t);
 
 /* The open handles of a mount (the write handles also by path) and its
  * recent conflicts, behind one lock. NULL on ENOMEM.

@@ -12,6 +12,53 @@
 #include "fs/fs.h"
 #include "names/names.h"
 
+/* ---- context.c: the calling thread's request and mount (fs_ctx,
+ * fs_interrupted in fs.h). */
+
+/* The calling thread serves REQ (NULL: INIT, no request) of mount A from
+ * now on; returns A. */
+struct aztfs *fs_call_enter(struct aztfs *a, fuse_req_t req);
+
+/* ... and no longer. */
+void fs_call_leave(void);
+
+/* ---- inode.c: the kernel's node ids, each a name in a directory,
+ * counted as the kernel counts its lookups. One lock; ids are the
+ * nodes' addresses (FUSE_ROOT_ID the root's). */
+
+struct fs_inodes;
+
+/* The kernel is given NAME in directory PARENT: its node (made when new)
+ * counted once more, its id in *OUT. 0 or -ENOMEM. */
+int fs_inodes_ref(struct fs_inodes *t, fuse_ino_t parent, const char *name, fuse_ino_t *out);
+
+/* The kernel forgets NLOOKUP of INO's count: at 0 the node goes (once
+ * nothing below it is counted either). */
+void fs_inodes_forget(struct fs_inodes *t, fuse_ino_t ino, uint64_t nlookup);
+
+/* The path of INO ("/" the root's) in *OUT (malloc'd; NULL on error): 0,
+ * -ESTALE (its name, or one above it, was removed), -ENOMEM. */
+int fs_inodes_path(struct fs_inodes *t, fuse_ino_t ino, char **out);
+
+/* The path of NAME in directory PARENT, as fs_inodes_path. */
+int fs_inodes_child_path(struct fs_inodes *t, fuse_ino_t parent, const char *name, char **out);
+
+/* NAME in PARENT was removed: its node, if any, leaves the directory (a
+ * path asked of it is -ESTALE), and goes when the kernel forgets it. */
+void fs_inodes_remove(struct fs_inodes *t, fuse_ino_t parent, const char *name);
+
+/* NAME in PARENT was renamed to NEWNAME in NEWPARENT (EXCHANGE: the two
+ * swapped): the nodes follow; one the rename replaced is removed. 0 or
+ * -ENOMEM (then nothing moved). */
+int fs_inodes_rename(struct fs_inodes *t, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                     const char *newname, int exchange);
+
+/* The id of the node at PATH: 0, or -ENOENT when the kernel holds none. */
+int fs_inodes_find(struct fs_inodes *t, const char *path, fuse_ino_t *out);
+
+/* How many nodes are in the table (the root left out). */
+size_t fs_inodes_count(struct fs_inodes *t);
+
 /* ---- handles.c: what the FUSE adapters share: open-file handles, the
  * pending list (write handles by path), the conflict ring, and the
  * attributes a path is shown with. */
@@ -250,7 +297,8 @@ void fs_fill_scratch_stat(const struct aztfs *a, const char *path, const struct 
                           struct stat *st);
 
 /* The store's hook (store_set_hooks) for a path it dropped: the kernel
- * drops its attributes and entries for PATH too. CTX unused. */
+ * drops its attributes of PATH too (CTX: the mount), when the change was
+ * a request's of the calling thread. */
 void fs_kernel_forget(void *ctx, const char *path);
 
 /* ---- inuse.c: the names under the mount the kernel has in use (a

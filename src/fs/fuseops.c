@@ -1,4 +1,4 @@
-/* fs/fuseops.c - FUSE read-side callbacks (getattr, open, read, release, statfs, init) and the operations table. */
+/* fs/fuseops.c - the path-level read-side callbacks (getattr, open, read, release, statfs) and the operations table fs/lowlevel.c calls. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -8,7 +8,6 @@
 #include <sys/statvfs.h>
 
 #include "fs/fs_i.h"
-#include <fuse_lowlevel.h> /* fuse_session_exited, _receive_buf */
 #include "store/store.h"
 
 /* Should a read stop? When the FUSE request it serves was interrupted (the
@@ -19,10 +18,10 @@ static int aztfs_cancelled(void *ctx)
     struct aztfs *a = ctx;
     int exited;
 
-    if (fuse_interrupted())
+    if (fs_interrupted())
         return 1;
     pthread_mutex_lock(&a->fuse_lock);
-    exited = !a->fuse || fuse_session_exited(fuse_get_session(a->fuse));
+    exited = !a->se || fuse_session_exited(a->se);
     pthread_mutex_unlock(&a->fuse_lock);
     return exited;
 }
@@ -31,14 +30,13 @@ static int aztfs_cancelled(void *ctx)
 void fs_end_session(struct aztfs *a)
 {
     pthread_mutex_lock(&a->fuse_lock);
-    a->fuse = NULL;
+    a->se = NULL;
     pthread_mutex_unlock(&a->fuse_lock);
 }
 
 /* See fs.h. */
-unsigned fs_serve_queued(struct aztfs *a, struct fuse *f, unsigned max)
+unsigned fs_serve_queued(struct aztfs *a, struct fuse_session *se, unsigned max)
 {
-    struct fuse_session *se = fuse_get_session(f);
     struct fuse_buf buf = { .mem = NULL };
     struct pollfd p = { .fd = fuse_session_fd(se), .events = POLLIN };
     unsigned n = 0;
@@ -58,34 +56,12 @@ unsigned fs_serve_queued(struct aztfs *a, struct fuse *f, unsigned max)
     return n;
 }
 
-static void *aztfs_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
+/* See fs.h. The kernel's timeouts, direct_io and the handling of a name
+ * removed while open (hard_remove: open handles hold their own copy) are
+ * fs/lowlevel.c's answers. */
+void fs_init(struct aztfs *a)
 {
-    struct aztfs *a = fs_ctx();
-
-    pthread_mutex_lock(&a->fuse_lock);
-    a->fuse = fuse_get_context()->fuse;
-    pthread_mutex_unlock(&a->fuse_lock);
-    if (cfg->set_uid) /* -o uid=/gid=: chown to what is shown works */
-        a->uid = cfg->uid;
-    if (cfg->set_gid)
-        a->gid = cfg->gid;
     store_set_hooks(&a->store, aztfs_cancelled, fs_kernel_forget, a);
-
-    cfg->use_ino = 1;
-    cfg->readdir_ino = 1;
-    cfg->entry_timeout = a->store.cache_timeout;
-    /* The kernel answers stat itself for attr_timeout: every change made
-     * through the mount drops its copy (fs_kernel_forget), and readdirplus
-     * refreshes it, so rsync's lstat after a listing costs no round trip. */
-    cfg->attr_timeout = a->attr_timeout;
-    cfg->negative_timeout = a->store.negative_timeout;
-    cfg->direct_io = 1; /* reads return the entity as opened: see doc/ */
-    cfg->nullpath_ok = 0;
-    /* rm of a file whose release is still on its way (close(2) does not
-     * wait for it) must delete the entity, not rename it to .fuse_hidden*:
-     * open handles hold their own copy */
-    cfg->hard_remove = 1;
-    return a;
 }
 
 /* Attributes of the open file OF whose name is gone (libfuse hands a NULL
@@ -248,8 +224,6 @@ static int aztfs_getattr(const char *path, struct stat *st, struct fuse_file_inf
     }
     rc = path_attr(a, path, &fp, st);
     fspath_free(&fp);
-    if (rc == 0)
-        fs_forget_named(a->forget, path); /* a lookup's or a create's answer */
     return rc;
 }
 
@@ -392,7 +366,6 @@ static const struct fuse_operations base_ops = {
     .listxattr = fs_listxattr,
     .setxattr = fs_setxattr,
     .removexattr = fs_removexattr,
-    .init = aztfs_init,
     .getattr = aztfs_getattr,
     .opendir = aztfs_opendir,
     .readdir = aztfs_readdir,

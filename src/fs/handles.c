@@ -597,15 +597,21 @@ void fs_fill_scratch_stat(const struct aztfs *a, const char *path, const struct 
     st->st_nlink = 1;
 }
 
-/* See fs/fs_i.h. -ENOENT from libfuse means the kernel has no inode for
- * the path, so there is nothing to drop. */
+/* See fs/fs_i.h. A path with no node is one the kernel has no inode for:
+ * nothing to drop. */
 void fs_kernel_forget(void *ctx, const char *path)
 {
-    struct fuse_context *fc = fuse_get_context();
+    struct aztfs *a = ctx;
+    struct fuse_session *se;
+    fuse_ino_t ino;
 
-    (void)ctx;
-    if (fc && fc->fuse)
-        (void)fuse_invalidate_path(fc->fuse, path);
+    if (fs_ctx() != a) /* a request's own change; not one sent in the background */
+        return;
+    pthread_mutex_lock(&a->fuse_lock);
+    se = a->se;
+    pthread_mutex_unlock(&a->fuse_lock);
+    if (se && fs_inodes_find(a->inodes, path, &ino) == 0)
+        (void)fuse_lowlevel_notify_inval_inode(se, ino, 0, 0);
 }
 
 /* See fs/fs_i.h. */

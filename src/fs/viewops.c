@@ -174,7 +174,6 @@ int fs_view_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t o
             rc = 0;
             goto out;
         }
-        fs_forget_named(a->forget, p);
         free(p);
     }
     if (rc < 0)

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
 #include "util/util.h"
 #include "fs/fs_i.h"
 #include "monitor/monitor.h"
@@ -38,11 +40,26 @@ static int answer_owned(char *text, char *value, size_t size)
     return rc;
 }
 
+/* The store's counters and the mount's: "nodes", the names the kernel
+ * holds as fs/inode.c counts them (malloc'd; NULL on ENOMEM). */
+static char *mount_stats(struct aztfs *a)
+{
+    char *text = stats_json(&a->store), *out = NULL;
+    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+
+    if (j &&
+        json_object_set_new(j, "nodes", json_integer((json_int_t)fs_inodes_count(a->inodes))) == 0)
+        out = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    free(text);
+    return out;
+}
+
 /* The root's attributes. */
 static int root_xattr(struct aztfs *a, const char *name, char *value, size_t size)
 {
     if (strcmp(name, STATS_XATTR) == 0)
-        return answer_owned(stats_json(&a->store), value, size);
+        return answer_owned(mount_stats(a), value, size);
     if (strcmp(name, XATTR_ERRORS) == 0 && a->store.log.failures)
         return answer_owned(failring_json(a->store.log.failures, VALUE_MAX), value, size);
     if (strcmp(name, XATTR_PENDING) == 0) {
