@@ -27,7 +27,11 @@ of a walk over aztfs can be read against the same ratio over the floor.
 
     /usr/bin/python3 bench/scale.py [--sizes 100000,1000000] [--partitions 100]
                                     [--walks find,grep,tar,rsync] [--forget 32768,0]
-                                    [--rounds N] [--floor] [--out F]
+                                    [--rounds N] [--floor] [--bins LABEL=PATH,...] [--out F]
+
+With ``--bins``, every walk runs, in turn, under each aztfs binary given
+(``before=/tmp/old/aztfs,after=./aztfs``): builds compared side by side in
+one run, each row's walk named with its label.
 """
 
 import argparse
@@ -176,12 +180,17 @@ def main():
     ap.add_argument("--forget", default="32768,0")
     ap.add_argument("--rounds", type=int, default=1, help="runs of each walk, one row each")
     ap.add_argument("--floor", action="store_true", help="the walks over floorfs too")
+    ap.add_argument("--bins", help="LABEL=PATH,...: aztfs binaries taking turns")
     ap.add_argument("--out")
     a = ap.parse_args()
     sizes = [(int(x.split(":")[0]), int(x.split(":")[1]) if ":" in x else a.partitions)
              for x in a.sizes.split(",")]
     forgets = [int(x) for x in a.forget.split(",")]
     walks = a.walks.split(",")
+    bins = [tuple(x.split("=", 1)) for x in a.bins.split(",")] if a.bins else [(None, None)]
+    for label, exe in bins:
+        if exe and not os.access(exe, os.X_OK):
+            raise SystemExit("--bins: %s is not an executable" % exe)
     work = tempfile.mkdtemp(prefix="aztfs-scale-")
     out = ["| walk | entities | partitions | forget_after | seconds | daemon CPU s | "
            "stolen CPU s | requests | ceil(N/1000)+P | peak RSS MiB | "
@@ -201,21 +210,25 @@ def main():
             floor = build_floor(work)
         base = fuse_inodes()
         for w, g, _ in [(w, g, k) for k in range(a.rounds) for w in walks for g in forgets]:
-            for n, parts in sizes:          # the sizes take turns
-                cs = conn_str_for(servers[(n, parts)].port)
+            for (n, parts), (label, exe) in [(s, b) for s in sizes for b in bins]:
+                cs = conn_str_for(servers[(n, parts)].port)   # sizes and builds take turns
+                if exe:
+                    os.environ["AZTFS_BIN"] = exe
                 r = one(work, cs, "scale%d" % n, w, g)
-                runs.setdefault((w, n, parts, g), []).append(r)
+                wl = "%s, %s" % (w, label) if label else w
+                runs.setdefault((wl, n, parts, g), []).append(r)
                 if w in ("find", "grep", "rsync") and int(r.out.split()[-1]) != n:
                     raise BenchError("%s saw %s files of %d" % (w, r.out, n))
-                peaks.setdefault((w, g), []).append((n, r.rss))
+                peaks.setdefault((wl, g), []).append((n, r.rss))
                 within = ("%.1f / %.1f" % (r.half, r.late), "%.1f" % (
                     (r.late - r.half) * 1048576 / (n / 2))) if r.half else ("-", "-")
                 out.append("| %s | %d | %d | %d | %.2f | %.2f | %.1f | %d | %d | %.1f | %s | %s "
                            "| %d |" % (w, n, parts, g, r.wall, r.cpu, r.steal, r.reqs,
                                        -(-n // 1000) + parts, r.rss, within[0], within[1],
                                        r.inodes - base))
+                out[-1] = out[-1].replace("| %s |" % w, "| %s |" % wl, 1)
                 print(out[-1], flush=True)
-                if floor and g == forgets[0]:
+                if floor and g == forgets[0] and exe == bins[-1][1]:
                     r = one_floor(floor, trees[(n, parts)], work, "scale%d" % n, w)
                     runs.setdefault(("%s, floorfs" % w, n, parts, g), []).append(r)
                     out.append("| %s, floorfs | %d | %d | - | %.1f | - | - | - | - | - | - | - "
