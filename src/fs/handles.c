@@ -305,9 +305,10 @@ static struct open_file *walk_from(struct open_file *of, int (*match)(const char
 static struct open_file *walk_next(struct fs_handles *h, struct open_file *of,
                                    int (*match)(const char *, const char *), const char *key)
 {
-    struct open_file *next = walk_from(of->pnext, match, key);
+    struct open_file *next;
 
     LOCK_HELD(&h->lock);
+    next = walk_from(of->pnext, match, key);
     if (--of->refs == 0 && of->released) {
         pending_unlink(h, of);
         fs_open_file_free(of); /* off both lists: nothing reaches it */

@@ -73,7 +73,7 @@ static int add_latency(json_t *root, struct http_stats *h)
  * "threads"; nothing without a client. 0, or -ENOMEM. */
 static int add_threads(json_t *root, struct store *s)
 {
-    struct worker_budget b;
+    struct worker_budget_counts b;
     json_t *t;
 
     if (!s->tc)

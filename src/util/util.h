@@ -458,8 +458,14 @@ int worker_budget_init(struct worker_budget *b, int limit);
 /* Free B's lock (no thread of it left). */
 void worker_budget_destroy(struct worker_budget *b);
 
-/* A copy of B's counters, read together. */
-void worker_budget_read(struct worker_budget *b, struct worker_budget *out);
+/* A budget's counters, read together (worker_budget_read). */
+struct worker_budget_counts {
+    int limit, used, peak;
+    unsigned long refused;
+};
+
+/* B's counters into *OUT. */
+void worker_budget_read(struct worker_budget *b, struct worker_budget_counts *out);
 
 /* A group of threads, each running one function until it returns (the
  * caller tells them to stop, then joins). Zero-initialised before use. */

@@ -74,7 +74,7 @@ void worker_budget_destroy(struct worker_budget *b)
 }
 
 /* See util.h. */
-void worker_budget_read(struct worker_budget *b, struct worker_budget *out)
+void worker_budget_read(struct worker_budget *b, struct worker_budget_counts *out)
 {
     pthread_mutex_lock(&b->lock);
     out->limit = b->limit;

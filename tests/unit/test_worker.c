@@ -76,7 +76,8 @@ static void test_group_bound(void)
  * freed; the most at once and the refusals are counted. */
 static void test_budget(void)
 {
-    struct worker_budget b, r;
+    struct worker_budget b;
+    struct worker_budget_counts r;
     struct workers g1 = { .n = 0, .budget = &b }, g2 = { .n = 0, .budget = &b };
     struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER, .all_blocked = 1 };
     struct worker *w = NULL;
