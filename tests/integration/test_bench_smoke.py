@@ -300,6 +300,25 @@ def test_scale_smoke(tmp_path):
     assert all(float(r[5]) == 1.0 for r in medians), medians    # one size: its own ratio
 
 
+def test_scale_takes_turns_between_builds(tmp_path):
+    """bench/scale.py --bins: each walk under each build given, in turn,
+    its rows named for the build; a path that is no program is refused."""
+    out = tmp_path / "scale.md"
+    p = subprocess.run([sys.executable, str(ROOT / "bench" / "scale.py"), "--sizes", "3000:6",
+                        "--walks", "find", "--forget", "100", "--bins",
+                        "one=%s,two=%s" % (AZTFS, AZTFS), "--out", str(out)],
+                       capture_output=True, text=True, timeout=SMOKE_TIMEOUT,
+                       stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr[-6000:]
+    runs = [[c.strip() for c in l.split("|")[1:-1]] for l in out.read_text().splitlines()
+            if l.startswith("| ") and l.count("|") == 14 and l.split("|")[2].strip() == "3000"]
+    assert [r[0] for r in runs] == ["find, one", "find, two"], runs
+    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "scale.py"), "--bins",
+                          "x=%s" % (tmp_path / "nothing")], capture_output=True, text=True,
+                         timeout=60, stdin=subprocess.DEVNULL)
+    assert bad.returncode != 0 and "not an executable" in bad.stderr, bad
+
+
 def test_import_benchmark_smoke(tmp_path):
     """bench/import.py on a tiny backup at two delays: a row per delay, the
     tables it made through aztfs and the SDK hold the same entities (the
