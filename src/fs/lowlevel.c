@@ -197,9 +197,10 @@ static char *child_or_reply(struct aztfs *a, fuse_req_t req, fuse_ino_t parent, 
     return path;
 }
 
-/* A regular file made as create does, then closed; any other kind
- * ENOSYS, as libfuse's high-level API answers without a mknod. */
-static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+/* Make NAME in PARENT: a directory (DIR), else a regular file made as
+ * create does and then closed (any other kind ENOSYS, as libfuse's
+ * high-level API answers without a mknod); answered with its entry. */
+static void make_name(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, int dir)
 {
     struct aztfs *a = enter(req);
     struct fuse_file_info fi = { .flags = O_CREAT | O_EXCL | O_WRONLY };
@@ -207,12 +208,14 @@ static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     char *path = child_or_reply(a, req, parent, name);
     int rc;
 
-    (void)rdev;
     if (path) {
-        rc = S_ISREG(mode) ? a->ops.create(path, mode, &fi) : -ENOSYS;
+        rc = dir          ? a->ops.mkdir(path, mode) :
+            S_ISREG(mode) ? a->ops.create(path, mode, &fi) :
+                            -ENOSYS;
         if (rc == 0) {
-            rc = lookup_path(a, parent, name, path, &fi, &e);
-            a->ops.release(path, &fi);
+            rc = lookup_path(a, parent, name, path, dir ? NULL : &fi, &e);
+            if (!dir)
+                a->ops.release(path, &fi);
         }
         if (rc < 0)
             reply_rc(req, rc);
@@ -223,24 +226,15 @@ static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
     leave();
 }
 
+static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+    (void)rdev;
+    make_name(req, parent, name, mode, 0);
+}
+
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-    struct aztfs *a = enter(req);
-    struct fuse_entry_param e;
-    char *path = child_or_reply(a, req, parent, name);
-    int rc;
-
-    if (path) {
-        rc = a->ops.mkdir(path, mode);
-        if (rc == 0)
-            rc = lookup_path(a, parent, name, path, NULL, &e);
-        if (rc < 0)
-            reply_rc(req, rc);
-        else
-            reply_entry(a, req, &e);
-    }
-    free(path);
-    leave();
+    make_name(req, parent, name, mode, 1);
 }
 
 /* unlink and rmdir: the name leaves the table when the operation took it. */
