@@ -44,14 +44,13 @@ static int answer_owned(char *text, char *value, size_t size)
  * holds as fs/inode.c counts them (malloc'd; NULL on ENOMEM). */
 static char *mount_stats(struct aztfs *a)
 {
-    char *text = stats_json(&a->store), *out = NULL;
-    json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+    json_t *j = stats_object(&a->store);
+    char *out = NULL;
 
     if (j &&
         json_object_set_new(j, "nodes", json_integer((json_int_t)fs_inodes_count(a->inodes))) == 0)
         out = json_dumps(j, JSON_COMPACT);
     json_decref(j);
-    free(text);
     return out;
 }
 
