@@ -56,9 +56,9 @@ unsigned fs_serve_queued(struct aztfs *a, struct fuse_session *se, unsigned max)
     return n;
 }
 
-/* See fs.h. The kernel's timeouts, direct_io and the handling of a name
- * removed while open (hard_remove: open handles hold their own copy) are
- * fs/lowlevel.c's answers. */
+/* See fs.h. The kernel's timeouts and the handling of a name removed
+ * while open (hard_remove: open handles hold their own copy) are
+ * fs/lowlevel.c's answers; direct_io is every handle's (fs_attach). */
 void fs_init(struct aztfs *a)
 {
     store_set_hooks(&a->store, aztfs_cancelled, fs_kernel_forget, a);

@@ -115,7 +115,7 @@ void fs_attach(struct fuse_file_info *fi, struct open_file *of, const char *path
     of->ino = fspath_ino(path);
     link_push(h, &of->link, file_close);
     fi->fh = (uint64_t)(uintptr_t)of;
-    fi->direct_io = 1;
+    fi->direct_io = 1; /* reads return the entity as opened: see doc/ */
 }
 
 /* See fs/fs_i.h. */

@@ -290,7 +290,6 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
     int rc = path_of(a, ino, 0, &path);
 
     if (rc == 0 && (rc = a->ops.open(path, fi)) == 0) {
-        fi->direct_io = 1; /* reads return the entity as opened: see doc/ */
         if (fuse_reply_open(req, fi) != 0)
             a->ops.release(path, fi); /* interrupted: the kernel has no handle */
     } else {
@@ -314,12 +313,9 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
             a->ops.release(path, fi);
         if (rc < 0) {
             reply_rc(req, rc);
-        } else {
-            fi->direct_io = 1;
-            if (fuse_reply_create(req, &e, fi) != 0) {
-                a->ops.release(path, fi);
-                fs_inodes_forget(a->inodes, e.ino, 1);
-            }
+        } else if (fuse_reply_create(req, &e, fi) != 0) {
+            a->ops.release(path, fi); /* interrupted: the kernel has no handle */
+            fs_inodes_forget(a->inodes, e.ino, 1);
         }
     }
     free(path);
