@@ -514,7 +514,8 @@ struct dir_answer {
     struct aztfs *a;
     fuse_req_t req;
     fuse_ino_t dir;
-    int plus; /* readdirplus */
+    const char *path; /* the directory's, as the listing is given it */
+    int plus;         /* readdirplus */
     char *buf;
     size_t size, used;
     fuse_ino_t *counted; /* the nodes this answer counted (given back if it fails) */
@@ -556,8 +557,8 @@ static void plus_entry(struct dir_answer *d, const char *name, const struct stat
     char *path;
 
     memset(e, 0, sizeof(*e));
-    if (st && (flags & FUSE_FILL_DIR_PLUS) && !is_dot(name) &&
-        fs_inodes_child_path(d->a->inodes, d->dir, name, &path) == 0) {
+    if (st && (flags & FUSE_FILL_DIR_PLUS) && !is_dot(name) && d->path &&
+        (path = fspath_join(d->path, name))) {
         if (entry_of(d->a, d->dir, name, path, st, e) == 0 && note_counted(d, e->ino) < 0) {
             fs_inodes_forget(d->a->inodes, e->ino, 1);
             memset(e, 0, sizeof(*e));
@@ -604,6 +605,7 @@ static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     char *path;
     int rc = path_of(a, ino, 1, &path);
 
+    d.path = path; /* NULL: the directory was removed; its entries count nothing */
     if (rc == 0 && !(d.buf = malloc(size ? size : 1)))
         rc = -ENOMEM;
     if (rc == 0)
